@@ -1,0 +1,56 @@
+# The only entry points. `make serve` runs the main job, `make test` is what CI runs (.ci/run).
+PYTHON ?= python3
+VENV ?= .venv
+BIN := $(VENV)/bin
+PY := $(BIN)/python
+PROTO := fixtures/a2a.proto
+GENERATED := generated/__init__.py generated/types.py generated/methods.py generated/_support.py
+CODEGEN_SOURCES := $(wildcard codegen/*.py codegen/templates/*.j2)
+SRC := runtime generated codegen tests benchmarks
+
+.PHONY: install proto generate check-generated fmt lint typecheck test check serve clean
+
+$(PY):
+	$(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install -q --upgrade pip
+
+# Editable install in "strict" mode: a link tree that mypy can follow (the default mode uses an
+# import hook it cannot). Re-run after adding a module; `make test` always does.
+install: $(PY)
+	$(PY) -m pip install -q -e ".[test]" --config-settings editable_mode=strict
+
+proto:
+	$(PYTHON) -m codegen.fetch_proto --out $(PROTO)
+
+$(PROTO):
+	$(PYTHON) -m codegen.fetch_proto --out $(PROTO)
+
+$(GENERATED) &: $(PROTO) $(CODEGEN_SOURCES)
+	$(PY) -m codegen --proto $(PROTO) --out generated
+
+generate: proto
+	$(PY) -m codegen --proto $(PROTO) --out generated
+
+check-generated: proto
+	@tmp=$$(mktemp -d) && $(PY) -m codegen --proto $(PROTO) --out $$tmp \
+	  && diff -r --exclude=__pycache__ $$tmp generated && rm -rf $$tmp \
+	  && echo "generated/ is up to date"
+
+fmt:
+	$(BIN)/ruff format $(SRC)
+	$(BIN)/ruff check --fix $(SRC)
+
+lint:
+	$(BIN)/ruff format --check $(SRC)
+	$(BIN)/ruff check $(SRC)
+
+typecheck:
+	$(BIN)/mypy -p a2a_wire -p codegen
+
+check: lint typecheck check-generated
+
+test: install proto check
+	$(BIN)/pytest -q -p no:cacheprovider
+
+clean:
+	rm -rf build $(VENV) .mypy_cache .ruff_cache .pytest_cache
