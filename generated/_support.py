@@ -313,9 +313,10 @@ def dec_map(value: object, decode: Callable[[object], T]) -> dict[str, T]:
     return out
 
 
-def oneof_error(group: str, members: Iterable[str]) -> DecodeError:
-    """Build the error for a oneof with more than one member set."""
-    return DecodeError(f"more than one member of oneof {group} is set: {', '.join(members)}")
+def oneof_error(group: str, members: Iterable[str], present: Iterable[bool]) -> DecodeError:
+    """Build the error for a oneof with more than one member set, naming the members that are."""
+    names = [name for name, is_set in zip(members, present, strict=True) if is_set]
+    return DecodeError(f"more than one member of oneof {group} is set: {', '.join(names)}")
 
 
 # Timestamps: 0001-01-01T00:00:00Z to 9999-12-31T23:59:59.999999999Z, as protobuf allows.

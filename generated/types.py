@@ -793,6 +793,12 @@ class Part:
                     "url",
                     "data",
                 ],
+                [
+                    self.text is not None,
+                    self.raw is not None,
+                    self.url is not None,
+                    self.data is not UNSET,
+                ],
             )
         return self
 
@@ -3099,6 +3105,13 @@ class SecurityScheme:
                     "openIdConnectSecurityScheme",
                     "mtlsSecurityScheme",
                 ],
+                [
+                    self.api_key_security_scheme is not None,
+                    self.http_auth_security_scheme is not None,
+                    self.oauth2_security_scheme is not None,
+                    self.open_id_connect_security_scheme is not None,
+                    self.mtls_security_scheme is not None,
+                ],
             )
         return self
 
@@ -3776,6 +3789,13 @@ class OAuthFlows:
                     "implicit",
                     "password",
                     "deviceCode",
+                ],
+                [
+                    self.authorization_code is not None,
+                    self.client_credentials is not None,
+                    self.implicit is not None,
+                    self.password is not None,
+                    self.device_code is not None,
                 ],
             )
         return self
@@ -5650,6 +5670,10 @@ class SendMessageResponse:
                     "task",
                     "message",
                 ],
+                [
+                    self.task is not None,
+                    self.message is not None,
+                ],
             )
         return self
 
@@ -5800,6 +5824,12 @@ class StreamResponse:
                     "message",
                     "statusUpdate",
                     "artifactUpdate",
+                ],
+                [
+                    self.task is not None,
+                    self.message is not None,
+                    self.status_update is not None,
+                    self.artifact_update is not None,
                 ],
             )
         return self

@@ -83,7 +83,11 @@ def encode(message: ProtoMessage) -> bytes:
     Raises:
         EncodeError: a value has no JSON form.
     """
-    return dumps(message.to_dict())
+    try:
+        obj = message.to_dict()
+    except ValueError as exc:  # a Timestamp outside years 1..9999
+        raise EncodeError(str(exc)) from None
+    return dumps(obj)
 
 
 def json_depth_limit() -> int:

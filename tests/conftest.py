@@ -1,0 +1,31 @@
+"""Shared test configuration: Hypothesis profiles.
+
+Profiles: ``dev`` (default) explores with fresh random examples; ``ci`` (selected when the ``CI``
+environment variable is set, or with ``HYPOTHESIS_PROFILE=ci``) is derandomized so that a failure
+reproduces exactly, has no deadline (shared runners are slow) and prints the reproduction blob.
+``thorough`` (``HYPOTHESIS_PROFILE=thorough``) is for hunting bugs locally.
+"""
+
+from __future__ import annotations
+
+import os
+
+from hypothesis import HealthCheck, settings
+
+settings.register_profile(
+    "dev",
+    deadline=None,
+    suppress_health_check=[HealthCheck.too_slow],
+)
+settings.register_profile(
+    "ci",
+    max_examples=50,
+    derandomize=True,
+    deadline=None,
+    print_blob=True,
+    suppress_health_check=[HealthCheck.too_slow],
+)
+settings.register_profile("thorough", parent=settings.get_profile("dev"), max_examples=2000)
+settings.load_profile(
+    os.environ.get("HYPOTHESIS_PROFILE") or ("ci" if os.environ.get("CI") else "dev")
+)
