@@ -1,0 +1,64 @@
+"""The built wheel carries the runtime and the generated classes, and not the build-time codegen.
+
+Also checks that a plain (non-editable) install imports as ``a2a_wire`` without the checkout.
+"""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import zipfile
+from pathlib import Path
+
+import pytest
+
+PROJECT = Path(__file__).resolve().parents[2]
+
+
+@pytest.fixture(scope="module")
+def wheel(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    out = tmp_path_factory.mktemp("wheel")
+    command = [sys.executable, "-m", "pip", "wheel", "--no-deps", "--no-build-isolation"]
+    subprocess.run([*command, "-q", "-w", str(out), str(PROJECT)], check=True, timeout=120)
+    (built,) = out.glob("a2a_wire-*.whl")
+    return built
+
+
+def test_wheel_holds_runtime_and_generated_but_not_codegen(wheel: Path) -> None:
+    names = zipfile.ZipFile(wheel).namelist()
+    for expected in (
+        "a2a_wire/__init__.py",
+        "a2a_wire/py.typed",
+        "a2a_wire/types.py",
+        "a2a_wire/codec.py",
+        "a2a_wire/_generated/types.py",
+        "a2a_wire/_generated/_support.py",
+        "a2a_wire/_generated/methods.py",
+    ):
+        assert expected in names
+    assert not [n for n in names if n.startswith(("codegen/", "tests/", "generated/", "runtime/"))]
+    assert not [n for n in names if n.endswith(".proto")]
+
+
+def test_installed_wheel_imports_without_the_checkout(wheel: Path, tmp_path: Path) -> None:
+    target = tmp_path / "site"
+    subprocess.run(
+        [sys.executable, "-m", "pip", "install", "-q", "--no-deps", "--target", str(target), wheel],
+        check=True,
+        timeout=120,
+    )
+    code = (
+        "import a2a_wire.types as t, a2a_wire.codec as c; "
+        "print(c.encode(t.Part(text='ok')).decode(), t.__file__)"
+    )
+    out = subprocess.run(
+        [sys.executable, "-I", "-c", f"import sys; sys.path.insert(0, {str(target)!r}); {code}"],
+        capture_output=True,
+        text=True,
+        check=True,
+        cwd=tmp_path,
+        timeout=60,
+    )
+    printed, location = out.stdout.split()
+    assert printed == '{"text":"ok"}'
+    assert location.startswith(str(target))
