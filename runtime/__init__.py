@@ -8,7 +8,9 @@ imports neither.
   :mod:`a2a_wire.states`.
 * Server: :mod:`a2a_wire.server` (``create_app``), :mod:`a2a_wire.executor` (``AgentExecutor``,
   ``TaskUpdater``), :mod:`a2a_wire.settings`, :mod:`a2a_wire.store` and
-  :mod:`a2a_wire.store_sqlite`.
+  :mod:`a2a_wire.store_sqlite`; registered clients and scoping in :mod:`a2a_wire.auth`, skills in
+  :mod:`a2a_wire.skills`, limits in :mod:`a2a_wire.limits`.
+* Signed agent cards, both roles (``signing`` extra): :mod:`a2a_wire.card_signing`.
 * Client: :mod:`a2a_wire.client` (``A2AClient``), :mod:`a2a_wire.card_resolver`,
   :mod:`a2a_wire.credentials`, :mod:`a2a_wire.client_errors`.
 

@@ -79,9 +79,11 @@ async def cancel_task(
             task_id=task.id,
             context_id=task.context_id,
             task=with_history(task, None),
-            caller=info.caller,
+            caller=info.client_id,
             requested_extensions=info.extensions,
             metadata=metadata,
+            tenant=info.tenant,
+            skill_id=runtime.skill_for_task(task, info),
         )
         await _cancel_hook(runtime, context, run)
         await runtime.stop_run(hub)

@@ -4,7 +4,15 @@ The served card is the configured one with ``supportedInterfaces`` led by this s
 endpoint (``protocolBinding`` ``JSONRPC``, ``protocolVersion`` ``1.0``, spec 8.3.1); other
 bindings the configured card lists follow it, and any JSON-RPC entries it listed are replaced.
 The endpoint URL is ``public_url`` + ``rpc_path`` when ``public_url`` is set, otherwise the
-scheme and ``Host`` of the card request.
+scheme and ``Host`` of the card request. Tenants (spec 8.3.2): each JSON-RPC entry of the
+configured card that names a ``tenant`` becomes one served entry with that tenant (the server
+then requires requests to carry one of them, see :mod:`a2a_wire._handlers`); without any, one
+entry without tenant is served.
+
+Signing (spec 8.4): with a signer, every rendering is signed as served (after the interface
+rewrite), replacing any ``signatures`` of the configured card. Because the served URL is part
+of what is signed, a signer needs ``public_url``: signing whatever ``Host`` a request names
+would hand out valid signatures over cards pointing anywhere.
 
 Caching (spec 8.6.1): ``Cache-Control: public, max-age=<card_max_age_seconds>``, a strong
 ``ETag`` (a hash of the body) and ``Last-Modified`` (when the application was built). A request
@@ -17,7 +25,9 @@ from __future__ import annotations
 import datetime
 import email.utils
 import hashlib
+from collections.abc import Mapping
 from dataclasses import dataclass
+from typing import Any, Protocol
 
 from aiohttp import web
 
@@ -25,7 +35,14 @@ from a2a_wire import codec
 from a2a_wire.settings import ServerSettings
 from a2a_wire.types import AgentCard, AgentInterface
 
-__all__ = ["CARD_PATH", "CardPublisher", "JSONRPC_BINDING", "PROTOCOL_VERSION"]
+__all__ = [
+    "CARD_PATH",
+    "JSONRPC_BINDING",
+    "PROTOCOL_VERSION",
+    "CardPublisher",
+    "Signer",
+    "served_tenants",
+]
 
 CARD_PATH = "/.well-known/agent-card.json"
 JSONRPC_BINDING = "JSONRPC"
@@ -37,6 +54,21 @@ _CACHED_ORIGINS = 16  # distinct Host values whose rendering is kept
 class _Rendered:
     body: bytes
     etag: str
+
+
+class Signer(Protocol):
+    """Signs a card's JSON object (see :class:`a2a_wire.card_signing.CardSigner`)."""
+
+    def sign(self, document: Mapping[str, Any]) -> list[dict[str, Any]]:
+        """The ``signatures`` array for ``document``."""
+        ...
+
+
+def served_tenants(card: AgentCard) -> list[str]:
+    """The tenants of the served JSON-RPC entries, in card order (``[""]`` when none)."""
+    named = [i.tenant for i in card.supported_interfaces if i.protocol_binding == JSONRPC_BINDING]
+    tenants = list(dict.fromkeys(t for t in named if t))
+    return tenants or [""]
 
 
 def _matches(header: str, etag: str) -> bool:
@@ -54,10 +86,20 @@ class CardPublisher:
     Args:
         card: The configured card.
         settings: For ``public_url``, ``rpc_path`` and ``card_max_age_seconds``.
+        signer: Signs each rendering (spec 8.4); needs ``settings.public_url``.
+
+    Raises:
+        ValueError: a signer without ``public_url``.
     """
 
-    def __init__(self, card: AgentCard, settings: ServerSettings) -> None:
+    def __init__(
+        self, card: AgentCard, settings: ServerSettings, signer: Signer | None = None
+    ) -> None:
+        if signer is not None and not settings.public_url:
+            raise ValueError("signing the agent card needs ServerSettings.public_url")
         self._card = card.to_dict()
+        self._tenants = served_tenants(card)
+        self._signer = signer
         self._others = [
             i.to_dict() for i in card.supported_interfaces if i.protocol_binding != JSONRPC_BINDING
         ]
@@ -71,19 +113,42 @@ class CardPublisher:
         """The card as served to clients reaching the server at ``origin``."""
         rendered = self._cache.get(origin)
         if rendered is None:
-            ours = AgentInterface(
-                url=origin + self._settings.rpc_path,
-                protocol_binding=JSONRPC_BINDING,
-                protocol_version=PROTOCOL_VERSION,
-            )
-            card = dict(self._card)
-            card["supportedInterfaces"] = [ours.to_dict(), *self._others]
-            body = codec.dumps(card)
+            body = codec.dumps(self.document(origin))
             etag = '"' + hashlib.sha256(body).hexdigest()[:32] + '"'
             rendered = _Rendered(body, etag)
             if len(self._cache) < _CACHED_ORIGINS:
                 self._cache[origin] = rendered
         return rendered
+
+    def document(
+        self, origin: str, *, skills: list[dict[str, Any]] | None = None
+    ) -> dict[str, Any]:
+        """The card's JSON object as served at ``origin``, signed when there is a signer.
+
+        Args:
+            origin: Scheme and authority of the server as clients reach it.
+            skills: ``skills`` to show instead of the card's (the extended card's).
+
+        Returns:
+            A new JSON object.
+        """
+        ours = [
+            AgentInterface(
+                url=origin + self._settings.rpc_path,
+                protocol_binding=JSONRPC_BINDING,
+                protocol_version=PROTOCOL_VERSION,
+                tenant=tenant,
+            ).to_dict()
+            for tenant in self._tenants
+        ]
+        card = dict(self._card)
+        card["supportedInterfaces"] = [*ours, *self._others]
+        if skills is not None:
+            card["skills"] = skills
+        if self._signer is not None:
+            card.pop("signatures", None)
+            card["signatures"] = self._signer.sign(card)
+        return card
 
     def _origin(self, request: web.Request) -> str:
         if self._settings.public_url:

@@ -13,6 +13,12 @@ open streams (:class:`Subscriber`) and a lock. Every change of the task goes thr
 3. encodes the event once, as the ``result`` of a StreamResponse, and appends those bytes to
    the queue of every subscriber, in the order the events were applied (spec 3.5.2).
 
+With push notifications on (``on_push``), the same bytes go to the store as the ``push`` event
+of that write, which adds them to the outbox for every webhook of the task in the same
+transaction (:mod:`a2a_wire.push_store`); the hub then calls ``on_push`` to wake the delivery
+worker. A new task is stored together with the push config sent inline with its SendMessage,
+and its first outbox row is the task itself.
+
 A new stream (SubscribeToTask, or a follow-up SendStreamingMessage) registers while holding the
 same lock and gets the task as it is then as its first frame, so it sees every later event
 exactly once and none twice. After the event that makes the task terminal or interrupted, or a
@@ -34,17 +40,20 @@ import copy
 import enum
 import logging
 import uuid
+from collections.abc import Callable
 from typing import Any
 
 from a2a_wire import codec
 from a2a_wire._tasks import InvalidTransitionError, apply, ends_stream, new_task, with_history
 from a2a_wire.errors import InternalError, ProtocolError
 from a2a_wire.executor import AgentEvent
+from a2a_wire.limits import trim_history
 from a2a_wire.store import TaskStore, now_timestamp
 from a2a_wire.types import (
     Message,
     Task,
     TaskArtifactUpdateEvent,
+    TaskPushNotificationConfig,
     TaskState,
     TaskStatus,
     TaskStatusUpdateEvent,
@@ -142,6 +151,10 @@ class Subscriber:
                 return KEEPALIVE
         return self._items.popleft()
 
+    def ready(self) -> Item | None:
+        """The next item if one is queued already, else ``None``; never waits."""
+        return self._items.popleft() if self._items else None
+
 
 def _expire(waiter: asyncio.Future[None]) -> None:
     if not waiter.done():
@@ -197,10 +210,17 @@ class TaskHub:
         owner: The caller owning the task.
         store: Where each change is written.
         queue_size: Bound of each subscriber's queue.
+        on_push: Wakes the push delivery worker; ``None`` when push notifications are off.
     """
 
     def __init__(
-        self, task_id: str, task: Task | None, owner: str, store: TaskStore, queue_size: int
+        self,
+        task_id: str,
+        task: Task | None,
+        owner: str,
+        store: TaskStore,
+        queue_size: int,
+        on_push: Callable[[], None] | None = None,
     ) -> None:
         self.task_id = task_id
         self.task = task
@@ -213,6 +233,11 @@ class TaskHub:
         self.active_run: Run | None = None
         self.canceling = False
         self.refs = 0
+        self.on_push = on_push
+        self.history_limit: int | None = None
+        """Most messages the task keeps (``ServerSettings.max_history_per_task``)."""
+        self.new_push_configs: list[TaskPushNotificationConfig] = []
+        """Configs sent inline with the SendMessage that makes the task; stored with it."""
 
     def subscribe(self, history_length: int | None = None) -> Subscriber:
         """Open a stream; call with :attr:`lock` held. Its first frame is the current task."""
@@ -249,11 +274,18 @@ class TaskHub:
             return self._refuse(event, "the task exists already; send status or artifact updates")
         try:
             apply(self.task, event, now=now_timestamp())
+            trim_history(self.task, self.history_limit)
         except InvalidTransitionError as exc:
             return self._refuse(event, str(exc))
-        await self.store.update(self.task)
-        if not isinstance(event, Message):
-            self._fan_out(event, run)
+        if isinstance(event, Message):
+            await self.store.update(self.task)
+            return True
+        frame = self._frame(event) if self.subscribers or self.on_push is not None else b""
+        if self.on_push is None:
+            await self.store.update(self.task)
+        elif await self.store.update(self.task, push=frame):
+            self.on_push()
+        self._fan_out(event, run, frame)
         return True
 
     def _refuse(self, event: AgentEvent, why: str) -> bool:
@@ -276,7 +308,8 @@ class TaskHub:
             task = new_task(
                 run.message, task_id=self.task_id, context_id=run.context_id, now=now_timestamp()
             )
-        await self.store.create(task, owner=run.owner)
+        trim_history(task, self.history_limit)
+        await self._create(task, run.owner)
         self.task = task
         self._send_task(task)
         if not run.first.done():
@@ -285,6 +318,15 @@ class TaskHub:
             self._check_end(task, run)
             return True
         return await self.publish_locked(event, run)
+
+    async def _create(self, task: Task, owner: str) -> None:
+        configs, self.new_push_configs = self.new_push_configs, []
+        if self.on_push is None:
+            await self.store.create(task, owner=owner)
+            return
+        frame = codec.dumps({"task": task_view(task, None)})
+        if await self.store.create(task, owner=owner, push_configs=configs, push=frame):
+            self.on_push()
 
     def _reply(self, message: Message, run: Run) -> None:
         reply = copy.copy(message)
@@ -331,30 +373,35 @@ class TaskHub:
             else:
                 sub.push(codec.dumps({"task": task_view(task, sub.history_length)}))
 
-    def _fan_out(self, event: TaskStatusUpdateEvent | TaskArtifactUpdateEvent, run: Run) -> None:
+    def _frame(self, event: TaskStatusUpdateEvent | TaskArtifactUpdateEvent) -> bytes:
+        """The StreamResponse bytes of an applied event, as streams and webhooks get them."""
         task = self.task
         assert task is not None
-        if self.subscribers:
-            if isinstance(event, TaskStatusUpdateEvent):
-                wire = TaskStatusUpdateEvent(
-                    task_id=task.id,
-                    context_id=task.context_id,
-                    status=task.status,
-                    metadata=event.metadata,
-                )
-                frame = codec.dumps({"statusUpdate": wire.to_dict()})
-            else:
-                artifact = TaskArtifactUpdateEvent(
-                    task_id=task.id,
-                    context_id=task.context_id,
-                    artifact=event.artifact,
-                    append=event.append,
-                    last_chunk=event.last_chunk,
-                    metadata=event.metadata,
-                )
-                frame = codec.dumps({"artifactUpdate": artifact.to_dict()})
-            for sub in self.subscribers:
-                sub.push(frame)
+        if isinstance(event, TaskStatusUpdateEvent):
+            wire = TaskStatusUpdateEvent(
+                task_id=task.id,
+                context_id=task.context_id,
+                status=task.status,
+                metadata=event.metadata,
+            )
+            return codec.dumps({"statusUpdate": wire.to_dict()})
+        artifact = TaskArtifactUpdateEvent(
+            task_id=task.id,
+            context_id=task.context_id,
+            artifact=event.artifact,
+            append=event.append,
+            last_chunk=event.last_chunk,
+            metadata=event.metadata,
+        )
+        return codec.dumps({"artifactUpdate": artifact.to_dict()})
+
+    def _fan_out(
+        self, event: TaskStatusUpdateEvent | TaskArtifactUpdateEvent, run: Run, frame: bytes
+    ) -> None:
+        task = self.task
+        assert task is not None
+        for sub in self.subscribers:
+            sub.push(frame)
         if isinstance(event, TaskStatusUpdateEvent):
             self._check_end(task, run)
 

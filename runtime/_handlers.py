@@ -15,10 +15,19 @@ with it. Those apply, in this order, before any work is done:
 Version negotiation (spec 3.6) is :func:`check_version`: ``A2A-Version`` must be ``1.0`` or
 ``1.0.x``; an absent or empty value means 0.3, which, like any other version, is -32009.
 
-Interim behaviour, until push notifications and the extended card are built: with the
-capability declared, the push-config methods answer -32004 and GetExtendedAgentCard answers
--32007 (no extended card configured); a SendMessage carrying a push config answers -32003
-without the capability and -32004 with it.
+The push-config methods and SendMessage's inline push config are in
+:mod:`a2a_wire.push_configs`; a SendMessage carrying a push config answers -32003 when the card
+does not declare push notifications (the spec is silent; this matches the methods).
+
+GetExtendedAgentCard, with the capability declared, answers the card built for the caller
+(:func:`a2a_wire._guard.extended_card_builder`), or -32007 when the server was not configured to
+serve one (``SecurityConfig.extended_card``).
+
+Tenants (spec 8.3.2; the spec does not say what a server does with a tenant it does not serve):
+after decoding, a request's ``tenant`` must be one the served JSON-RPC interfaces name (``""``
+only when an interface has none), else -32602 on ``tenant``. The call info is then scoped to it
+(:meth:`~a2a_wire._runtime.CallInfo.with_tenant`), so every handler sees the owner key of its
+tenant and client: data is partitioned by tenant.
 """
 
 from __future__ import annotations
@@ -28,7 +37,8 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Any
 
-from a2a_wire import _cancel, _jsonrpc, methods
+from a2a_wire import _cancel, _jsonrpc, methods, push_configs
+from a2a_wire._card import served_tenants
 from a2a_wire._fanout import task_view
 from a2a_wire._runtime import CallInfo, Runtime, Subscription
 from a2a_wire._tasks import is_terminal
@@ -112,20 +122,41 @@ class Capabilities:
     push_notifications: bool
     extended_agent_card: bool
     required_extensions: tuple[str, ...]
+    extensions: tuple[str, ...] = ()
+    tenants: frozenset[str] = frozenset({""})
 
     @classmethod
     def of(cls, card: AgentCard) -> Capabilities:
         """Read the capabilities of ``card``; absent flags count as false."""
+        tenants = frozenset(served_tenants(card))
         caps = card.capabilities
         if caps is None:
-            return cls(False, False, False, ())
+            return cls(False, False, False, (), (), tenants)
         required = tuple(ext.uri for ext in caps.extensions if ext.required)
         return cls(
             bool(caps.streaming),
             bool(caps.push_notifications),
             bool(caps.extended_agent_card),
             required,
+            tuple(ext.uri for ext in caps.extensions if ext.uri),
+            tenants,
         )
+
+    def scope(self, request: Any, info: CallInfo) -> CallInfo:
+        """``info`` scoped to the request's tenant.
+
+        Raises:
+            InvalidParamsError: the tenant is not served here.
+        """
+        tenant = getattr(request, "tenant", "")
+        if tenant not in self.tenants:
+            shown = tenant[:100]
+            if not tenant:
+                message = "This interface requires a tenant"
+            else:
+                message = f"Tenant {shown!r} is not served by this interface"
+            raise InvalidParamsError(message, violations=[("tenant", "not a served tenant")])
+        return info.with_tenant(tenant) if tenant or info.tenant else info
 
     def check(self, method: Method[Any, Any], info: CallInfo) -> None:
         """Refuse ``method`` if the card does not declare what it needs.
@@ -163,10 +194,8 @@ def _check_send(caps: Capabilities, request: SendMessageRequest) -> int | None:
     if config is None:
         return None
     _check_history_length(config.history_length, "configuration.historyLength")
-    if config.task_push_notification_config is not None:
-        if not caps.push_notifications:
-            raise PushNotificationNotSupportedError()
-        raise UnsupportedOperationError("Push notification configs are not implemented yet")
+    if config.task_push_notification_config is not None and not caps.push_notifications:
+        raise PushNotificationNotSupportedError()
     return config.history_length
 
 
@@ -179,7 +208,8 @@ async def send_message(
     """
     history_length = _check_send(caps, request)
     config = request.configuration
-    hub, run, _ = await runtime.begin_message(request, info, stream=False)
+    push = await push_configs.inline_push_config(runtime, request, info)
+    hub, run, _ = await runtime.begin_message(request, info, stream=False, push_config=push)
     try:
         await (run.first if config is not None and config.return_immediately else run.settled)
         return await runtime.result_of(hub, run, history_length)
@@ -192,7 +222,8 @@ async def send_streaming_message(
 ) -> Subscription:
     """SendStreamingMessage (spec 3.1.2): a stream of the task (or the one Message)."""
     _check_send(caps, request)
-    hub, _, sub = await runtime.begin_message(request, info, stream=True)
+    push = await push_configs.inline_push_config(runtime, request, info)
+    hub, _, sub = await runtime.begin_message(request, info, stream=True, push_config=push)
     assert sub is not None
     return Subscription(sub, hub, runtime)
 
@@ -274,18 +305,13 @@ async def cancel_task(
     return await _cancel.cancel_task(runtime, request.id, info, request.metadata)  # type: ignore[no-any-return]
 
 
-async def push_config_later(
-    runtime: Runtime, caps: Capabilities, request: object, info: CallInfo
-) -> dict[str, Any]:
-    """The push-config methods, with the capability declared but not built yet."""
-    raise UnsupportedOperationError("Push notification configs are not implemented yet")
-
-
 async def extended_card(
     runtime: Runtime, caps: Capabilities, request: object, info: CallInfo
 ) -> dict[str, Any]:
-    """GetExtendedAgentCard (spec 3.1.11), with the capability declared: none configured."""
-    raise ExtendedAgentCardNotConfiguredError()
+    """GetExtendedAgentCard (spec 3.1.11, 13.3): the caller's card, or -32007."""
+    if runtime.extended_card is None or not info.client_id:
+        raise ExtendedAgentCardNotConfiguredError()
+    return runtime.extended_card(info)
 
 
 UnaryHandler = Callable[[Runtime, Capabilities, Any, CallInfo], Awaitable[dict[str, Any]]]
@@ -297,7 +323,10 @@ UNARY: dict[Method[Any, Any], UnaryHandler] = {
     methods.LIST_TASKS: list_tasks,
     methods.CANCEL_TASK: cancel_task,
     methods.GET_EXTENDED_AGENT_CARD: extended_card,
-    **{method: push_config_later for method in PUSH_METHODS},
+    methods.CREATE_TASK_PUSH_NOTIFICATION_CONFIG: push_configs.create_push_config,
+    methods.GET_TASK_PUSH_NOTIFICATION_CONFIG: push_configs.get_push_config,
+    methods.LIST_TASK_PUSH_NOTIFICATION_CONFIGS: push_configs.list_push_configs,
+    methods.DELETE_TASK_PUSH_NOTIFICATION_CONFIG: push_configs.delete_push_config,
 }
 STREAMING: dict[Method[Any, Any], StreamHandler] = {
     methods.SEND_STREAMING_MESSAGE: send_streaming_message,
@@ -315,7 +344,7 @@ async def call_unary(
     """
     caps.check(method, info)
     request = _jsonrpc.decode_params(method, params)
-    return await UNARY[method](runtime, caps, request, info)
+    return await UNARY[method](runtime, caps, request, caps.scope(request, info))
 
 
 async def call_stream(
@@ -328,4 +357,4 @@ async def call_stream(
     """
     caps.check(method, info)
     request = _jsonrpc.decode_params(method, params)
-    return await STREAMING[method](runtime, caps, request, info)
+    return await STREAMING[method](runtime, caps, request, caps.scope(request, info))

@@ -18,12 +18,14 @@ from __future__ import annotations
 import asyncio
 import functools
 import logging
-import uuid
-from dataclasses import dataclass
+from collections.abc import Callable
+from dataclasses import dataclass, replace
 from typing import Any
 
 from a2a_wire._fanout import Run, Subscriber, TaskHub, task_view
+from a2a_wire._ids import new_uuid
 from a2a_wire._tasks import apply, is_interrupted, is_terminal, with_history
+from a2a_wire.auth import owner_key
 from a2a_wire.errors import (
     InternalError,
     InvalidParamsError,
@@ -31,12 +33,15 @@ from a2a_wire.errors import (
     UnsupportedOperationError,
 )
 from a2a_wire.executor import AgentExecutor, RequestContext, agent_message
+from a2a_wire.limits import check_parts, trim_history
 from a2a_wire.settings import ServerSettings
+from a2a_wire.skills import SkillSet
 from a2a_wire.store import TaskStore, now_timestamp
 from a2a_wire.types import (
     Message,
     SendMessageRequest,
     Task,
+    TaskPushNotificationConfig,
     TaskState,
     TaskStatus,
     TaskStatusUpdateEvent,
@@ -53,15 +58,37 @@ AGENT_RETURNED_EARLY = "The agent stopped before the task was finished."
 
 @dataclass(frozen=True, slots=True)
 class CallInfo:
-    """Who calls and with which service parameters (spec 3.2.6); one per HTTP request.
+    """Who calls and with which service parameters (spec 3.2.6); one per call.
+
+    The server makes it per HTTP request (:mod:`a2a_wire._guard`) and scopes it to the call's
+    ``tenant`` once the params are decoded (:meth:`with_tenant`), before any handler runs.
 
     Attributes:
-        caller: The authenticated identity; ``""`` while the server has no authentication.
+        caller: The owner key everything the call creates or reads is scoped by (spec 13.1):
+            :func:`a2a_wire.auth.owner_key` of the tenant and the client id. Pass it as
+            ``owner=`` to every store call.
         extensions: URIs from the ``A2A-Extensions`` header.
+        client_id: The registered client's id; ``""`` when anonymous.
+        tenant: The request's ``tenant``.
+        skills: Ids of the skills the caller may use; ``None`` for no restriction.
+        origin: Scheme and authority clients use to reach the server (for the extended card).
     """
 
     caller: str = ""
     extensions: tuple[str, ...] = ()
+    client_id: str = ""
+    tenant: str = ""
+    skills: frozenset[str] | None = None
+    origin: str = ""
+
+    @property
+    def owner(self) -> str:
+        """The owner key (same as :attr:`caller`)."""
+        return self.caller
+
+    def with_tenant(self, tenant: str) -> CallInfo:
+        """This call info scoped to ``tenant``: owner key recomputed."""
+        return replace(self, tenant=tenant, caller=owner_key(tenant, self.client_id))
 
 
 @dataclass(slots=True)
@@ -98,12 +125,23 @@ class Runtime:
         settings: Server settings.
     """
 
-    def __init__(self, executor: AgentExecutor, store: TaskStore, settings: ServerSettings) -> None:
+    def __init__(
+        self,
+        executor: AgentExecutor,
+        store: TaskStore,
+        settings: ServerSettings,
+        skills: SkillSet | None = None,
+    ) -> None:
         self.executor = executor
         self.store = store
         self.settings = settings
+        self.skills = skills
+        self.extended_card: Callable[[CallInfo], dict[str, Any]] | None = None
+        """Builds GetExtendedAgentCard's answer; ``None`` when no extended card is served."""
         self.hubs: dict[str, TaskHub] = {}
         self.runs: set[asyncio.Task[None]] = set()
+        self.on_push: Callable[[], None] | None = None
+        """Wakes the push delivery worker; set when the card declares push notifications."""
 
     # -- hubs ---------------------------------------------------------------------------------
 
@@ -121,13 +159,39 @@ class Runtime:
             hub = self.hubs.get(task_id)  # another request may have loaded it meanwhile
             if hub is None:
                 hub = self.hubs[task_id] = self._hub(task_id, task, owner)
+        elif hub.owner != owner:
+            # Another owner's live task: the same owner-scoped lookup as for an unknown id
+            # (it finds nothing), so the answer takes no measurably different path (spec 13.1).
+            await self.store.get(task_id, owner=owner)
+            raise _not_found(task_id)
         if hub.task is None or hub.owner != owner:
             raise _not_found(task_id)
         hub.refs += 1
         return hub
 
     def _hub(self, task_id: str, task: Task | None, owner: str) -> TaskHub:
-        return TaskHub(task_id, task, owner, self.store, self.settings.stream_queue_size)
+        queue_size = self.settings.stream_queue_size
+        hub = TaskHub(task_id, task, owner, self.store, queue_size, self.on_push)
+        hub.history_limit = self.settings.max_history_per_task
+        return hub
+
+    def _route(
+        self, message: Message, task: Task | None, info: CallInfo, request: SendMessageRequest
+    ) -> str:
+        """The id of the skill serving ``message`` (``""`` without skills); see :mod:`skills`."""
+        if self.skills is None:
+            return ""
+        allowed = info.skills if info.skills is not None else frozenset(self.skills.by_id)
+        config = request.configuration
+        accepted = config.accepted_output_modes if config is not None else []
+        return self.skills.select(message, allowed, task=task, accepted_output_modes=accepted).id
+
+    def skill_for_task(self, task: Task, info: CallInfo) -> str:
+        """The id of the skill serving ``task`` (for a cancel); ``""`` when none fits."""
+        if self.skills is None:
+            return ""
+        allowed = info.skills if info.skills is not None else frozenset(self.skills.by_id)
+        return self.skills.task_skill_id(task, allowed)
 
     def release(self, hub: TaskHub) -> None:
         """Drop one reference; a hub nobody uses is forgotten (its task is in the store)."""
@@ -138,9 +202,17 @@ class Runtime:
     # -- messages -----------------------------------------------------------------------------
 
     async def begin_message(
-        self, request: SendMessageRequest, info: CallInfo, *, stream: bool
+        self,
+        request: SendMessageRequest,
+        info: CallInfo,
+        *,
+        stream: bool,
+        push_config: TaskPushNotificationConfig | None = None,
     ) -> tuple[TaskHub, Run, Subscriber | None]:
         """Start the agent on a message (spec 3.1.1, 3.1.2, 3.4).
+
+        ``push_config``, already validated, is stored with the task the message creates (a
+        follow-up's config is stored by the handler before this is called).
 
         Returns:
             The hub (with a reference for the caller to release), the run, and the stream's
@@ -153,6 +225,7 @@ class Runtime:
         """
         message = request.message
         assert message is not None  # REQUIRED, checked when the params were decoded
+        check_parts(message, self.settings.max_parts_per_message)
         config = request.configuration
         history_length = config.history_length if config is not None else None
         if message.task_id:
@@ -163,20 +236,26 @@ class Runtime:
                 self.release(hub)
                 raise
             return hub, run, sub
-        task_id = str(uuid.uuid4())
-        message.context_id = message.context_id or str(uuid.uuid4())
+        skill_id = self._route(message, None, info, request)
+        task_id = new_uuid()
+        message.context_id = message.context_id or new_uuid()
         hub = self.hubs[task_id] = self._hub(task_id, None, info.caller)
         hub.refs = 1
+        if push_config is not None:
+            push_config.task_id = task_id
+            hub.new_push_configs.append(push_config)
         run = Run(hub, message, message.context_id, info.caller)
         sub = hub.subscribe(history_length) if stream else None
         context = RequestContext(
             message=message,
             task_id=task_id,
             context_id=message.context_id,
-            caller=info.caller,
+            caller=info.client_id,
             requested_extensions=info.extensions,
             configuration=config,
             metadata=request.metadata,
+            tenant=info.tenant,
+            skill_id=skill_id,
         )
         self._start(hub, run, context)
         return hub, run, sub
@@ -198,8 +277,10 @@ class Runtime:
             self._check_open(task, message)
             if hub.run_task is not None:
                 raise self._busy(task)
+            skill_id = self._route(message, task, info, request)
             message.context_id = task.context_id
             apply(task, message, now=now_timestamp())
+            trim_history(task, self.settings.max_history_per_task)
             await self.store.update(task)
             run = Run(hub, message, task.context_id, info.caller)
             sub = hub.subscribe(history_length) if stream else None
@@ -208,10 +289,12 @@ class Runtime:
                 task_id=task.id,
                 context_id=task.context_id,
                 task=with_history(task, None),
-                caller=info.caller,
+                caller=info.client_id,
                 requested_extensions=info.extensions,
                 configuration=request.configuration,
                 metadata=request.metadata,
+                tenant=info.tenant,
+                skill_id=skill_id,
             )
             self._start(hub, run, context)
         return run, sub

@@ -18,7 +18,7 @@ import logging
 from aiohttp import web
 
 from a2a_wire import _jsonrpc, _sse, codec
-from a2a_wire._fanout import END, KEEPALIVE
+from a2a_wire._fanout import END, KEEPALIVE, Item
 from a2a_wire._jsonrpc import RequestId
 from a2a_wire._runtime import Subscription
 from a2a_wire.errors import ProtocolError
@@ -80,20 +80,34 @@ async def stream_events(
     sub = subscription.subscriber
     try:
         await response.prepare(request)
-        while True:
-            item = await sub.next(keepalive)
-            if type(item) is bytes:
-                await response.write(_sse.encode_event(prefix + item + b"}"))
-            elif item is KEEPALIVE:
-                await response.write(_KEEPALIVE_FRAME)
-            elif item is END:
-                break
+        ended = False
+        while not ended:
+            # Events already queued go out in one write (one syscall, one HTTP chunk); the
+            # last write carries the end of the body with it.
+            chunks: list[bytes] = []
+            item: Item | None = await sub.next(keepalive)
+            while item is not None and not ended:
+                frame, ended = _frame(item, prefix, rid)
+                chunks.append(frame)
+                item = sub.ready()
+            if ended:
+                await response.write_eof(b"".join(chunks))
             else:
-                assert isinstance(item, ProtocolError)
-                await response.write(_sse.encode_event(codec.dumps(_jsonrpc.error(rid, item))))
-                break
+                await response.write(b"".join(chunks))
     except ConnectionError:
         log.debug("stream reader left")
     finally:
         subscription.close()
     return response
+
+
+def _frame(item: Item, prefix: bytes, rid: RequestId) -> tuple[bytes, bool]:
+    """The bytes to send for one subscriber item, and whether the stream ends with it."""
+    if type(item) is bytes:
+        return _sse.encode_event(prefix + item + b"}"), False
+    if item is KEEPALIVE:
+        return _KEEPALIVE_FRAME, False
+    if item is END:
+        return b"", True
+    assert isinstance(item, ProtocolError)
+    return _sse.encode_event(codec.dumps(_jsonrpc.error(rid, item))), True

@@ -15,6 +15,12 @@ Selection (spec 8.3.2, 3.6): walk ``supportedInterfaces`` in order and take the 
 ``protocolBinding`` is JSONRPC and whose ``protocolVersion`` has major.minor 1.0 (a patch part
 such as ``1.0.3`` is ignored). Its ``tenant`` goes into every request. Nothing older or newer is
 tried silently (spec 3.6.3); when nothing fits, the error lists what the card offers.
+
+Signatures (spec 8.4.3): a resolver given a ``verifier`` (e.g.
+:class:`a2a_wire.card_signing.CardVerifier`) checks the card's JSON object as received every
+time it hands the card out, cached or not, so a card cached by a resolver without a verifier is
+never trusted unchecked. A card that fails is refused with the verifier's error (an
+:class:`~a2a_wire.client_errors.InvalidAgentCardError`).
 """
 
 from __future__ import annotations
@@ -25,6 +31,7 @@ from collections import OrderedDict
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from types import TracebackType
+from typing import Any, Protocol
 
 import aiohttp
 import yarl
@@ -50,6 +57,7 @@ __all__ = [
     "CachedCard",
     "CardCache",
     "CardResolver",
+    "SignatureCheck",
     "card_lifetime",
     "card_url",
     "interface_url",
@@ -176,14 +184,26 @@ def card_lifetime(headers: CIMultiDictProxy[str], default_ttl: float) -> float |
     return max(ttl, 0.0)
 
 
+class SignatureCheck(Protocol):
+    """Verifies a received card (see :class:`a2a_wire.card_signing.CardVerifier`)."""
+
+    def verify(self, document: Mapping[str, Any]) -> object:
+        """Check the card's JSON object as received; raise to refuse it."""
+        ...
+
+
 @dataclass
 class CachedCard:
-    """A cache entry: the card, its validators and when it stops being fresh."""
+    """A cache entry: the card, its validators and when it stops being fresh.
+
+    ``document`` is the card's JSON object as received, for signature checks.
+    """
 
     card: AgentCard
     etag: str | None
     last_modified: str | None
     fresh_until: float
+    document: Any = None
 
 
 class CardCache:
@@ -223,7 +243,7 @@ class CardCache:
         return len(self._entries)
 
 
-def _decode_card(raw: RawResponse, url: str) -> AgentCard:
+def _decode_card(raw: RawResponse, url: str) -> tuple[AgentCard, Any]:
     if raw.status in (401, 403):
         challenge = raw.headers.get("WWW-Authenticate", "")
         raise AuthenticationError(raw.status, raw.reason, url, challenge)
@@ -232,7 +252,8 @@ def _decode_card(raw: RawResponse, url: str) -> AgentCard:
     if raw.content_type not in JSON_MEDIA_TYPES:
         raise UnexpectedContentTypeError(raw.content_type, JSON_MEDIA_TYPES, status=raw.status)
     try:
-        return AgentCard.from_dict(codec.loads(raw.body))
+        document = codec.loads(raw.body)
+        return AgentCard.from_dict(document), document
     except (codec.JSONSyntaxError, codec.DecodeError) as exc:
         raise InvalidAgentCardError(f"agent card at {safe_url(url)}: {exc}") from None
 
@@ -246,6 +267,7 @@ class CardResolver:
         settings: ClientSettings | None = None,
         session: aiohttp.ClientSession | None = None,
         cache: CardCache | None = None,
+        verifier: SignatureCheck | None = None,
     ) -> None:
         """Create a resolver with its own transport (closed by :meth:`close`).
 
@@ -253,16 +275,21 @@ class CardResolver:
             settings: Limits and address policy; defaults apply when omitted.
             session: An aiohttp session to use (not closed here, not guarded by the connector).
             cache: A cache to share between resolvers; a private one when omitted.
+            verifier: Checks each card's signatures before it is returned (spec 8.4.3).
         """
         self._transport = Transport(settings or ClientSettings(), session)
         self.cache = cache if cache is not None else CardCache()
+        self.verifier = verifier
 
     @classmethod
-    def _over(cls, transport: Transport, cache: CardCache) -> CardResolver:
+    def _over(
+        cls, transport: Transport, cache: CardCache, verifier: SignatureCheck | None = None
+    ) -> CardResolver:
         """A resolver using an existing transport (the client's)."""
         resolver = cls.__new__(cls)
         resolver._transport = transport
         resolver.cache = cache
+        resolver.verifier = verifier
         return resolver
 
     async def close(self) -> None:
@@ -291,13 +318,15 @@ class CardResolver:
             The decoded card.
 
         Raises:
-            InvalidAgentCardError: The document is not a card.
+            InvalidAgentCardError: The document is not a card, or its signature does not verify
+                (with a verifier).
             ClientError: Transport failures, limits, redirects, HTTP errors.
         """
         url = card_url(base_url)
         entry = self.cache.get(url)
         now = self.cache.clock()
         if entry is not None and not refresh and entry.fresh_until > now:
+            self._verify(entry.document)
             return entry.card
         settings = self._transport.settings
         headers = self._request_headers(entry)
@@ -305,11 +334,16 @@ class CardResolver:
             "GET", url, None, headers, total=("card_timeout", settings.card_timeout)
         )
         if raw.status == 304 and entry is not None:
-            card = entry.card
+            card, document = entry.card, entry.document
         else:
-            card = _decode_card(raw, url)
-        self._store(url, card, raw, entry if raw.status == 304 else None, now)
+            card, document = _decode_card(raw, url)
+        self._store(url, card, document, raw, entry if raw.status == 304 else None, now)
+        self._verify(document)
         return card
+
+    def _verify(self, document: Any) -> None:
+        if self.verifier is not None:
+            self.verifier.verify(document if isinstance(document, Mapping) else {})
 
     def _request_headers(self, entry: CachedCard | None) -> Mapping[str, str]:
         headers = {
@@ -324,7 +358,13 @@ class CardResolver:
         return headers
 
     def _store(
-        self, url: str, card: AgentCard, raw: RawResponse, old: CachedCard | None, now: float
+        self,
+        url: str,
+        card: AgentCard,
+        document: Any,
+        raw: RawResponse,
+        old: CachedCard | None,
+        now: float,
     ) -> None:
         ttl = card_lifetime(raw.headers, self._transport.settings.card_default_ttl)
         if ttl is None:
@@ -332,4 +372,4 @@ class CardResolver:
             return
         etag = raw.headers.get("ETag") or (old.etag if old else None)
         modified = raw.headers.get("Last-Modified") or (old.last_modified if old else None)
-        self.cache.put(url, CachedCard(card, etag, modified, now + ttl))
+        self.cache.put(url, CachedCard(card, etag, modified, now + ttl, document))

@@ -48,6 +48,7 @@ from a2a_wire.card_resolver import (
     PROTOCOL_VERSION,
     CardCache,
     CardResolver,
+    SignatureCheck,
     card_url,
     interface_url,
     select_interface,
@@ -154,6 +155,7 @@ class A2AClient:
         credentials: CredentialProvider | None = None,
         session: aiohttp.ClientSession | None = None,
         card_cache: CardCache | None = None,
+        card_verifier: SignatureCheck | None = None,
     ) -> A2AClient:
         """Discover the agent's card at ``base_url`` and connect to its JSONRPC 1.0 interface.
 
@@ -163,20 +165,23 @@ class A2AClient:
             credentials: Provider of per-request headers (not sent for the public card).
             session: An aiohttp session to use (see the class docstring).
             card_cache: Where to cache cards; :data:`SHARED_CARD_CACHE` when omitted.
+            card_verifier: Checks the card's signatures (spec 8.4.3), e.g. a
+                :class:`a2a_wire.card_signing.CardVerifier`; a card that fails is refused.
 
         Returns:
             A client for the first fitting interface, carrying its tenant and the card.
 
         Raises:
             NoCompatibleInterfaceError: The card offers no JSONRPC 1.0 interface.
-            InvalidAgentCardError: The card does not decode.
+            InvalidAgentCardError: The card does not decode, or its signature does not verify.
             ClientError: Fetching the card failed.
         """
         settings = settings if settings is not None else ClientSettings()
         transport = Transport(settings, session)
         cache = card_cache if card_cache is not None else SHARED_CARD_CACHE
         try:
-            card = await CardResolver._over(transport, cache).resolve(base_url)
+            resolver = CardResolver._over(transport, cache, card_verifier)
+            card = await resolver.resolve(base_url)
             iface = select_interface(card)
             url = interface_url(card_url(base_url), iface)
             client = cls(url, tenant=iface.tenant, settings=settings, credentials=credentials)

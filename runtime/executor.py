@@ -25,11 +25,11 @@ returns; if it returns earlier, or raises, the server fails the task with a stat
 from __future__ import annotations
 
 import abc
-import uuid
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol
 
+from a2a_wire._ids import new_uuid
 from a2a_wire.types import (
     Artifact,
     Message,
@@ -68,10 +68,18 @@ class RequestContext:
         context_id: The conversation (spec 3.4.1): the client's, the task's, or a fresh one.
         task: A copy of the stored task for a follow-up message or a cancel (with the new
             message already in its history); ``None`` for a new request.
-        caller: The authenticated caller's identity; ``""`` while the server has no auth.
+        caller: The registered client's id; ``""`` when the server has no registered clients
+            (see :mod:`a2a_wire.auth`).
         requested_extensions: Extension URIs from the ``A2A-Extensions`` header (spec 3.2.6).
         configuration: The request's ``configuration``, if any.
         metadata: The request's ``metadata``, if any.
+        tenant: The request's ``tenant`` (spec 8.3.2), ``""`` when none.
+        skill_id: The skill the request was routed to (:mod:`a2a_wire.skills`); ``""`` when
+            the server has no skills.
+
+    Context ids are namespaced per caller and tenant (spec 13.1): two callers may use the same
+    ``contextId`` for unrelated conversations. An agent keeping state per conversation should
+    key it by :attr:`conversation_key`, not by ``context_id`` alone.
     """
 
     message: Message | None
@@ -82,6 +90,13 @@ class RequestContext:
     requested_extensions: tuple[str, ...] = ()
     configuration: SendMessageConfiguration | None = None
     metadata: dict[str, Any] | None = None
+    tenant: str = ""
+    skill_id: str = ""
+
+    @property
+    def conversation_key(self) -> tuple[str, str, str]:
+        """``(tenant, caller, context_id)``: the conversation, unique across callers."""
+        return self.tenant, self.caller, self.context_id
 
 
 class EventQueue(Protocol):
@@ -139,7 +154,7 @@ def agent_message(
         The message.
     """
     return Message(
-        message_id=str(uuid.uuid4()),
+        message_id=new_uuid(),
         role=Role.AGENT,
         parts=[Part(text=text)],
         task_id=task_id,
@@ -236,7 +251,7 @@ class TaskUpdater:
         """
         if isinstance(parts, str):
             parts = [Part(text=parts)]
-        artifact_id = artifact_id or str(uuid.uuid4())
+        artifact_id = artifact_id or new_uuid()
         artifact = Artifact(
             artifact_id=artifact_id, name=name, parts=list(parts), metadata=metadata
         )

@@ -9,6 +9,12 @@
 
 HTTP-level rules kept here:
 
+* Before anything else, :class:`a2a_wire._guard.Admission` authenticates the request when
+  clients are registered (HTTP 401 with ``WWW-Authenticate`` and a JSON-RPC error body) and
+  applies the per-client rate limit (HTTP 429 with ``Retry-After``); streams also need a free
+  per-client stream slot (HTTP 429). The public card needs no credentials.
+* The extensions a request names in ``A2A-Extensions`` that the card declares are echoed in the
+  response's ``A2A-Extensions`` header (spec 3.2.6).
 * A body whose ``Content-Type`` is not ``application/json`` (or ``application/a2a+json``) is
   refused before parsing: HTTP 415 with a -32005 error body. A missing Content-Type counts as
   not JSON.
@@ -30,6 +36,8 @@ HTTP-level rules kept here:
 
 The task store's ``open`` (recovery) runs at startup and its ``close`` at cleanup
 (``app.cleanup_ctx``); on shutdown, open streams are ended and agent runs cancelled and awaited.
+When the card declares push notifications, the delivery worker of :mod:`a2a_wire.push_delivery`
+runs between the store's open and close (``PUSH_DELIVERER_KEY``).
 """
 
 from __future__ import annotations
@@ -44,16 +52,17 @@ from aiohttp.typedefs import Handler
 
 from a2a_wire import _jsonrpc, codec
 from a2a_wire._card import CARD_PATH, CardPublisher
+from a2a_wire._guard import Admission, echo_extensions, extended_card_builder, public_card
 from a2a_wire._handlers import (
     Capabilities,
     call_stream,
     call_unary,
     check_version,
-    parse_extensions,
 )
 from a2a_wire._jsonrpc import Call
 from a2a_wire._runtime import CallInfo, Runtime
 from a2a_wire._streaming import stream_error, stream_events
+from a2a_wire.auth import SecurityConfig
 from a2a_wire.errors import (
     ContentTypeNotSupportedError,
     InternalError,
@@ -62,7 +71,9 @@ from a2a_wire.errors import (
     ProtocolError,
 )
 from a2a_wire.executor import AgentExecutor
+from a2a_wire.push_delivery import PUSH_DELIVERER_KEY, PushDeliverer
 from a2a_wire.settings import ServerSettings
+from a2a_wire.skills import SkillRouter, SkillSet
 from a2a_wire.store import InMemoryTaskStore, TaskStore
 from a2a_wire.types import AgentCard
 
@@ -92,13 +103,23 @@ def _error(exc: ProtocolError, status: int = 200) -> web.Response:
 class _RPCEndpoint:
     """The POST handler of one application."""
 
-    def __init__(self, runtime: Runtime, caps: Capabilities, settings: ServerSettings) -> None:
+    def __init__(
+        self,
+        runtime: Runtime,
+        caps: Capabilities,
+        settings: ServerSettings,
+        admission: Admission,
+    ) -> None:
         self.runtime = runtime
         self.caps = caps
         self.settings = settings
+        self.admission = admission
 
     async def handle(self, request: web.Request) -> web.StreamResponse:
         """Answer one JSON-RPC POST."""
+        info = await self.admission.admit(request)  # authentication and rate limits first
+        if isinstance(info, web.Response):
+            return info
         if request.content_type not in JSON_TYPES or hdrs.CONTENT_TYPE not in request.headers:
             got = request.headers.get(hdrs.CONTENT_TYPE, "")[:100]
             refused = ContentTypeNotSupportedError(
@@ -114,7 +135,6 @@ class _RPCEndpoint:
         if is_batch and len(calls) > self.settings.max_batch_size:
             limit = self.settings.max_batch_size
             return _error(InvalidRequestError(f"Batch of {len(calls)} calls exceeds {limit}"))
-        info = CallInfo("", parse_extensions(request.headers.get(EXTENSIONS_HEADER)))
         version = request.headers.get(VERSION_HEADER) or request.query.get(VERSION_HEADER)
         refusal = check_version(version)
         if not is_batch:
@@ -129,6 +149,18 @@ class _RPCEndpoint:
         return _json(batch) if batch else web.Response(status=204)
 
     async def _stream(
+        self, request: web.Request, call: Call, info: CallInfo, refusal: ProtocolError | None
+    ) -> web.StreamResponse:
+        slot = self.admission.stream_slot(request, info)
+        if isinstance(slot, web.Response):
+            return slot
+        try:
+            return await self._open_stream(request, call, info, refusal)
+        finally:
+            if slot:
+                self.admission.streams.release(slot)
+
+    async def _open_stream(
         self, request: web.Request, call: Call, info: CallInfo, refusal: ProtocolError | None
     ) -> web.StreamResponse:
         assert call.method is not None
@@ -215,39 +247,80 @@ async def _json_errors(request: web.Request, handler: Handler) -> web.StreamResp
 
 def create_app(
     card: AgentCard,
-    executor: AgentExecutor,
+    executor: AgentExecutor | None = None,
     *,
     store: TaskStore | None = None,
     settings: ServerSettings | None = None,
+    security: SecurityConfig | None = None,
 ) -> web.Application:
     """Build the aiohttp application of an A2A JSON-RPC server.
 
     Args:
         card: The public agent card. Its ``capabilities`` decide which methods are allowed
             (spec 3.3.4); its ``supportedInterfaces`` are served with this server's JSON-RPC
-            endpoint first.
-        executor: The agent.
+            endpoint first (one entry per tenant its JSON-RPC entries name).
+        executor: The agent; leave it out when ``security.skills`` names the executors.
         store: Task storage; an :class:`~a2a_wire.store.InMemoryTaskStore` when omitted. It is
             opened (recovery) at startup and closed at cleanup.
         settings: Limits and addresses; :class:`~a2a_wire.settings.ServerSettings` defaults
             when omitted.
+        security: Registered clients, skills, extended card and card signing
+            (:class:`~a2a_wire.auth.SecurityConfig`); none of them when omitted, which means
+            no authentication (see :mod:`a2a_wire.auth`).
 
     Returns:
         The application, ready for ``web.run_app`` or a test client.
+
+    Raises:
+        ValueError: both or neither of ``executor`` and skills given, a card signer without
+            ``public_url``, or invalid skills or clients.
     """
     settings = settings or ServerSettings()
+    security = security or SecurityConfig()
     store = store if store is not None else InMemoryTaskStore()
-    runtime = Runtime(executor, store, settings)
-    endpoint = _RPCEndpoint(runtime, Capabilities.of(card), settings)
+    registry = security.registry()
+    agent, skills = _agent(card, executor, security)
+    card = public_card(card, registry, skills)
+    runtime = Runtime(agent, store, settings, skills)
+    caps = Capabilities.of(card)
+    publisher = CardPublisher(card, settings, security.card_signer)
+    if security.extended_card:
+        runtime.extended_card = extended_card_builder(publisher, skills)
+    admission = Admission(registry, settings, skills, caps.extensions)
+    endpoint = _RPCEndpoint(runtime, caps, settings, admission)
     app = web.Application(client_max_size=settings.max_body_bytes, middlewares=[_json_errors])
     app[RUNTIME_KEY] = runtime
     app[STORE_KEY] = store
     app[_SETTINGS] = settings
-    app.router.add_get(CARD_PATH, CardPublisher(card, settings).handle)
+    app.router.add_get(CARD_PATH, publisher.handle)
+    app.on_response_prepare.append(echo_extensions)
     app.router.add_post(settings.rpc_path, endpoint.handle)
     app.cleanup_ctx.append(_storage)
+    if caps.push_notifications:  # after the store: started once it is open, closed before it
+        deliverer = PushDeliverer(store, settings.push)
+        runtime.on_push = deliverer.wake
+        app[PUSH_DELIVERER_KEY] = deliverer
+        app.cleanup_ctx.append(deliverer.lifecycle)
     app.on_shutdown.append(_stop_runtime)
     return app
+
+
+def _agent(
+    card: AgentCard, executor: AgentExecutor | None, security: SecurityConfig
+) -> tuple[AgentExecutor, SkillSet | None]:
+    """The executor the runtime calls: ``executor``, or a router over the skills."""
+    if not security.skills:
+        if executor is None:
+            raise ValueError("create_app needs an executor or SecurityConfig.skills")
+        return executor, None
+    if executor is not None:
+        raise ValueError("pass the agent either as executor or through SecurityConfig.skills")
+    skills = SkillSet(
+        security.skills,
+        default_input_modes=card.default_input_modes,
+        default_output_modes=card.default_output_modes,
+    )
+    return SkillRouter(skills), skills
 
 
 async def _storage(app: web.Application) -> AsyncIterator[None]:

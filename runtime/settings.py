@@ -6,7 +6,9 @@ The server reads these once, when :func:`a2a_wire.server.create_app` builds the 
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+
+from a2a_wire.push import PushSettings
 
 __all__ = ["ServerSettings"]
 
@@ -33,6 +35,8 @@ class ServerSettings:
         cancel_grace_seconds: How long CancelTask waits for the agent's ``execute`` to stop
             after it was cancelled, before recording the task as canceled anyway.
         shutdown_grace_seconds: How long shutdown waits for cancelled agent runs to finish.
+        push: Push notification delivery (timeouts, retries, webhook address allowlist); used
+            when the card declares ``capabilities.pushNotifications``.
     """
 
     rpc_path: str = "/"
@@ -44,6 +48,14 @@ class ServerSettings:
     card_max_age_seconds: int = 300
     cancel_grace_seconds: float = 5.0
     shutdown_grace_seconds: float = 10.0
+    max_parts_per_message: int = 100
+    max_history_per_task: int = 1000
+    max_streams_per_client: int = 100
+    requests_per_second: float = 100.0
+    request_burst: int = 200
+    auth_failures_per_minute: int = 10
+    limit_anonymous: bool = False
+    push: PushSettings = field(default_factory=PushSettings)
 
     def __post_init__(self) -> None:
         """Check the values.
@@ -60,6 +72,12 @@ class ServerSettings:
             "keepalive_seconds": self.keepalive_seconds,
             "cancel_grace_seconds": self.cancel_grace_seconds,
             "shutdown_grace_seconds": self.shutdown_grace_seconds,
+            "max_parts_per_message": self.max_parts_per_message,
+            "max_history_per_task": self.max_history_per_task,
+            "max_streams_per_client": self.max_streams_per_client,
+            "requests_per_second": self.requests_per_second,
+            "request_burst": self.request_burst,
+            "auth_failures_per_minute": self.auth_failures_per_minute,
         }
         for name, value in positive.items():
             if not value > 0:

@@ -29,8 +29,9 @@ Rules kept
   :data:`DEFAULT_PAGE_SIZE`, -32602 otherwise); a store treats anything else as a bug.
 * **Recovery on open.** A task left SUBMITTED or WORKING by a previous process has lost its
   executor, so ``open`` moves it to FAILED with an agent status message explaining that the
-  server restarted (the move goes through :func:`a2a_wire._tasks.apply`). INPUT_REQUIRED and
-  AUTH_REQUIRED tasks wait for the client and are kept as they are.
+  server restarted (the move goes through :func:`a2a_wire._tasks.apply`), and puts that status
+  in the push outbox for the task's webhooks. INPUT_REQUIRED and AUTH_REQUIRED tasks wait for
+  the client and are kept as they are.
 """
 
 from __future__ import annotations
@@ -44,17 +45,20 @@ import hmac
 import secrets
 import time
 import uuid
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Protocol
 
 from a2a_wire import codec
 from a2a_wire._tasks import apply
 from a2a_wire.errors import InvalidParamsError, TaskNotFoundError
+from a2a_wire.push_store import InMemoryPushStore, PushStore, status_event
 from a2a_wire.types import (
     Message,
     Part,
     Role,
     Task,
+    TaskPushNotificationConfig,
     TaskState,
     TaskStatus,
     TaskStatusUpdateEvent,
@@ -137,8 +141,11 @@ class TaskPage:
     total_size: int
 
 
-class TaskStore(Protocol):
-    """Durable storage of tasks, scoped by owner. See the module docstring for the rules."""
+class TaskStore(PushStore, Protocol):
+    """Durable storage of tasks, scoped by owner. See the module docstring for the rules.
+
+    It also holds the task's push configs and delivery outbox (:mod:`a2a_wire.push_store`).
+    """
 
     async def open(self) -> builtins.list[str]:
         """Prepare the store and recover tasks interrupted by a restart.
@@ -152,16 +159,41 @@ class TaskStore(Protocol):
         """Release the store's resources; the data stays for the next ``open``."""
         ...
 
-    async def create(self, task: Task, *, owner: str = "") -> None:
-        """Store a new task; it is durable when this returns.
+    async def create(
+        self,
+        task: Task,
+        *,
+        owner: str = "",
+        push_configs: Sequence[TaskPushNotificationConfig] = (),
+        push: bytes | None = None,
+    ) -> int:
+        """Store a new task (with its first push configs); it is durable when this returns.
+
+        Args:
+            task: The task.
+            owner: The caller owning it.
+            push_configs: Push configs to store with it, in the same write.
+            push: An event to put in the outbox for each of the task's configs, in the same
+                write (see :mod:`a2a_wire.push_store`).
+
+        Returns:
+            The number of outbox rows added.
 
         Raises:
             ValueError: the task has no id, or a task with that id exists.
         """
         ...
 
-    async def update(self, task: Task) -> None:
+    async def update(self, task: Task, *, push: bytes | None = None) -> int:
         """Replace a stored task (its owner stays); durable when this returns.
+
+        Args:
+            task: The task.
+            push: An event to put in the outbox for each of the task's configs, in the same
+                write (see :mod:`a2a_wire.push_store`).
+
+        Returns:
+            The number of outbox rows added.
 
         Raises:
             TaskNotFoundError: no task with that id is stored.
@@ -307,7 +339,7 @@ class _Row:
     body: bytes
 
 
-class InMemoryTaskStore(TaskStore):
+class InMemoryTaskStore(InMemoryPushStore, TaskStore):
     """A :class:`TaskStore` in process memory, holding each task as its encoded JSON.
 
     Data survives ``close`` and a later ``open`` of the same instance (which runs recovery), but
@@ -322,6 +354,7 @@ class InMemoryTaskStore(TaskStore):
         self._rows: dict[str, _Row] = {}
         self._tokens = PageTokens(page_token_key)
         self._open = False
+        self._init_push()
 
     def _require_open(self) -> None:
         if not self._open:
@@ -346,6 +379,7 @@ class InMemoryTaskStore(TaskStore):
                 task = codec.decode(Task, row.body)
                 fail_after_restart(task, now)
                 self._rows[task_id] = self._row(task, row.owner)
+                self._enqueue_push(task_id, status_event(task))
                 failed.append(task_id)
         self._open = True
         return failed
@@ -359,8 +393,18 @@ class InMemoryTaskStore(TaskStore):
         body = codec.encode(task)
         return _Row(owner, task.context_id, state_key(task_state(task)), status_key(task), body)
 
-    async def create(self, task: Task, *, owner: str = "") -> None:
-        """Store a new task.
+    async def create(
+        self,
+        task: Task,
+        *,
+        owner: str = "",
+        push_configs: Sequence[TaskPushNotificationConfig] = (),
+        push: bytes | None = None,
+    ) -> int:
+        """Store a new task, its push configs and its outbox rows in one step.
+
+        Returns:
+            The number of outbox rows added.
 
         Raises:
             ValueError: the task has no id, or a task with that id exists.
@@ -371,9 +415,14 @@ class InMemoryTaskStore(TaskStore):
         if task.id in self._rows:
             raise ValueError(f"task {task.id!r} is already stored")
         self._rows[task.id] = self._row(task, owner)
+        self._put_configs(push_configs)
+        return self._enqueue_push(task.id, push)
 
-    async def update(self, task: Task) -> None:
-        """Replace a stored task, keeping its owner.
+    async def update(self, task: Task, *, push: bytes | None = None) -> int:
+        """Replace a stored task, keeping its owner, and add its outbox rows in one step.
+
+        Returns:
+            The number of outbox rows added.
 
         Raises:
             TaskNotFoundError: no task with that id is stored.
@@ -383,6 +432,7 @@ class InMemoryTaskStore(TaskStore):
         if row is None:
             raise TaskNotFoundError(metadata={"taskId": task.id})
         self._rows[task.id] = self._row(task, row.owner)
+        return self._enqueue_push(task.id, push)
 
     async def get(self, task_id: str, *, owner: str = "") -> Task | None:
         """A fresh copy of ``owner``'s task ``task_id``, or ``None``."""

@@ -8,7 +8,8 @@ Layout
 One table, ``tasks``: ``id`` (primary key), ``owner``, ``context_id``, ``state`` (the TaskState
 wire value), ``status_s`` and ``status_ns`` (the status timestamp as seconds and nanoseconds,
 exact for years 1 to 9999, which nanoseconds alone would overflow) and ``body``, the task's
-own ProtoJSON bytes (:func:`a2a_wire.codec.encode`). The indexed columns are copies of fields of
+own ProtoJSON bytes (:func:`a2a_wire.codec.encode`). (Push configs and the push outbox have
+their own tables, described in :mod:`a2a_wire.push_store_sqlite`.) The indexed columns are copies of fields of
 ``body``, written together with it. Because ``body`` is our own strict JSON, everything a client
 can send (any Unicode, multi-megabyte parts, deep ``Struct`` metadata, unknown enum values)
 reads back equal. Two indexes serve ListTasks, both ordered by status time then id: one
@@ -40,7 +41,7 @@ from __future__ import annotations
 
 import builtins
 import sqlite3
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Sequence
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -48,6 +49,8 @@ import aiosqlite
 
 from a2a_wire import codec
 from a2a_wire.errors import TaskNotFoundError
+from a2a_wire.push_store import status_event
+from a2a_wire.push_store_sqlite import PUSH_SCHEMA, SQLitePushStore, enqueue, in_transaction
 from a2a_wire.store import (
     RECOVERED_STATES,
     PageTokens,
@@ -64,13 +67,13 @@ from a2a_wire.store import (
     task_state,
     timestamp_key,
 )
-from a2a_wire.types import Task
+from a2a_wire.types import Task, TaskPushNotificationConfig
 
 T = TypeVar("T")
 
 __all__ = ["BUSY_TIMEOUT_MS", "SCHEMA_VERSION", "SYNCHRONOUS_MODES", "SQLiteTaskStore"]
 
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2
 """Value of ``PRAGMA user_version`` for the layout this module writes."""
 
 SYNCHRONOUS_MODES = frozenset({"NORMAL", "FULL", "EXTRA"})
@@ -90,6 +93,7 @@ _SCHEMA = (
     " body BLOB NOT NULL)",
     "CREATE INDEX tasks_by_owner ON tasks (owner, status_s DESC, status_ns DESC, id)",
     "CREATE INDEX tasks_by_context ON tasks (owner, context_id, status_s DESC, status_ns DESC, id)",
+    *PUSH_SCHEMA,
     f"PRAGMA user_version = {SCHEMA_VERSION}",
 )
 
@@ -112,7 +116,7 @@ _AFTER_CURSOR = (
 )
 
 
-class SQLiteTaskStore(TaskStore):
+class SQLiteTaskStore(SQLitePushStore, TaskStore):
     """A :class:`~a2a_wire.store.TaskStore` in an SQLite file.
 
     Args:
@@ -139,6 +143,7 @@ class SQLiteTaskStore(TaskStore):
         self._synchronous = mode
         self._tokens = PageTokens(page_token_key)
         self._db: aiosqlite.Connection | None = None
+        self._init_push()
 
     @property
     def _conn(self) -> aiosqlite.Connection:
@@ -166,6 +171,7 @@ class SQLiteTaskStore(TaskStore):
             await db.execute_fetchall(f"PRAGMA synchronous = {self._synchronous}")
             await _migrate(db)
             failed = await _recover(db)
+            await self._load_push(db)
         except sqlite3.OperationalError as exc:
             await db.close()
             if exc.sqlite_errorcode != sqlite3.SQLITE_BUSY:
@@ -183,8 +189,18 @@ class SQLiteTaskStore(TaskStore):
         if db is not None:
             await db.close()
 
-    async def create(self, task: Task, *, owner: str = "") -> None:
-        """Insert a new task; it is committed when this returns.
+    async def create(
+        self,
+        task: Task,
+        *,
+        owner: str = "",
+        push_configs: Sequence[TaskPushNotificationConfig] = (),
+        push: bytes | None = None,
+    ) -> int:
+        """Insert a new task (with push configs and outbox rows); committed when this returns.
+
+        Returns:
+            The number of outbox rows added.
 
         Raises:
             ValueError: the task has no id, or a task with that id exists.
@@ -193,20 +209,63 @@ class SQLiteTaskStore(TaskStore):
         if not task.id:
             raise ValueError("a task needs an id to be stored")
         row = (task.id, owner, *_columns(task))
-        try:
+
+        async def work() -> int:
             await db.execute_fetchall(_INSERT, row)
+            await self._put_configs(push_configs)
+            return await self._enqueue(task.id, push) if push is not None else 0
+
+        try:
+            if not push_configs and self._unlocked_plain(task.id, push):
+                await db.execute_fetchall(_INSERT, row)
+                return 0
+            async with self._write_lock:
+                if push_configs or self._has_push(task.id, push):
+                    return await in_transaction(db, work)
+                await db.execute_fetchall(_INSERT, row)
+                return 0
         except sqlite3.IntegrityError:
             raise ValueError(f"task {task.id!r} is already stored") from None
 
-    async def update(self, task: Task) -> None:
-        """Replace a stored task, keeping its owner; committed when this returns.
+    async def update(self, task: Task, *, push: bytes | None = None) -> int:
+        """Replace a stored task, keeping its owner, with its outbox rows; committed on return.
+
+        Returns:
+            The number of outbox rows added.
 
         Raises:
             TaskNotFoundError: no task with that id is stored.
         """
-        rows = await self._conn.execute_fetchall(_UPDATE, (*_columns(task), task.id))
-        if not rows:
+        db = self._conn
+        columns = (*_columns(task), task.id)
+
+        async def work() -> int | None:
+            if not await db.execute_fetchall(_UPDATE, columns):
+                return None  # nothing changed: the commit is empty
+            return await self._enqueue(task.id, push) if push is not None else 0
+
+        if self._unlocked_plain(task.id, push):
+            added = 0 if await db.execute_fetchall(_UPDATE, columns) else None
+        else:
+            async with self._write_lock:
+                if self._has_push(task.id, push):
+                    added = await in_transaction(db, work)
+                else:
+                    added = 0 if await db.execute_fetchall(_UPDATE, columns) else None
+        if added is None:
             raise TaskNotFoundError(metadata={"taskId": task.id})
+        return added
+
+    def _unlocked_plain(self, task_id: str, push: bytes | None) -> bool:
+        """Whether a one-statement write without outbox rows may go without the write lock.
+
+        Only while nobody holds the lock: then no transaction is open, and aiosqlite runs calls
+        in the order they are queued. The caller queues its statement before it first yields,
+        so the statement commits on its own before any later BEGIN. Concurrent plain writes
+        then pipeline through the connection's thread instead of taking turns on the lock
+        (docs/performance.md).
+        """
+        return not self._write_lock.locked() and not self._has_push(task_id, push)
 
     async def get(self, task_id: str, *, owner: str = "") -> Task | None:
         """A fresh copy of ``owner``'s task ``task_id``, or ``None``."""
@@ -282,6 +341,9 @@ async def _migrate(db: aiosqlite.Connection) -> None:
         if version == 0:
             for statement in _SCHEMA:
                 await db.execute_fetchall(statement)
+        elif version == 1:  # before push notifications: add their tables
+            for statement in (*PUSH_SCHEMA, f"PRAGMA user_version = {SCHEMA_VERSION}"):
+                await db.execute_fetchall(statement)
         elif version != SCHEMA_VERSION:
             raise RuntimeError(
                 f"task database schema version {version} is not {SCHEMA_VERSION}; "
@@ -292,7 +354,10 @@ async def _migrate(db: aiosqlite.Connection) -> None:
 
 
 async def _recover(db: aiosqlite.Connection) -> builtins.list[str]:
-    """Fail every SUBMITTED or WORKING task in one transaction; return their ids."""
+    """Fail every SUBMITTED or WORKING task in one transaction; return their ids.
+
+    The FAILED status is put in the push outbox for the task's webhooks, in the same transaction.
+    """
     states = sorted(state_key(s) for s in RECOVERED_STATES)
     select = f"SELECT body FROM tasks WHERE state IN ({', '.join('?' * len(states))})"
 
@@ -303,6 +368,7 @@ async def _recover(db: aiosqlite.Connection) -> builtins.list[str]:
             task = codec.decode(Task, body)
             fail_after_restart(task, now)
             updates.append((*_columns(task), task.id))
+            await enqueue(db, task.id, status_event(task))
         await db.executemany(_UPDATE.removesuffix(" RETURNING id"), updates)
         return [update[-1] for update in updates]
 

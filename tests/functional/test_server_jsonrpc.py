@@ -20,7 +20,7 @@ from server_support import (
     violations,
 )
 
-from a2a_wire import server as server_module
+from a2a_wire import _guard as guard_module
 from a2a_wire.server import create_app
 from a2a_wire.settings import ServerSettings
 from a2a_wire.store import InMemoryTaskStore
@@ -234,7 +234,7 @@ async def test_unexpected_exception_is_500_json_without_detail(
     def explode(value: str | None) -> tuple[str, ...]:
         raise RuntimeError("secret detail")
 
-    monkeypatch.setattr(server_module, "parse_extensions", explode)
+    monkeypatch.setattr(guard_module, "parse_extensions", explode)
     with caplog.at_level(logging.ERROR, "a2a_wire.server"):
         response = await post(client, envelope("GetTask", {"id": "x"}))
     assert response.status == 500
