@@ -22,6 +22,7 @@ from typing import Any, TypeVar
 
 from a2a_wire import codec, errors
 from a2a_wire.methods import METHODS, Method
+from a2a_wire.types import Empty
 
 __all__ = [
     "Call",
@@ -169,8 +170,11 @@ def read_response(obj: object, rid: str | int | None, method: Method[Any, M]) ->
         raise errors.from_wire(obj["error"])
     if "result" not in obj:
         raise errors.InvalidAgentResponseError("response has neither result nor error")
+    result = obj["result"]
+    if result is None and method.result is Empty:
+        result = {}  # google.protobuf.Empty written as null (a2a-sdk 1.3.0 does; docs/interop.md)
     try:
-        return method.result.from_dict(obj["result"])
+        return method.result.from_dict(result)
     except codec.DecodeError as exc:
         raise errors.InvalidAgentResponseError(
             f"result does not fit {method.name}: {exc}"

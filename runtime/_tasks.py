@@ -30,7 +30,9 @@ faithful snapshot.
 
 Artifact chunks (spec 4.2.2): ``append=false`` stores the artifact, replacing one with the same
 ``artifactId`` in place; ``append=true`` extends the parts of the stored artifact with that id
-(and takes the chunk's non-empty name, description, metadata and extensions). ``lastChunk`` is a
+(and takes the chunk's non-empty name, description, metadata and extensions), or, when the task
+has no artifact with that id yet, starts it with this chunk (the A2A conformance kit's agents
+send their first chunk with ``append=true``; docs/prose-and-proto.md row 20). ``lastChunk`` is a
 hint for stream consumers: the stored artifact is the same with or without it, and the task has
 nowhere to record that an artifact is closed, so a later chunk is still accepted.
 
@@ -180,11 +182,7 @@ def _apply_artifact(task: Task, event: TaskArtifactUpdateEvent) -> None:
         (i for i, a in enumerate(task.artifacts) if a.artifact_id == chunk.artifact_id), None
     )
     artifacts = list(task.artifacts)
-    if event.append:
-        if index is None:
-            raise InvalidTransitionError(
-                f"append to artifact {chunk.artifact_id!r}, which task {task.id!r} does not have"
-            )
+    if event.append and index is not None:
         artifacts[index] = _merge_chunk(artifacts[index], chunk)
     elif index is None:
         artifacts.append(chunk)

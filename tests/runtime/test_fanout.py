@@ -117,7 +117,7 @@ async def test_events_after_terminal_are_refused_and_logged(
 async def test_refused_events_leave_the_task_unchanged(store: InMemoryTaskStore) -> None:
     hub, run = new_hub(store)
     await run.enqueue_event(status(TaskState.WORKING))
-    assert not await run.enqueue_event(chunk("nope", "x", append=True))
+    assert not await run.enqueue_event(chunk("", "x", append=True))  # no artifactId
     assert not await run.enqueue_event(Task(id="t1", status=TaskStatus(state=TaskState.WORKING)))
     assert not await run.enqueue_event(status(TaskState.SUBMITTED))
     other = TaskStatusUpdateEvent(task_id="other", status=TaskStatus(state=TaskState.COMPLETED))

@@ -242,13 +242,13 @@ def test_append_does_not_mutate_earlier_objects() -> None:
     assert texts(snapshot.artifacts[0]) == ["x"]
 
 
-def test_append_to_a_missing_artifact_is_refused() -> None:
+def test_append_to_a_missing_artifact_starts_it() -> None:
     task = task_in(S.WORKING)
     apply(task, artifact_event("a", "x"), now=NOW)
-    before = codec.encode(task)
-    with pytest.raises(InvalidTransitionError):
-        apply(task, artifact_event("b", "y", append=True), now=NOW)
-    assert codec.encode(task) == before
+    apply(task, artifact_event("b", "y", append=True), now=NOW)
+    apply(task, artifact_event("b", "z", append=True, last_chunk=True), now=NOW)
+    assert [a.artifact_id for a in task.artifacts] == ["a", "b"]
+    assert texts(task.artifacts[1]) == ["y", "z"]
 
 
 def test_last_chunk_is_a_hint_only() -> None:
