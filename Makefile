@@ -6,7 +6,7 @@ PY := $(BIN)/python
 PROTO := fixtures/a2a.proto
 GENERATED := generated/__init__.py generated/types.py generated/methods.py generated/_support.py
 CODEGEN_SOURCES := $(wildcard codegen/*.py codegen/templates/*.j2)
-SRC := runtime generated codegen tests benchmarks
+SRC := runtime generated codegen tests benchmarks examples
 
 .PHONY: install proto generate check-generated fmt lint typecheck test check serve clean
 
@@ -18,6 +18,14 @@ $(PY):
 # import hook it cannot). Re-run after adding a module; `make test` always does.
 install: $(PY)
 	$(PY) -m pip install -q -e ".[test]" --config-settings editable_mode=strict
+
+# The main job: install the package (editable, as `install` does) with its command line (the
+# cli extra, not the test tools) and run `a2a-wire serve` on the embedded default
+# (127.0.0.1:8765), or e.g. `make serve ARGS="--config examples/serve.toml"`. Ctrl-C stops it.
+ARGS ?=
+serve: $(PY)
+	PYTHONWARNINGS=ignore $(PY) -m pip install -q -e ".[cli]" --config-settings editable_mode=strict
+	$(BIN)/a2a-wire serve $(ARGS)
 
 proto:
 	$(PYTHON) -m codegen.fetch_proto --out $(PROTO)

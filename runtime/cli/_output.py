@@ -1,0 +1,391 @@
+"""How the client commands show things: human-readable with rich, or ProtoJSON lines.
+
+Human output goes to stdout. The live progress line (a spinner with the task state, the number
+of events and the time spent) is drawn only when stdout and stderr are both a terminal, and is
+erased when the command ends, so pipes and files get clean text. Everything an agent sent is stripped of terminal control characters
+before it is shown, and printed as plain text (never as rich markup). ``--json`` writes each
+value with the ProtoJSON codec, one object per line, and nothing else to stdout.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import copy
+import datetime
+import re
+import sys
+import time
+from collections.abc import Iterator, Sequence
+from typing import Any
+
+from rich.console import Console, Group, RenderableType
+from rich.json import JSON
+from rich.live import Live
+from rich.spinner import Spinner
+from rich.table import Table
+from rich.text import Text
+
+from a2a_wire import codec
+from a2a_wire.codec import UNSET
+from a2a_wire.types import (
+    AgentCard,
+    Artifact,
+    ListTasksResponse,
+    Message,
+    Part,
+    StreamResponse,
+    Task,
+    TaskPushNotificationConfig,
+    TaskState,
+    Timestamp,
+)
+
+__all__ = ["Printer", "TaskView", "clean", "state_name"]
+
+_PIPE_WIDTH = 160
+_CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]")
+_STYLES = {
+    TaskState.COMPLETED: "green",
+    TaskState.FAILED: "red",
+    TaskState.REJECTED: "red",
+    TaskState.CANCELED: "yellow",
+    TaskState.INPUT_REQUIRED: "magenta",
+    TaskState.AUTH_REQUIRED: "magenta",
+}
+
+
+def clean(text: str) -> str:
+    """``text`` without terminal control characters (newlines and tabs are kept)."""
+    return _CONTROL.sub("", text)
+
+
+def state_name(state: TaskState | None) -> str:
+    """``TASK_STATE_INPUT_REQUIRED`` as ``input-required``; an unknown value as it is."""
+    if state is None:
+        return "unknown"
+    value = str(state.value)
+    if value.startswith("TASK_STATE_"):
+        value = value.removeprefix("TASK_STATE_").lower().replace("_", "-")
+    return clean(value)
+
+
+def _state_text(state: TaskState | None) -> Text:
+    style = _STYLES.get(state, "cyan") if state is not None else ""
+    return Text(state_name(state), style=style)
+
+
+def _when(stamp: Timestamp | None) -> str:
+    if stamp is None:
+        return ""
+    moment = datetime.datetime.fromtimestamp(stamp.seconds, datetime.UTC)
+    return moment.strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def _part(part: Part) -> RenderableType:
+    if part.text is not None:
+        return Text(clean(part.text))
+    if part.data is not UNSET:
+        return JSON(codec.dumps(part.data).decode())
+    name = clean(part.filename) or "file"
+    media = clean(part.media_type) or "unknown type"
+    if part.raw is not None:
+        return Text(f"[file] {name} ({media}, {len(part.raw)} bytes)", style="dim")
+    return Text(f"[file] {name} ({media}) at {clean(part.url or '')}", style="dim")
+
+
+def _inline(parts: Sequence[Part]) -> str:
+    """Parts on one line: text as it is, data as compact JSON, files by name."""
+    out = []
+    for part in parts:
+        if part.text is not None:
+            out.append(clean(part.text))
+        elif part.data is not UNSET:
+            out.append(clean(codec.dumps(part.data).decode()))
+        else:
+            out.append(f"[file {clean(part.filename) or clean(part.url or '') or '?'}]")
+    return " ".join(out)
+
+
+def _parts(parts: Sequence[Part]) -> list[RenderableType]:
+    """Parts one below the other; consecutive text parts (stream chunks) run together."""
+    out: list[RenderableType] = []
+    text: list[str] = []
+    for part in parts:
+        if part.text is not None:
+            text.append(clean(part.text))
+            continue
+        if text:
+            out.append(Text("".join(text)))
+            text = []
+        out.append(_part(part))
+    if text:
+        out.append(Text("".join(text)))
+    return out
+
+
+def _artifact(artifact: Artifact) -> list[RenderableType]:
+    title = clean(artifact.name or artifact.artifact_id)
+    return [Text(f"── {title} ──", style="bold dim"), *_parts(artifact.parts)]
+
+
+def _message(message: Message) -> RenderableType:
+    role = "agent" if message.role.value.endswith("AGENT") else "user"
+    return Group(Text(f"{role}:", style="bold"), *_parts(message.parts))
+
+
+def _fields(rows: Sequence[tuple[str, str | Text]]) -> Table:
+    grid = Table.grid(padding=(0, 2))
+    grid.add_column(style="bold")
+    grid.add_column()
+    for label, value in rows:
+        grid.add_row(label, value if isinstance(value, Text) else Text(clean(value)))
+    return grid
+
+
+def task_renderable(task: Task, *, history: bool = False) -> RenderableType:
+    """A task: ids, state, status message, artifacts and (optionally) history."""
+    status = task.status
+    rows: list[tuple[str, str | Text]] = [
+        ("task", task.id),
+        ("context", task.context_id),
+        ("state", _state_text(status.state if status is not None else None)),
+    ]
+    if status is not None and status.message is not None:
+        rows.append(("status", _inline(status.message.parts)))
+    if status is not None and status.timestamp is not None:
+        rows.append(("updated", _when(status.timestamp)))
+    items: list[RenderableType] = [_fields(rows)]
+    for artifact in task.artifacts:
+        items.extend(_artifact(artifact))
+    if history and task.history:
+        items.append(Text("── history ──", style="bold dim"))
+        items.extend(_message(m) for m in task.history)
+    return Group(*items)
+
+
+class TaskView:
+    """The task as a stream has described it so far (spec 3.1.2, 4.2.2 chunk rules)."""
+
+    def __init__(self) -> None:
+        self.task: Task | None = None
+        self.message: Message | None = None
+        self.events = 0
+
+    @property
+    def state(self) -> TaskState | None:
+        """The last state seen."""
+        if self.task is None or self.task.status is None:
+            return None
+        return self.task.status.state
+
+    def apply(self, event: StreamResponse) -> None:
+        """Take one stream event into the view."""
+        self.events += 1
+        if event.message is not None:
+            self.message = event.message
+        elif event.task is not None:
+            self.task = copy.copy(event.task)
+            self.task.artifacts = list(event.task.artifacts)
+        elif event.status_update is not None:
+            self._current(event.status_update.task_id, event.status_update.context_id)
+            assert self.task is not None
+            self.task.status = event.status_update.status
+        elif event.artifact_update is not None and event.artifact_update.artifact is not None:
+            update = event.artifact_update
+            self._current(update.task_id, update.context_id)
+            self._add(update.artifact, update.append)
+
+    def _current(self, task_id: str, context_id: str) -> None:
+        if self.task is None:
+            self.task = Task(id=task_id, context_id=context_id)
+
+    def _add(self, artifact: Artifact | None, append: bool) -> None:
+        assert self.task is not None and artifact is not None
+        artifacts = self.task.artifacts
+        for index, known in enumerate(artifacts):
+            if known.artifact_id == artifact.artifact_id:
+                if append:
+                    merged = copy.copy(known)
+                    merged.parts = [*known.parts, *artifact.parts]
+                    artifacts[index] = merged
+                else:
+                    artifacts[index] = artifact
+                return
+        artifacts.append(artifact)
+
+
+def event_line(event: StreamResponse) -> Text:
+    """One stream event as one line of text."""
+    if event.message is not None:
+        return Text(f"message   {_inline(event.message.parts)}")
+    if event.task is not None:
+        task = event.task
+        state = task.status.state if task.status is not None else None
+        line = Text(f"task      {clean(task.id)}  context {clean(task.context_id)}  ")
+        return line.append_text(_state_text(state))
+    if event.status_update is not None:
+        status = event.status_update.status
+        state = status.state if status is not None else None
+        line = _state_text(state)
+        line.pad_right(max(0, 10 - len(line.plain)))
+        if status is not None and status.message is not None:
+            line.append(_inline(status.message.parts))
+        return line
+    update = event.artifact_update
+    if update is not None and update.artifact is not None:
+        name = clean(update.artifact.name or update.artifact.artifact_id)
+        joiner = "+=" if update.append else "="
+        return Text(f"artifact  {name} {joiner} {_inline(update.artifact.parts)}")
+    return Text("(empty event)", style="dim")
+
+
+class Printer:
+    """Writes a command's results, human-readable or as ProtoJSON lines.
+
+    Args:
+        json_output: Write ProtoJSON lines instead of text.
+    """
+
+    def __init__(self, json_output: bool) -> None:
+        self.json = json_output
+        self.out = Console(highlight=False, soft_wrap=True)
+        if not self.out.is_terminal:
+            self.out.width = _PIPE_WIDTH  # whole ids in tables when the output is a file or pipe
+        self.err = Console(stderr=True, highlight=False)
+
+    def value(self, value: Any) -> None:
+        """Write one ProtoJSON object (a message class, or a plain dict) as a line."""
+        obj = value if isinstance(value, dict) else value.to_dict()
+        sys.stdout.write(codec.dumps(obj).decode() + "\n")
+        sys.stdout.flush()
+
+    def show(self, renderable: RenderableType) -> None:
+        """Write a human-readable renderable."""
+        self.out.print(renderable)
+
+    def task(self, task: Task, *, history: bool = False) -> None:
+        """Write a task."""
+        if self.json:
+            self.value(task)
+        else:
+            self.show(task_renderable(task, history=history))
+
+    def message(self, message: Message) -> None:
+        """Write a direct reply (text output; ``--json`` writes the whole response)."""
+        self.show(_message(message))
+
+    def _live(self) -> bool:
+        return not self.json and self.out.is_terminal and self.err.is_terminal
+
+    @contextlib.contextmanager
+    def waiting(self, what: str) -> Iterator[None]:
+        """A spinner with ``what`` and the time spent, while the block runs (terminal only)."""
+        if not self._live():
+            yield
+            return
+        start = time.monotonic()
+
+        def line() -> RenderableType:
+            return Spinner("dots", Text(f"{what} · {time.monotonic() - start:.1f}s"))
+
+        with Live(console=self.out, transient=True, get_renderable=line, refresh_per_second=10):
+            yield
+
+    @contextlib.contextmanager
+    def streaming(self, view: TaskView) -> Iterator[None]:
+        """The live progress line of a stream: state, events so far, time spent."""
+        if not self._live():
+            yield
+            return
+        start = time.monotonic()
+
+        def line() -> RenderableType:
+            spent = time.monotonic() - start
+            text = f"{state_name(view.state)} · {view.events} events · {spent:.1f}s"
+            return Spinner("dots", Text(text))
+
+        with Live(console=self.out, transient=True, get_renderable=line, refresh_per_second=10):
+            yield
+
+    def event(self, event: StreamResponse) -> None:
+        """Write one stream event."""
+        if self.json:
+            self.value(event)
+        else:
+            self.out.print(event_line(event))
+
+    def stream_result(self, view: TaskView) -> None:
+        """After a stream (text output only): the artifacts as assembled from their chunks."""
+        if self.json or view.task is None or not view.task.artifacts:
+            return
+        self.out.print()
+        for artifact in view.task.artifacts:
+            for item in _artifact(artifact):
+                self.out.print(item)
+
+    def card(self, card: AgentCard) -> None:
+        """Write an agent card."""
+        if self.json:
+            self.value(card)
+            return
+        caps = card.capabilities
+        yes = {True: "yes", False: "no", None: "no"}
+        rows: list[tuple[str, str | Text]] = [
+            ("name", card.name),
+            ("description", card.description),
+            ("version", card.version),
+        ]
+        if card.provider is not None:
+            rows.append(("provider", f"{card.provider.organization} {card.provider.url}".strip()))
+        for iface in card.supported_interfaces:
+            binding = f"{iface.protocol_binding} {iface.protocol_version}"
+            rows.append(("interface", f"{binding} {iface.url}"))
+        if caps is not None:
+            rows.append(("streaming", yes[caps.streaming]))
+            rows.append(("push", yes[caps.push_notifications]))
+            rows.append(("extended card", yes[caps.extended_agent_card]))
+            for ext in caps.extensions:
+                rows.append(("extension", ext.uri + (" (required)" if ext.required else "")))
+        if card.security_schemes:
+            rows.append(("security", ", ".join(sorted(card.security_schemes))))
+        skills = Table("skill", "name", "description", "tags", show_edge=False)
+        for skill in card.skills:
+            skills.add_row(
+                *(Text(clean(v)) for v in (skill.id, skill.name, skill.description)),
+                Text(clean(", ".join(skill.tags))),
+            )
+        self.show(Group(_fields(rows), skills))
+
+    def task_list(self, page: ListTasksResponse) -> None:
+        """Write one page of ListTasks."""
+        if self.json:
+            self.value(page)
+            return
+        table = Table("task", "state", "updated", "context", show_edge=False)
+        for task in page.tasks:
+            status = task.status
+            table.add_row(
+                Text(clean(task.id)),
+                _state_text(status.state if status is not None else None),
+                _when(status.timestamp if status is not None else None),
+                Text(clean(task.context_id)),
+            )
+        more = f"; next page: --page-token {page.next_page_token}" if page.next_page_token else ""
+        self.show(
+            Group(table, Text(f"{len(page.tasks)} of {page.total_size} tasks{more}", style="dim"))
+        )
+
+    def push_config(self, config: TaskPushNotificationConfig) -> None:
+        """Write one push notification config (the token and credentials are not shown)."""
+        if self.json:
+            self.value(config)
+            return
+        rows: list[tuple[str, str | Text]] = [
+            ("config", config.id),
+            ("task", config.task_id),
+            ("url", config.url),
+            ("token", "(set)" if config.token else "(none)"),
+        ]
+        if config.authentication is not None:
+            rows.append(("auth", f"{config.authentication.scheme} (credentials hidden)"))
+        self.show(_fields(rows))

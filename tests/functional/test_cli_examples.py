@@ -1,0 +1,60 @@
+"""The examples the README shows: the configurations load, ``my_agent`` works, the docs agree."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+from typing import Any
+
+import pytest
+from e2e_support import cli
+from server_support import envelope, post, send_params
+
+from a2a_wire._toml_lines import key_lines
+from a2a_wire.auth import verify_secret
+from a2a_wire.cli._app import build_app
+from a2a_wire.config import load
+
+ROOT = Path(__file__).resolve().parents[2]
+EXAMPLES = ROOT / "examples"
+
+
+@pytest.mark.parametrize("name", ["serve.toml", "my_agent.toml", "conformance.toml"])
+def test_example_configurations_load(name: str) -> None:
+    config = load(EXAMPLES / name)
+    assert config.skills
+
+
+def test_serve_example_holds_the_defaults() -> None:
+    example = load(EXAMPLES / "serve.toml", data_dir="/tmp/x")
+    default = load(None, data_dir="/tmp/x")
+    assert example.server == default.server
+    assert example.settings == default.settings
+    assert example.card == default.card
+
+
+def test_readme_documents_every_key() -> None:
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    text = (EXAMPLES / "serve.toml").read_text(encoding="utf-8")
+    paths = list(key_lines(text))
+    tables = {path[:-1] for path in paths}
+    keys = {str(p[-1]) for p in paths if isinstance(p[-1], str) and p not in tables}
+    commented = set(re.findall(r"^# (\w+) = ", text, flags=re.MULTILINE))
+    missing = sorted(k for k in keys | commented if f"`{k}`" not in readme)
+    assert not missing
+
+
+async def test_my_agent_reverses(aiohttp_client: Any, tmp_path: Path) -> None:
+    config = load(EXAMPLES / "my_agent.toml", data_dir=str(tmp_path))
+    app, _ = build_app(config)
+    client = await aiohttp_client(app)
+    answer = await (await post(client, envelope("SendMessage", send_params("stressed")))).json()
+    task = answer["result"]["task"]
+    assert task["status"]["state"] == "TASK_STATE_COMPLETED"
+    assert task["artifacts"][0]["parts"] == [{"text": "desserts"}]
+
+
+def test_hash_secret_command() -> None:
+    result = cli("hash-secret", "--secret", "s3cret")
+    assert result.returncode == 0
+    assert verify_secret("s3cret", result.stdout.strip())

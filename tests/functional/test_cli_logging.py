@@ -1,0 +1,114 @@
+"""The server's request log: one structured line per request, and the refusal while draining."""
+
+from __future__ import annotations
+
+import json
+import logging
+from pathlib import Path
+from typing import Any
+
+import pytest
+from server_support import envelope, message, post, send_params
+
+from a2a_wire.cli._app import build_app
+from a2a_wire.cli._logging import JSONFormatter, RequestLog, TextFormatter
+from a2a_wire.config import load
+
+
+@pytest.fixture
+async def served(aiohttp_client: Any, tmp_path: Path) -> tuple[Any, RequestLog]:
+    path = tmp_path / "mem.toml"
+    path.write_text(
+        '[server]\nstorage = "memory"\n\n[[skills]]\nexecutor = "echo"\n'
+        "options = { chunk_size = 100, chunk_delay_seconds = 0 }\n",
+        encoding="utf-8",
+    )
+    app, requests = build_app(load(path))
+    return await aiohttp_client(app), requests
+
+
+def _lines(caplog: pytest.LogCaptureFixture) -> list[dict[str, Any]]:
+    return [r.fields for r in caplog.records if r.name == "a2a_wire.access"]  # type: ignore[attr-defined]
+
+
+async def test_one_line_per_request(
+    served: tuple[Any, RequestLog], caplog: pytest.LogCaptureFixture
+) -> None:
+    client, _ = served
+    caplog.set_level(logging.INFO, logger="a2a_wire.access")
+    secret = {"Authorization": "Bearer very-secret-token"}
+    answer = await (
+        await post(client, envelope("SendMessage", send_params("hi")), headers=secret)
+    ).json()
+    task_id = answer["result"]["task"]["id"]
+    stream = await post(client, envelope("SendStreamingMessage", send_params("yo")))
+    await stream.read()
+    await post(client, envelope("GetTask", {"id": task_id}))
+    await post(client, envelope("CancelTask", {"id": "missing"}))
+    await post(client, [envelope("GetTask", {"id": task_id}, 1), envelope("ListTasks", {}, 2)])
+    await post(client, b"{not json")
+    await client.get("/.well-known/agent-card.json")
+    await client.get("/nowhere")
+    lines = _lines(caplog)
+    assert [(f["method"], f["status"]) for f in lines] == [
+        ("SendMessage", 200),
+        ("SendStreamingMessage", 200),
+        ("GetTask", 200),
+        ("CancelTask", 200),
+        ("batch[2]", 200),
+        ("?", 200),
+        ("GET", 200),
+        ("GET", 404),
+    ]
+    assert lines[0]["task_id"] == task_id
+    assert lines[1]["task_id"] and lines[1]["task_id"] != task_id  # the streamed task's id
+    assert lines[2]["task_id"] == task_id and lines[3]["task_id"] == "missing"
+    assert all(f["duration_ms"] >= 0 and f["http"] in ("GET", "POST") for f in lines)
+    assert "very-secret-token" not in caplog.text
+    assert all("very-secret-token" not in json.dumps(f) for f in lines)
+
+
+async def test_follow_up_and_push_methods_name_their_task(
+    served: tuple[Any, RequestLog], caplog: pytest.LogCaptureFixture
+) -> None:
+    client, _ = served
+    caplog.set_level(logging.INFO, logger="a2a_wire.access")
+    follow = {"message": message("again", taskId="t-1")}
+    await post(client, envelope("SendMessage", follow))
+    await post(client, envelope("ListTaskPushNotificationConfigs", {"taskId": "t-2"}))
+    assert [f.get("task_id") for f in _lines(caplog)] == ["t-1", "t-2"]
+
+
+async def test_draining_refuses_new_requests(served: tuple[Any, RequestLog]) -> None:
+    client, requests = served
+    requests.draining = True
+    response = await post(client, envelope("GetTask", {"id": "x"}))
+    assert response.status == 503
+    assert response.headers["Connection"] == "close"
+    assert (await response.json())["error"]["code"] == -32603
+
+
+def _record(**fields: Any) -> logging.LogRecord:
+    record = logging.LogRecord("a2a_wire.access", logging.INFO, __file__, 1, "request", (), None)
+    record.created = 1_700_000_000.25
+    record.fields = fields
+    return record
+
+
+def test_text_format_quotes_what_needs_it() -> None:
+    line = TextFormatter().format(_record(method="GetTask", path="/a b", status=200))
+    assert line == '2023-11-14T22:13:20.250Z info request method=GetTask path="/a b" status=200'
+    other = logging.LogRecord("a2a_wire.serve", logging.WARNING, __file__, 1, "stopping", (), None)
+    assert "warning stopping logger=a2a_wire.serve" in TextFormatter().format(other)
+
+
+def test_json_format_is_one_object() -> None:
+    obj = json.loads(JSONFormatter().format(_record(method="ListTasks", status=200)))
+    assert obj == {
+        "ts": "2023-11-14T22:13:20.250Z",
+        "level": "info",
+        "logger": "a2a_wire.access",
+        "msg": "request",
+        "method": "ListTasks",
+        "status": 200,
+    }

@@ -1,0 +1,113 @@
+"""Human-readable output of the CLI: safe text, task views built from stream events."""
+
+from __future__ import annotations
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from a2a_wire.cli._output import Printer, TaskView, clean, event_line, state_name
+from a2a_wire.types import (
+    Artifact,
+    Message,
+    Part,
+    Role,
+    StreamResponse,
+    Task,
+    TaskArtifactUpdateEvent,
+    TaskState,
+    TaskStatus,
+    TaskStatusUpdateEvent,
+)
+
+
+@given(st.text())
+def test_clean_leaves_no_control_character(text: str) -> None:
+    out = clean(text)
+    assert all(ch in "\n\t" or not (ord(ch) < 32 or 0x7F <= ord(ch) <= 0x9F) for ch in out)
+    assert clean(out) == out
+
+
+def test_clean_keeps_text() -> None:
+    assert clean("a\x1b[31mred\x07\nnext\tcol\x9b") == "a[31mred\nnext\tcol"
+
+
+def test_state_names() -> None:
+    assert state_name(TaskState.INPUT_REQUIRED) == "input-required"
+    assert state_name(TaskState.COMPLETED) == "completed"
+    assert state_name(None) == "unknown"
+
+
+def _chunk(text: str, *, append: bool, artifact_id: str = "a1") -> StreamResponse:
+    artifact = Artifact(artifact_id=artifact_id, name="echo", parts=[Part(text=text)])
+    update = TaskArtifactUpdateEvent(task_id="t", context_id="c", artifact=artifact, append=append)
+    return StreamResponse(artifact_update=update)
+
+
+def _status(state: TaskState, text: str = "") -> StreamResponse:
+    note = Message(message_id="m", role=Role.AGENT, parts=[Part(text=text)]) if text else None
+    status = TaskStatus(state=state, message=note)
+    return StreamResponse(
+        status_update=TaskStatusUpdateEvent(task_id="t", context_id="c", status=status)
+    )
+
+
+def test_task_view_assembles_chunks_and_takes_snapshots() -> None:
+    view = TaskView()
+    view.apply(
+        StreamResponse(
+            task=Task(id="t", context_id="c", status=TaskStatus(state=TaskState.SUBMITTED))
+        )
+    )
+    view.apply(_status(TaskState.WORKING, "busy"))
+    view.apply(_chunk("hel", append=False))
+    view.apply(_chunk("lo", append=True))
+    view.apply(_chunk("other", append=False, artifact_id="a2"))
+    assert view.state == TaskState.WORKING and view.events == 5
+    assert view.task is not None
+    assert [[p.text for p in a.parts] for a in view.task.artifacts] == [["hel", "lo"], ["other"]]
+    view.apply(_chunk("HEL", append=False))  # a replacement of a1
+    assert [p.text for p in view.task.artifacts[0].parts] == ["HEL"]
+    fresh = Task(id="t", context_id="c", status=TaskStatus(state=TaskState.COMPLETED))
+    view.apply(StreamResponse(task=fresh))  # a re-subscription's snapshot replaces everything
+    assert view.state == TaskState.COMPLETED and view.task.artifacts == []
+
+
+def test_event_lines() -> None:
+    assert event_line(_status(TaskState.WORKING, "busy")).plain == "working   busy"
+    assert event_line(_chunk("hel", append=False)).plain == "artifact  echo = hel"
+    assert event_line(_chunk("lo", append=True)).plain == "artifact  echo += lo"
+    reply = Message(message_id="m", role=Role.AGENT, parts=[Part(text="hi"), Part(data={"k": 1})])
+    assert event_line(StreamResponse(message=reply)).plain == 'message   hi {"k":1}'
+
+
+def test_printer_shows_agent_text_literally(capsys: pytest.CaptureFixture[str]) -> None:
+    artifact = Artifact(
+        artifact_id="a",
+        name="out",
+        parts=[
+            Part(text="[bold]not markup[/bold] \x1b[2J"),
+            Part(text=" and more"),
+            Part(data={"nested": [1, 2]}),
+            Part(raw=b"\x00\x01", filename="blob.bin", media_type="application/octet-stream"),
+        ],
+    )
+    task = Task(
+        id="t-1", context_id="c-1", status=TaskStatus(state=TaskState.FAILED), artifacts=[artifact]
+    )
+    Printer(json_output=False).task(task)
+    out = capsys.readouterr().out
+    assert "[bold]not markup[/bold] [2J and more" in out  # chunks joined, escape removed
+    assert "\x1b" not in out
+    assert '"nested": [' in out
+    assert "[file] blob.bin (application/octet-stream, 2 bytes)" in out
+    assert "failed" in out
+
+
+def test_printer_json_is_protojson_lines(capsys: pytest.CaptureFixture[str]) -> None:
+    printer = Printer(json_output=True)
+    printer.task(Task(id="t", context_id="c", status=TaskStatus(state=TaskState.WORKING)))
+    printer.event(_chunk("x", append=True))
+    lines = capsys.readouterr().out.splitlines()
+    assert lines[0] == '{"id":"t","contextId":"c","status":{"state":"TASK_STATE_WORKING"}}'
+    assert lines[1].startswith('{"artifactUpdate":{"taskId":"t"')

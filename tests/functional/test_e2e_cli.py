@@ -1,0 +1,329 @@
+"""End to end: ``a2a-wire serve`` as a process, driven only through the ``a2a-wire`` commands.
+
+One server (SQLite in a temporary data directory, a free port) takes the whole tour: card, send
+(blocking, streamed, with data and file parts), get, list, subscribe, cancel, the push commands
+with a local ``a2a-wire webhook``, and the error exit codes. It is stopped with SIGTERM while a
+short request and a long stream are running (the first finishes, the second gets a final error
+event), and a restart on the same directory shows the data survived.
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+import queue
+import signal
+import subprocess
+import threading
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+from e2e_support import (
+    SCRIPT,
+    ServerProcess,
+    cli,
+    cli_start,
+    environment,
+    finish,
+    free_port,
+    json_lines,
+    write_config,
+)
+
+from a2a_wire.store import RESTART_MESSAGE
+
+pytestmark = pytest.mark.timeout(90)
+
+CONFIG = """
+[server]
+host = "127.0.0.1"
+port = {port}
+data_dir = "{data}"
+shutdown_grace_seconds = 1.5
+
+[card]
+name = "e2e agent"
+
+[push]
+allow_http = true
+allow = ["127.0.0.1"]
+backoff_base_seconds = 0.1
+
+[[skills]]
+executor = "echo"
+default = true
+options = {{ chunk_size = 4, chunk_delay_seconds = 0.01 }}
+
+[[skills]]
+id = "slow"
+executor = "echo"
+name = "Slow echo"
+options = {{ chunk_size = 1, chunk_delay_seconds = 0.15 }}
+"""
+
+
+@pytest.fixture
+def server(tmp_path: Path) -> Any:
+    port = free_port()
+    config = write_config(tmp_path / "e2e.toml", CONFIG, port=port, data=tmp_path / "data")
+    proc = ServerProcess(["--config", str(config)], tmp_path / "server.log", port)
+    try:
+        yield proc.start()
+    finally:
+        proc.close()
+
+
+def _task(result: subprocess.CompletedProcess[str]) -> dict[str, Any]:
+    assert result.returncode == 0, result.stderr
+    lines = json_lines(result.stdout)
+    assert len(lines) == 1
+    return lines[0]["task"] if "task" in lines[0] else lines[0]
+
+
+def _wait_state(url: str, task_id: str, state: str, timeout: float = 10.0) -> dict[str, Any]:
+    deadline = time.monotonic() + timeout
+    while True:
+        task = _task(cli("get", url, task_id, "--json"))
+        if task["status"]["state"] == state or time.monotonic() > deadline:
+            return task
+        time.sleep(0.1)
+
+
+def test_card_send_get_list(server: ServerProcess, tmp_path: Path) -> None:
+    url = server.url
+    shown = subprocess.run(
+        [str(SCRIPT), "card", url], capture_output=True, text=True, timeout=30, check=False
+    )
+    assert shown.returncode == 0, shown.stderr
+    assert "e2e agent" in shown.stdout and "slow" in shown.stdout
+    assert "streaming      yes" in shown.stdout
+    card = json_lines(cli("card", url, "--json").stdout)[0]
+    assert card["capabilities"] == {"streaming": True, "pushNotifications": True}
+    assert card["supportedInterfaces"][0]["url"] == url + "/"
+
+    streamed = cli("send", url, "hello world", "--stream")
+    assert streamed.returncode == 0, streamed.stderr
+    lines = streamed.stdout.splitlines()
+    assert lines[0].startswith("task ") and lines[0].endswith("submitted")
+    assert lines[1].startswith("working") and "Echoing 11 characters" in lines[1]
+    assert lines[2] == "artifact  echo = hell"
+    assert lines[3] == "artifact  echo += o wo"
+    assert "completed" in lines[5]
+    assert lines[-1] == "hello world"  # the chunks, assembled
+
+    events = json_lines(cli("send", url, "hello", "--stream", "--json").stdout)
+    assert [next(iter(e)) for e in events] == [
+        "task",
+        "statusUpdate",
+        "artifactUpdate",
+        "artifactUpdate",
+        "statusUpdate",
+    ]
+    assert events[-1]["statusUpdate"]["status"]["state"] == "TASK_STATE_COMPLETED"
+    first_id = events[0]["task"]["id"]
+
+    note = tmp_path / "note.txt"
+    note.write_bytes(b"file body\n")
+    task = _task(cli("send", url, "hi", "--data", '{"k": [1, 2]}', "--file", str(note), "--json"))
+    assert task["status"]["state"] == "TASK_STATE_COMPLETED"
+    echo, attachments = task["artifacts"]
+    assert echo["parts"] == [{"text": "hi"}]
+    data, file = attachments["parts"]
+    assert data == {"data": {"k": [1, 2]}}
+    assert base64.b64decode(file["raw"]) == b"file body\n"
+    assert file["filename"] == "note.txt" and file["mediaType"] == "text/plain"
+
+    blocking = cli("send", url, "plain")
+    assert blocking.returncode == 0
+    assert "completed" in blocking.stdout and blocking.stdout.rstrip().endswith("plain")
+
+    got = _task(cli("get", url, first_id, "--history", "1", "--json"))
+    assert got["id"] == first_id and len(got["history"]) == 1
+    human = cli("get", url, first_id)
+    assert first_id in human.stdout and "completed" in human.stdout
+
+    page = json_lines(cli("list", url, "--json").stdout)[0]
+    assert page["totalSize"] == 4 and page["tasks"][-1]["id"] != ""
+    listed = cli("list", url, "--status", "completed", "--page-size", "2")
+    assert listed.returncode == 0 and "2 of 4 tasks; next page: --page-token" in listed.stdout
+
+
+def test_subscribe_cancel_and_errors(server: ServerProcess) -> None:
+    url = server.url
+    task = _task(cli("send", url, "abcdefghijklmnop", "--skill", "slow", "--no-wait", "--json"))
+    task_id = task["id"]
+    assert task["status"]["state"] in ("TASK_STATE_SUBMITTED", "TASK_STATE_WORKING")
+    follower = cli_start("subscribe", url, task_id, "--json")
+    try:
+        assert follower.stdout is not None
+        first = json.loads(follower.stdout.readline())  # subscribed: the task snapshot came
+        assert first["task"]["id"] == task_id
+        canceled = cli("cancel", url, task_id, "--json")
+        assert _task(canceled)["status"]["state"] == "TASK_STATE_CANCELED"
+        out, err = follower.communicate(timeout=15)
+    finally:
+        finish(follower, signal.SIGKILL)
+    assert follower.returncode == 5, err  # the task it followed was canceled
+    events = json_lines(out)
+    assert events[-1]["statusUpdate"]["status"]["state"] == "TASK_STATE_CANCELED"
+
+    again = cli("cancel", url, task_id)
+    assert again.returncode == 4
+    assert "error: TaskNotCancelableError (-32002)" in again.stderr
+    missing = cli("get", url, "no-such-task", "--json")
+    assert missing.returncode == 4
+    error = json.loads(missing.stderr)["error"]
+    assert error["name"] == "TaskNotFoundError" and error["code"] == -32001
+    assert error["data"][0]["reason"] == "TASK_NOT_FOUND"
+    refused = cli("send", url, "x", "--skill", "nope")
+    assert refused.returncode == 4 and "InvalidParamsError (-32602)" in refused.stderr
+    down = cli("send", f"http://127.0.0.1:{free_port()}", "x")
+    assert down.returncode == 3 and "ConnectError" in down.stderr
+    usage = cli("send", url, "x", "--stream", "--no-wait")
+    assert usage.returncode == 2
+    bad_data = cli("send", url, "x", "--data", "{nope")
+    assert bad_data.returncode == 2 and "not JSON" in bad_data.stderr
+
+
+def test_push_with_local_webhook(server: ServerProcess) -> None:
+    url = server.url
+    port = free_port()
+    hook = f"http://127.0.0.1:{port}/webhook"
+    receiver = cli_start("webhook", "--port", str(port), "--notification-token", "n-tok", "--json")
+    received: queue.Queue[str] = queue.Queue()
+    try:
+        assert receiver.stderr is not None and receiver.stdout is not None
+        assert "listening on" in receiver.stderr.readline()
+        reader = threading.Thread(target=lambda: [received.put(x) for x in receiver.stdout or ()])
+        reader.daemon = True
+        reader.start()
+        # A task that would echo for a minute: it is canceled once pushes are seen to arrive.
+        task_id = _task(cli("send", url, "a" * 400, "--skill", "slow", "--no-wait", "--json"))["id"]
+        made = cli("push", "set", url, task_id, hook, "--notification-token", "n-tok", "--json")
+        config = _task(made)
+        assert config["taskId"] == task_id and config["url"] == hook and config["id"]
+        got = _task(cli("push", "get", url, task_id, config["id"], "--json"))
+        assert got["id"] == config["id"]
+        listed = json_lines(cli("push", "list", url, task_id, "--json").stdout)[0]
+        assert [c["id"] for c in listed["configs"]] == [config["id"]]
+        events = _events_until(received, lambda e: "artifactUpdate" in e)
+        assert cli("cancel", url, task_id).returncode == 0
+        events += _events_until(received, lambda e: _state(e) == "TASK_STATE_CANCELED")
+        assert all(_event_task(e) == task_id for e in events)
+        deleted = cli("push", "delete", url, task_id, config["id"])
+        assert deleted.returncode == 0 and "deleted" in deleted.stdout
+        empty = json_lines(cli("push", "list", url, task_id, "--json").stdout)[0]
+        assert not empty.get("configs")
+        assert finish(receiver, signal.SIGTERM) == 0
+        reader.join(timeout=5)
+    finally:
+        finish(receiver, signal.SIGKILL)
+
+
+def _state(event: dict[str, Any]) -> str:
+    return str(event.get("statusUpdate", {}).get("status", {}).get("state", ""))
+
+
+def _events_until(
+    received: queue.Queue[str], wanted: Callable[[dict[str, Any]], bool]
+) -> list[dict[str, Any]]:
+    """Events the webhook printed, up to the first one ``wanted`` accepts."""
+    events: list[dict[str, Any]] = []
+    deadline = time.monotonic() + 20
+    while time.monotonic() < deadline:
+        try:
+            event = json.loads(received.get(timeout=0.2))
+        except queue.Empty:
+            continue
+        events.append(event)
+        if wanted(event):
+            return events
+    raise AssertionError(f"the awaited event never reached the webhook: {events}")
+
+
+def _event_task(event: dict[str, Any]) -> str:
+    member = next(iter(event.values()))
+    return str(member.get("taskId") or member.get("id"))
+
+
+def test_sigterm_drains_then_data_survives_restart(server: ServerProcess, tmp_path: Path) -> None:
+    url = server.url
+    done = _task(cli("send", url, "keep me", "--json"))
+    short = cli_start("send", url, "abc", "--skill", "slow", "--stream", "--json")
+    long = cli_start("send", url, "x" * 40, "--skill", "slow", "--stream", "--json")
+    try:
+        for running in (short, long):  # both requests are under way
+            assert running.stdout is not None
+            assert "task" in json.loads(running.stdout.readline())
+        started = time.monotonic()
+        assert server.stop(signal.SIGTERM) == 0
+        assert time.monotonic() - started < 6
+        short_out, _ = short.communicate(timeout=10)
+        long_out, long_err = long.communicate(timeout=10)
+    finally:
+        finish(short, signal.SIGKILL)
+        finish(long, signal.SIGKILL)
+    assert short.returncode == 0  # it finished within the grace period
+    final = json_lines(short_out)[-1]
+    assert final["statusUpdate"]["status"]["state"] == "TASK_STATE_COMPLETED"
+    assert long.returncode == 4  # its stream ended with the server's final error event
+    assert "The server is stopping" in long_err
+    log = server.log()
+    assert "stopping" in log and "stopped" in log
+    requests = [line for line in log.splitlines() if " request " in line]
+    assert any("method=SendMessage" in r and f"task_id={done['id']}" in r for r in requests)
+    assert all("status=" in r and "duration_ms=" in r for r in requests)
+
+    server.start()
+    again = _task(cli("get", url, done["id"], "--json"))
+    assert again["status"]["state"] == "TASK_STATE_COMPLETED"
+    assert "".join(p["text"] for p in again["artifacts"][0]["parts"]) == "keep me"
+    page = json_lines(cli("list", url, "--json").stdout)[0]
+    assert page["totalSize"] == 3
+    states = {t["status"]["state"] for t in page["tasks"]}
+    assert states == {"TASK_STATE_COMPLETED", "TASK_STATE_FAILED"}
+    failed = next(t for t in page["tasks"] if t["status"]["state"] == "TASK_STATE_FAILED")
+    assert failed["status"]["message"]["parts"][0]["text"] == RESTART_MESSAGE
+
+
+AUTH = """
+[server]
+port = {port}
+storage = "memory"
+
+[[skills]]
+executor = "echo"
+
+[[clients]]
+id = "alice"
+token_env = "ALICE_TOKEN"
+"""
+
+
+def test_credentials_from_flag_environment_and_file(tmp_path: Path) -> None:
+    port = free_port()
+    config = write_config(tmp_path / "auth.toml", AUTH, port=port)
+    secret = "alice-secret-token"
+    env = environment(ALICE_TOKEN=secret)
+    proc = ServerProcess(["--config", str(config)], tmp_path / "auth.log", port, env=env)
+    token_file = tmp_path / "token"
+    token_file.write_text(secret + "\n")
+    try:
+        url = proc.start().url
+        assert cli("card", url).returncode == 0  # the public card needs no credential
+        anonymous = cli("list", url)
+        assert anonymous.returncode == 4 and "AuthenticationError" in anonymous.stderr
+        assert cli("send", url, "hi", "--token", secret).returncode == 0
+        assert cli("list", url, env=environment(A2A_WIRE_TOKEN=secret)).returncode == 0
+        assert cli("list", url, "--token-file", str(token_file)).returncode == 0
+        assert cli("list", url, "--token-env", "MINE", env=environment(MINE=secret)).returncode == 0
+        wrong = cli("list", url, "--token", "not-it")
+        assert wrong.returncode == 4 and "not-it" not in wrong.stderr
+        unset = cli("list", url, "--token-env", "NOT_SET_ANYWHERE")
+        assert unset.returncode == 2 and "NOT_SET_ANYWHERE is not set" in unset.stderr
+    finally:
+        proc.close()
+    assert secret not in proc.log()

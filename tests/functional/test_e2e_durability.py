@@ -1,0 +1,115 @@
+"""Durability of ``a2a-wire serve`` on SQLite: SIGKILL under load loses no acknowledged task.
+
+Four clients send SendMessage with ``returnImmediately`` as fast as the server answers; every
+task id the server acknowledged is recorded with the state it was acknowledged in. The server
+is killed with SIGKILL mid-load (no shutdown code runs), restarted on the same data directory,
+and every acknowledged task must be found by GetTask in at least its acknowledged state. Tasks
+that were still running are FAILED with the restart message (recovery, docs/server.md); the
+others finished before the kill.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import signal
+import uuid
+from pathlib import Path
+from typing import Any
+
+import aiohttp
+import pytest
+from e2e_support import ServerProcess, free_port, write_config
+
+from a2a_wire.store import RESTART_MESSAGE
+
+pytestmark = pytest.mark.timeout(60)
+
+CONFIG = """
+[server]
+port = {port}
+data_dir = "{data}"
+log_level = "warning"
+
+[[skills]]
+executor = "echo"
+options = {{ chunk_size = 1, chunk_delay_seconds = 0.04 }}
+"""
+
+HEADERS = {"A2A-Version": "1.0", "Content-Type": "application/json"}
+RANK = {
+    "TASK_STATE_SUBMITTED": 1,
+    "TASK_STATE_WORKING": 2,
+    "TASK_STATE_COMPLETED": 3,
+    "TASK_STATE_FAILED": 3,
+}
+
+
+def _send(n: int) -> dict[str, Any]:
+    message = {
+        "messageId": str(uuid.uuid4()),
+        "role": "ROLE_USER",
+        "parts": [{"text": "0123456789"}],
+    }
+    params = {"message": message, "configuration": {"returnImmediately": True}}
+    return {"jsonrpc": "2.0", "id": n, "method": "SendMessage", "params": params}
+
+
+async def _client(
+    session: aiohttp.ClientSession, url: str, acked: dict[str, str], stop: asyncio.Event
+) -> None:
+    n = 0
+    while not stop.is_set():
+        n += 1
+        try:
+            async with session.post(url, json=_send(n), headers=HEADERS) as response:
+                answer = await response.json()
+        except (aiohttp.ClientError, TimeoutError):
+            return  # the server is gone
+        task = answer["result"]["task"]
+        acked[task["id"]] = task["status"]["state"]
+        await asyncio.sleep(0.01)
+
+
+async def _get(session: aiohttp.ClientSession, url: str, task_id: str) -> dict[str, Any]:
+    body = {"jsonrpc": "2.0", "id": 1, "method": "GetTask", "params": {"id": task_id}}
+    async with session.post(url, json=body, headers=HEADERS) as response:
+        answer: dict[str, Any] = await response.json()
+    assert "result" in answer, answer
+    return answer["result"]
+
+
+async def test_sigkill_under_load_keeps_every_acknowledged_task(tmp_path: Path) -> None:
+    port = free_port()
+    config = write_config(tmp_path / "d.toml", CONFIG, port=port, data=tmp_path / "data")
+    server = ServerProcess(["--config", str(config)], tmp_path / "server.log", port)
+    url = server.url + "/"
+    acked: dict[str, str] = {}
+    stop = asyncio.Event()
+    try:
+        await asyncio.to_thread(server.start)
+        async with aiohttp.ClientSession() as session:
+            clients = [asyncio.create_task(_client(session, url, acked, stop)) for _ in range(4)]
+            await asyncio.sleep(1.0)
+            assert server.proc is not None
+            server.proc.send_signal(signal.SIGKILL)
+            await asyncio.wait_for(asyncio.gather(*clients), timeout=10)
+        assert await asyncio.to_thread(server.proc.wait, 10) == -signal.SIGKILL
+        stop.set()
+        assert len(acked) >= 20, len(acked)
+
+        await asyncio.to_thread(server.start)
+        async with aiohttp.ClientSession() as session:
+            found = await asyncio.gather(*(_get(session, url, task_id) for task_id in acked))
+    finally:
+        stop.set()
+        server.close()
+    outcomes = {"TASK_STATE_COMPLETED": 0, "TASK_STATE_FAILED": 0}
+    for task in found:
+        state = task["status"]["state"]
+        assert RANK[state] >= RANK[acked[task["id"]]]
+        assert state in outcomes, task
+        outcomes[state] += 1
+        if state == "TASK_STATE_FAILED":
+            assert task["status"]["message"]["parts"][0]["text"] == RESTART_MESSAGE
+    assert outcomes["TASK_STATE_FAILED"] > 0  # some were running when the process died
+    assert outcomes["TASK_STATE_COMPLETED"] > 0  # and some had finished before
