@@ -1,0 +1,195 @@
+"""The servers that benchmarks/server.py measures, one per process.
+
+Run as ``python benchmarks/_servers.py MODE --port P [--core C] [--db PATH]``. MODE is one of:
+
+``ours-sqlite``
+    a2a_wire's server (:func:`a2a_wire.server.create_app`) on the default durable store,
+    :class:`~a2a_wire.store_sqlite.SQLiteTaskStore` at ``--db``, under ``aiohttp.web``.
+``ours-memory``
+    the same on :class:`~a2a_wire.store.InMemoryTaskStore`.
+``sdk``
+    the official SDK (a2a-sdk): ``DefaultRequestHandler`` + ``InMemoryTaskStore`` behind its
+    JSON-RPC Starlette routes, under uvicorn, one worker.
+``ceiling``
+    a bare aiohttp handler: it reads the JSON-RPC body, parses it, and answers a fixed result
+    (a completed task, or a fixed three-event SSE stream for SendStreamingMessage). Nothing built
+    on aiohttp can answer faster on this machine.
+
+Both agents do the same work: take the user's message, add one text artifact, complete the task.
+A stream therefore carries three events: the task, the artifact update and the final status.
+
+The process pins itself to ``--core`` (Linux ``sched_setaffinity``) before it imports anything
+heavy, and serves on 127.0.0.1 until it gets SIGTERM or SIGINT. The SDK is imported only in
+its own mode: it loads its own compiled ``a2a.proto`` descriptors.
+"""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import os
+from typing import Any
+
+HOST = "127.0.0.1"
+ARTIFACT_TEXT = "done"
+MODES = ("ours-sqlite", "ours-memory", "sdk", "ceiling")
+
+
+def _pin(core: int | None) -> None:
+    if core is not None and hasattr(os, "sched_setaffinity"):
+        try:
+            os.sched_setaffinity(0, {core})
+        except OSError:  # a core this machine does not have: run unpinned
+            pass
+
+
+# --- a2a_wire -----------------------------------------------------------------------------------
+
+
+def run_ours(port: int, db: str | None) -> None:
+    from aiohttp import web
+
+    from a2a_wire.executor import AgentExecutor, EventQueue, RequestContext, TaskUpdater
+    from a2a_wire.server import create_app
+    from a2a_wire.store import InMemoryTaskStore, TaskStore
+    from a2a_wire.store_sqlite import SQLiteTaskStore
+    from a2a_wire.types import AgentCapabilities, AgentCard, AgentSkill
+
+    class TrivialAgent(AgentExecutor):
+        async def execute(self, context: RequestContext, events: EventQueue) -> None:
+            updater = TaskUpdater(events, context)
+            await updater.add_artifact(ARTIFACT_TEXT)
+            await updater.complete()
+
+    card = AgentCard(
+        name="bench",
+        description="benchmark agent",
+        version="1.0.0",
+        capabilities=AgentCapabilities(streaming=True),
+        default_input_modes=["text/plain"],
+        default_output_modes=["text/plain"],
+        skills=[AgentSkill(id="done", name="done", description="answers done", tags=["bench"])],
+    )
+    store: TaskStore = SQLiteTaskStore(db) if db else InMemoryTaskStore()
+    app = create_app(card, TrivialAgent(), store=store)
+    web.run_app(app, host=HOST, port=port, access_log=None, print=None, handle_signals=True)
+
+
+# --- the official SDK ---------------------------------------------------------------------------
+
+
+def run_sdk(port: int) -> None:
+    import uvicorn
+    from a2a.helpers import new_task_from_user_message, new_text_part
+    from a2a.server.agent_execution import AgentExecutor, RequestContext
+    from a2a.server.events import EventQueue
+    from a2a.server.request_handlers import DefaultRequestHandler
+    from a2a.server.routes import create_agent_card_routes, create_jsonrpc_routes
+    from a2a.server.tasks import InMemoryTaskStore, TaskUpdater
+    from a2a.types.a2a_pb2 import AgentCapabilities, AgentCard, AgentInterface, AgentSkill
+    from starlette.applications import Starlette
+
+    class TrivialAgent(AgentExecutor):
+        async def execute(self, context: RequestContext, event_queue: EventQueue) -> None:
+            task = context.current_task
+            if task is None:
+                assert context.message is not None
+                task = new_task_from_user_message(context.message)
+                await event_queue.enqueue_event(task)
+            updater = TaskUpdater(event_queue, task.id, task.context_id)
+            await updater.add_artifact([new_text_part(ARTIFACT_TEXT)])
+            await updater.complete()
+
+        async def cancel(self, context: RequestContext, event_queue: EventQueue) -> None:
+            raise NotImplementedError
+
+    card = AgentCard(
+        name="bench",
+        description="benchmark agent",
+        version="1.0.0",
+        supported_interfaces=[
+            AgentInterface(
+                url=f"http://{HOST}:{port}/", protocol_binding="JSONRPC", protocol_version="1.0"
+            )
+        ],
+        capabilities=AgentCapabilities(streaming=True),
+        default_input_modes=["text/plain"],
+        default_output_modes=["text/plain"],
+        skills=[AgentSkill(id="done", name="done", description="answers done", tags=["bench"])],
+    )
+    handler = DefaultRequestHandler(
+        agent_executor=TrivialAgent(), task_store=InMemoryTaskStore(), agent_card=card
+    )
+    routes = [*create_agent_card_routes(card), *create_jsonrpc_routes(handler, "/")]
+    app = Starlette(routes=routes)
+    uvicorn.run(app, host=HOST, port=port, workers=1, access_log=False, log_level="warning")
+
+
+# --- the ceiling ---------------------------------------------------------------------------------
+
+
+def _fixed_task(state: str) -> dict[str, Any]:
+    return {
+        "id": "00000000-0000-4000-8000-000000000001",
+        "contextId": "00000000-0000-4000-8000-000000000002",
+        "status": {"state": state, "timestamp": "2026-01-01T00:00:00Z"},
+        "artifacts": [{"artifactId": "a1", "parts": [{"text": ARTIFACT_TEXT}]}],
+        "history": [{"messageId": "m1", "role": "ROLE_USER", "parts": [{"text": "hello"}]}],
+    }
+
+
+def run_ceiling(port: int) -> None:
+    import orjson
+    from aiohttp import web
+
+    completed = _fixed_task("TASK_STATE_COMPLETED")
+    submitted = {k: v for k, v in _fixed_task("TASK_STATE_SUBMITTED").items() if k != "artifacts"}
+    ids = {"taskId": completed["id"], "contextId": completed["contextId"]}
+    events = [
+        {"task": submitted},
+        {"artifactUpdate": {**ids, "artifact": completed["artifacts"][0]}},
+        {"statusUpdate": {**ids, "status": completed["status"]}},
+    ]
+    headers = {"Content-Type": "text/event-stream", "Cache-Control": "no-cache"}
+
+    async def handle(request: web.Request) -> web.StreamResponse:
+        call = orjson.loads(await request.read())
+        rid = call.get("id")
+        if call.get("method") != "SendStreamingMessage":
+            body = orjson.dumps({"jsonrpc": "2.0", "id": rid, "result": {"task": completed}})
+            return web.Response(body=body, content_type="application/json")
+        response = web.StreamResponse(headers=headers)
+        await response.prepare(request)
+        for event in events:
+            frame = orjson.dumps({"jsonrpc": "2.0", "id": rid, "result": event})
+            await response.write(b"data: " + frame + b"\n\n")
+        return response
+
+    app = web.Application()
+    app.router.add_post("/", handle)
+    web.run_app(app, host=HOST, port=port, access_log=None, print=None)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("mode", choices=MODES)
+    parser.add_argument("--port", type=int, required=True)
+    parser.add_argument("--core", type=int, default=None, help="CPU to pin this process to")
+    parser.add_argument("--db", default=None, help="SQLite file (ours-sqlite)")
+    args = parser.parse_args()
+    _pin(args.core)
+    logging.basicConfig(level=logging.WARNING)
+    if args.mode == "ours-sqlite":
+        if not args.db:
+            parser.error("ours-sqlite needs --db")
+        run_ours(args.port, args.db)
+    elif args.mode == "ours-memory":
+        run_ours(args.port, None)
+    elif args.mode == "sdk":
+        run_sdk(args.port)
+    else:
+        run_ceiling(args.port)
+
+
+if __name__ == "__main__":
+    main()
