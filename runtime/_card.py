@@ -25,6 +25,7 @@ from __future__ import annotations
 import datetime
 import email.utils
 import hashlib
+import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, Protocol
@@ -69,6 +70,12 @@ def served_tenants(card: AgentCard) -> list[str]:
     named = [i.tenant for i in card.supported_interfaces if i.protocol_binding == JSONRPC_BINDING]
     tenants = list(dict.fromkeys(t for t in named if t))
     return tenants or [""]
+
+
+# A DNS name or IPv4 address, or a bracketed IPv6 literal, with an optional port.
+_HOST = re.compile(
+    r"(?:[A-Za-z0-9](?:[A-Za-z0-9.-]{0,252})|\[[0-9A-Fa-f:.]{2,45}\])(?::[0-9]{1,5})?\Z"
+)
 
 
 def _matches(header: str, etag: str) -> bool:
@@ -163,13 +170,22 @@ class CardPublisher:
         return since is not None and self.last_modified <= since
 
     async def handle(self, request: web.Request) -> web.Response:
-        """GET handler: the card, or 304 when the client's copy is current."""
+        """GET handler: the card, or 304 when the client's copy is current.
+
+        Without ``public_url`` the interface URL comes from the ``Host`` header: it must look like
+        a host (and port), else HTTP 400; and the answer carries ``Vary: Host`` so that no shared
+        cache hands one client's rendering to another.
+        """
+        if not self._settings.public_url and not _HOST.match(request.host):
+            raise web.HTTPBadRequest(reason="Invalid Host header")
         rendered = self.render(self._origin(request))
         headers = {
             "Cache-Control": self._cache_control,
             "ETag": rendered.etag,
             "Last-Modified": email.utils.format_datetime(self.last_modified, usegmt=True),
         }
+        if not self._settings.public_url:
+            headers["Vary"] = "Host"
         if self._fresh(request, rendered.etag):
             return web.Response(status=304, headers=headers)
         return web.Response(body=rendered.body, headers=headers, content_type="application/json")

@@ -40,6 +40,7 @@ from typing import Any
 from a2a_wire import _cancel, _jsonrpc, methods, push_configs
 from a2a_wire._card import served_tenants
 from a2a_wire._fanout import task_view
+from a2a_wire._message_rules import check_message
 from a2a_wire._runtime import CallInfo, Runtime, Subscription
 from a2a_wire._tasks import is_terminal
 from a2a_wire.errors import (
@@ -75,7 +76,7 @@ __all__ = [
 SUPPORTED_VERSIONS = ("1.0",)
 """The ``Major.Minor`` protocol versions this server speaks (spec 3.6)."""
 
-_VERSION = re.compile(r"([0-9]{1,9})\.([0-9]{1,9})(?:\.[0-9]{1,9})?\Z")
+_VERSION = re.compile(r"(0|[1-9][0-9]{0,8})\.(0|[1-9][0-9]{0,8})(?:\.(?:0|[1-9][0-9]{0,8}))?\Z")
 
 PUSH_METHODS: frozenset[Method[Any, Any]] = frozenset(
     {
@@ -208,6 +209,8 @@ async def send_message(
     """
     history_length = _check_send(caps, request)
     config = request.configuration
+    assert request.message is not None  # REQUIRED, checked when the params were decoded
+    check_message(request.message, runtime.settings.max_parts_per_message)
     push = await push_configs.inline_push_config(runtime, request, info)
     hub, run, _ = await runtime.begin_message(request, info, stream=False, push_config=push)
     try:
@@ -222,6 +225,8 @@ async def send_streaming_message(
 ) -> Subscription:
     """SendStreamingMessage (spec 3.1.2): a stream of the task (or the one Message)."""
     _check_send(caps, request)
+    assert request.message is not None  # REQUIRED, checked when the params were decoded
+    check_message(request.message, runtime.settings.max_parts_per_message)
     push = await push_configs.inline_push_config(runtime, request, info)
     hub, _, sub = await runtime.begin_message(request, info, stream=True, push_config=push)
     assert sub is not None

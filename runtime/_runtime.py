@@ -33,7 +33,7 @@ from a2a_wire.errors import (
     UnsupportedOperationError,
 )
 from a2a_wire.executor import AgentExecutor, RequestContext, agent_message
-from a2a_wire.limits import check_parts, trim_history
+from a2a_wire.limits import trim_history
 from a2a_wire.settings import ServerSettings
 from a2a_wire.skills import SkillSet
 from a2a_wire.store import TaskStore, now_timestamp
@@ -225,7 +225,6 @@ class Runtime:
         """
         message = request.message
         assert message is not None  # REQUIRED, checked when the params were decoded
-        check_parts(message, self.settings.max_parts_per_message)
         config = request.configuration
         history_length = config.history_length if config is not None else None
         if message.task_id:

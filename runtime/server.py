@@ -67,6 +67,7 @@ from a2a_wire.errors import (
     ContentTypeNotSupportedError,
     InternalError,
     InvalidRequestError,
+    JSONParseError,
     MethodNotFoundError,
     ProtocolError,
 )
@@ -127,7 +128,13 @@ class _RPCEndpoint:
                 metadata={"contentType": got},
             )
             return _error(refused, 415)
-        body = await request.read()
+        limit = self.settings.max_body_bytes
+        if request.content_length is not None and request.content_length > limit:
+            raise web.HTTPRequestEntityTooLarge(max_size=limit, actual_size=request.content_length)
+        try:
+            body = await request.read()
+        except web.RequestPayloadError as exc:  # e.g. a Content-Encoding that does not decode
+            return _error(JSONParseError(f"Request body could not be read: {exc}"), 400)
         try:
             calls, is_batch = _jsonrpc.parse_body(body)
         except ProtocolError as exc:
@@ -240,6 +247,9 @@ async def _json_errors(request: web.Request, handler: Handler) -> web.StreamResp
         if hdrs.ALLOW in exc.headers:
             response.headers[hdrs.ALLOW] = exc.headers[hdrs.ALLOW]
         return response
+    except ConnectionResetError:  # the client went away; aiohttp drops the connection quietly
+        log.debug("client disconnected during %s %s", request.method, request.path)
+        raise
     except Exception:  # the outermost server boundary: log, answer -32603 without detail
         log.exception("unhandled error serving %s %s", request.method, request.path)
         return _error(InternalError(), 500)

@@ -136,7 +136,11 @@ class ClientOptions:
 
 
 def _check_url(url: str) -> None:
-    parsed = yarl.URL(url)
+    try:
+        parsed = yarl.URL(url)
+        _ = parsed.port  # a port out of range or not a number is only found here
+    except ValueError as exc:
+        raise click.BadParameter(f"{url!r} is not a valid URL: {exc}", param_hint="URL") from None
     if not parsed.is_absolute() or parsed.scheme not in ("http", "https"):
         raise click.BadParameter(f"{url!r} is not an http(s) URL", param_hint="URL")
 

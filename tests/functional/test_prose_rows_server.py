@@ -28,14 +28,9 @@ async def client(aiohttp_client: Any, agent: ScriptedAgent) -> Any:
     return await aiohttp_client(create_app(make_card(), agent))
 
 
-async def test_row07_an_unknown_role_spelling_is_accepted_and_kept(
-    client: Any, agent: ScriptedAgent
-) -> None:
-    task = (await result(client, "SendMessage", send_params("echo", role="user")))["task"]
-    assert task["status"]["state"] == "TASK_STATE_COMPLETED"
-    assert task["history"][0]["role"] == "user"
-    received = agent.contexts[-1].message
-    assert received is not None and not received.role.is_known
+async def test_row07_an_unknown_role_spelling_is_refused(client: Any) -> None:
+    err = await error(client, "SendMessage", send_params("echo", role="user"))
+    assert err["code"] == -32602 and violations(err) == ["message.role"]
 
 
 async def test_row08_unspecified_role_is_missing_and_unspecified_status_is_no_filter(
@@ -82,7 +77,10 @@ async def test_row19_content_members_of_incoming_parts(client: Any, agent: Scrip
     assert task["status"]["state"] == "TASK_STATE_COMPLETED"
     received = agent.contexts[-1].message
     assert received is not None
-    assert [p.which_content() for p in received.parts] == ["text", None, None]
+    assert [p.which_content() for p in received.parts] == ["text"]
+    only_unknown = {"message": message("echo", parts=[{}, {"hologram": {}}])}
+    err = await error(client, "SendMessage", only_unknown)
+    assert err["code"] == -32602 and violations(err) == ["message.parts"]
     null = {"message": message("echo", parts=[{"text": "echo"}, {"data": None}])}
     await result(client, "SendMessage", null)
     last = agent.contexts[-1].message
