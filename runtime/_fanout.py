@@ -308,16 +308,34 @@ class TaskHub:
             task = new_task(
                 run.message, task_id=self.task_id, context_id=run.context_id, now=now_timestamp()
             )
+        await self._start(task, run)
+        if isinstance(event, Task):
+            self._check_end(task, run)
+            return True
+        return await self.publish_locked(event, run)
+
+    async def ensure_task(self, run: Run) -> None:
+        """Make the SUBMITTED task from the run's message if the agent has not made it yet.
+
+        For SendMessage with ``returnImmediately`` when the agent is slow to send its first
+        event: the client gets a task at once; the agent's later events update it (a Task or a
+        Message as its first event is then refused, and logged).
+        """
+        async with self.lock:
+            if self.task is not None or run.closed or run.message is None:
+                return
+            now = now_timestamp()
+            task = new_task(run.message, task_id=self.task_id, context_id=run.context_id, now=now)
+            await self._start(task, run)
+
+    async def _start(self, task: Task, run: Run) -> None:
+        """Store a new task, announce it to open streams and release the run's first waiter."""
         trim_history(task, self.history_limit)
         await self._create(task, run.owner)
         self.task = task
         self._send_task(task)
         if not run.first.done():
             run.first.set_result(None)
-        if isinstance(event, Task):
-            self._check_end(task, run)
-            return True
-        return await self.publish_locked(event, run)
 
     async def _create(self, task: Task, owner: str) -> None:
         configs, self.new_push_configs = self.new_push_configs, []

@@ -32,6 +32,7 @@ tenant and client: data is partitioned by tenant.
 
 from __future__ import annotations
 
+import asyncio
 import re
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
@@ -39,7 +40,7 @@ from typing import Any
 
 from a2a_wire import _cancel, _jsonrpc, methods, push_configs
 from a2a_wire._card import served_tenants
-from a2a_wire._fanout import task_view
+from a2a_wire._fanout import Run, TaskHub, task_view
 from a2a_wire._message_rules import check_message
 from a2a_wire._runtime import CallInfo, Runtime, Subscription
 from a2a_wire._tasks import is_terminal
@@ -214,10 +215,22 @@ async def send_message(
     push = await push_configs.inline_push_config(runtime, request, info)
     hub, run, _ = await runtime.begin_message(request, info, stream=False, push_config=push)
     try:
-        await (run.first if config is not None and config.return_immediately else run.settled)
+        if config is not None and config.return_immediately:
+            await _first_or_submitted(hub, run, runtime.settings.first_event_seconds)
+        else:
+            await run.settled
         return await runtime.result_of(hub, run, history_length)
     finally:
         runtime.release(hub)
+
+
+async def _first_or_submitted(hub: TaskHub, run: Run, seconds: float) -> None:
+    """Wait for the agent's first event, or after ``seconds`` make the SUBMITTED task."""
+    try:
+        await asyncio.wait_for(asyncio.shield(run.first), seconds)
+    except TimeoutError:
+        await hub.ensure_task(run)
+        await run.first
 
 
 async def send_streaming_message(

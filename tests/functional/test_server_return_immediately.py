@@ -1,0 +1,58 @@
+"""SendMessage with returnImmediately answers even when the agent is slow to send its first event.
+
+The agent's first event decides between a task and a direct Message reply, so the server waits
+for it, but only ``ServerSettings.first_event_seconds``: after that it makes the SUBMITTED task
+itself, answers with it, and the agent's later updates apply to that task.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Any
+
+from server_support import ScriptedAgent, make_card, message, result
+
+from a2a_wire.executor import AgentExecutor, EventQueue, RequestContext, TaskUpdater
+from a2a_wire.server import create_app
+from a2a_wire.settings import ServerSettings
+
+
+class SlowStarter(AgentExecutor):
+    """Sends nothing until :attr:`gate` opens, then works and completes."""
+
+    def __init__(self) -> None:
+        self.gate = asyncio.Event()
+
+    async def execute(self, context: RequestContext, events: EventQueue) -> None:
+        await self.gate.wait()
+        updater = TaskUpdater(events, context)
+        await updater.start_work()
+        await updater.add_artifact("late")
+        await updater.complete()
+
+
+async def test_a_silent_agent_still_gets_a_submitted_task_answered(aiohttp_client: Any) -> None:
+    agent = SlowStarter()
+    settings = ServerSettings(first_event_seconds=0.05)
+    client = await aiohttp_client(create_app(make_card(), agent, settings=settings))
+    params = {"message": message("hi"), "configuration": {"returnImmediately": True}}
+    sent = await asyncio.wait_for(result(client, "SendMessage", params), 5)
+    task = sent["task"]
+    assert task["status"]["state"] == "TASK_STATE_SUBMITTED"
+    stored = await result(client, "GetTask", {"id": task["id"]})
+    assert stored["status"]["state"] == "TASK_STATE_SUBMITTED"
+    agent.gate.set()
+    for _ in range(200):
+        done = await result(client, "GetTask", {"id": task["id"]})
+        if done["status"]["state"] == "TASK_STATE_COMPLETED":
+            break
+        await asyncio.sleep(0.01)
+    assert done["status"]["state"] == "TASK_STATE_COMPLETED"
+    assert done["artifacts"][0]["parts"][0]["text"] == "late"
+
+
+async def test_a_quick_direct_reply_is_still_a_message(aiohttp_client: Any) -> None:
+    client = await aiohttp_client(create_app(make_card(), ScriptedAgent()))
+    params = {"message": message("reply"), "configuration": {"returnImmediately": True}}
+    sent = await result(client, "SendMessage", params)
+    assert "message" in sent and "task" not in sent
