@@ -9,7 +9,9 @@ reproduces exactly, has no deadline (shared runners are slow) and prints the rep
 from __future__ import annotations
 
 import os
+from collections.abc import Iterator
 
+import pytest
 from hypothesis import HealthCheck, settings
 
 settings.register_profile(
@@ -29,3 +31,13 @@ settings.register_profile("thorough", parent=settings.get_profile("dev"), max_ex
 settings.load_profile(
     os.environ.get("HYPOTHESIS_PROFILE") or ("ci" if os.environ.get("CI") else "dev")
 )
+
+
+@pytest.fixture(autouse=True)
+def _fresh_shared_card_cache() -> Iterator[None]:
+    """Tests reuse ports, so a card cached by URL in one test must not leak into the next."""
+    from a2a_wire.client import SHARED_CARD_CACHE
+
+    SHARED_CARD_CACHE.clear()
+    yield
+    SHARED_CARD_CACHE.clear()
