@@ -210,7 +210,8 @@ def test_push_with_local_webhook(server: ServerProcess) -> None:
         listed = json_lines(cli("push", "list", url, task_id, "--json").stdout)[0]
         assert [c["id"] for c in listed["configs"]] == [config["id"]]
         events = _events_until(received, lambda e: "artifactUpdate" in e)
-        assert cli("cancel", url, task_id).returncode == 0
+        canceled = cli("cancel", url, task_id)
+        assert canceled.returncode == 0, (canceled.stdout, canceled.stderr)
         events += _events_until(received, lambda e: _state(e) == "TASK_STATE_CANCELED")
         assert all(_event_task(e) == task_id for e in events)
         deleted = cli("push", "delete", url, task_id, config["id"])
