@@ -78,7 +78,7 @@ from a2a_wire.skills import SkillRouter, SkillSet
 from a2a_wire.store import InMemoryTaskStore, TaskStore
 from a2a_wire.types import AgentCard
 
-__all__ = ["RUNTIME_KEY", "STORE_KEY", "create_app"]
+__all__ = ["CALLS_KEY", "RUNTIME_KEY", "STORE_KEY", "create_app"]
 
 log = logging.getLogger("a2a_wire.server")
 
@@ -87,6 +87,11 @@ RUNTIME_KEY = web.AppKey("a2a_wire.runtime", Runtime)
 STORE_KEY: web.AppKey[TaskStore] = web.AppKey("a2a_wire.store")
 """The application's task store."""
 _SETTINGS = web.AppKey("a2a_wire.settings", ServerSettings)
+CALLS_KEY: web.RequestKey[tuple[tuple[Call, ...], bool]] = web.RequestKey("a2a_wire.calls")
+"""On a JSON-RPC request whose body parsed: its calls, and whether the body was a batch.
+
+For middleware that reports on requests (the CLI's request log) without parsing the body again.
+"""
 
 JSON_TYPES = frozenset({"application/json", "application/a2a+json"})
 VERSION_HEADER = "A2A-Version"
@@ -139,6 +144,7 @@ class _RPCEndpoint:
             calls, is_batch = _jsonrpc.parse_body(body)
         except ProtocolError as exc:
             return _error(exc)
+        request[CALLS_KEY] = (tuple(calls), is_batch)
         if is_batch and len(calls) > self.settings.max_batch_size:
             limit = self.settings.max_batch_size
             return _error(InvalidRequestError(f"Batch of {len(calls)} calls exceeds {limit}"))

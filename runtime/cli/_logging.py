@@ -8,8 +8,8 @@ Every HTTP request gives one log line (logger ``a2a_wire.access``) once its answ
 ``duration_ms``, and ``task_id`` when the request concerns one task.
 
 No header, body, credential or client address is logged. The method and the task id named in
-the params come from the request body, which aiohttp keeps after the server read it; the id of a
-task the request *created* is reported by the executor wrapper :class:`NotingExecutor` through a
+the params come from the calls the server parsed (``a2a_wire.server.CALLS_KEY``), so the body is
+never parsed twice; the id of a task the request *created* is reported by the executor wrapper :class:`NotingExecutor` through a
 context variable (the agent run inherits the request's context).
 
 Formats: ``text`` (``2025-01-31T12:00:00.123Z info request method=GetTask status=200 ...``,
@@ -34,6 +34,7 @@ from aiohttp.typedefs import Handler
 
 from a2a_wire import codec
 from a2a_wire.executor import AgentExecutor, EventQueue, RequestContext
+from a2a_wire.server import CALLS_KEY
 
 __all__ = [
     "JSONFormatter",
@@ -45,8 +46,6 @@ __all__ = [
 
 access_log = logging.getLogger("a2a_wire.access")
 
-_PARSE_LIMIT = 256 * 1024  # bigger bodies are not parsed again; the method is found by pattern
-_METHOD = re.compile(rb'"method"\s*:\s*"([A-Za-z]{1,64})"')
 _TASK_ID_PARAM = frozenset({"GetTask", "CancelTask", "SubscribeToTask"})
 _BARE = re.compile(r"[^\s\"=\\]+\Z")
 
@@ -97,26 +96,19 @@ def _from_params(method: str, params: object) -> str:
     return ""
 
 
-def _describe(body: bytes, note: _Note) -> None:
-    """Fill in the JSON-RPC method and task id from a request body."""
-    if len(body) > _PARSE_LIMIT:
-        found = _METHOD.search(body, 0, 64 * 1024)
-        note.method = found.group(1).decode() if found else "?"
+def _describe(request: web.Request, note: _Note) -> None:
+    """Fill in the JSON-RPC method and task id from the calls the server parsed."""
+    parsed = request.get(CALLS_KEY)
+    if parsed is None:  # not a JSON-RPC body the server could parse
+        note.method = note.method or "?"
         return
-    try:
-        obj = codec.loads(body)
-    except codec.JSONSyntaxError:
-        note.method = "?"
+    calls, is_batch = parsed
+    if is_batch:
+        note.method = f"batch[{len(calls)}]"
         return
-    if isinstance(obj, list):
-        note.method = f"batch[{len(obj)}]"
-        return
-    if not isinstance(obj, dict):
-        note.method = "?"
-        return
-    method = obj.get("method")
-    note.method = method[:64] if isinstance(method, str) else "?"
-    note.task_id = note.task_id or _from_params(note.method, obj.get("params"))
+    call = calls[0]
+    note.method = call.method_name[:64] or "?"
+    note.task_id = note.task_id or _from_params(note.method, call.params)
 
 
 class RequestLog:
@@ -148,11 +140,8 @@ class RequestLog:
         finally:
             self.active -= 1
             _NOTE.reset(token)
-        if request.method == "POST" and response.status not in (413, 415):
-            try:
-                _describe(await request.read(), note)
-            except (OSError, web.HTTPException):
-                note.method = note.method or "?"
+        if request.method == "POST":
+            _describe(request, note)
         _log_line(request, note, response.status, start)
         return response
 
