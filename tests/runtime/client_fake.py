@@ -15,6 +15,8 @@ from typing import Any
 from aiohttp import web
 from multidict import CIMultiDictProxy
 
+from a2a_wire.client import ClientSettings
+
 Handler = Callable[[web.Request, dict[str, Any]], Awaitable[web.StreamResponse]]
 
 TS = "2026-01-02T03:04:05.000Z"
@@ -68,6 +70,10 @@ def card_json(base: str, interfaces: Sequence[dict[str, Any]] | None = None) -> 
 def sse(obj: Any) -> bytes:
     """One SSE event holding ``obj`` as compact JSON."""
     return b"data: " + json.dumps(obj).encode() + b"\n\n"
+
+
+#: Client settings for talking to a fake agent on loopback.
+LOCAL = ClientSettings(allow=["127.0.0.1"])
 
 
 @dataclass

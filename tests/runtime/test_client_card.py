@@ -2,13 +2,11 @@
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Awaitable, Callable
 from typing import Any
 
 import pytest
 from aiohttp import web
-from aiohttp.test_utils import TestServer
-from client_fake import FakeAgent, card_json, task_json
+from client_fake import LOCAL, FakeAgent, card_json, task_json
 from multidict import CIMultiDict, CIMultiDictProxy
 
 from a2a_wire.card_resolver import (
@@ -29,17 +27,6 @@ from a2a_wire.client_errors import (
 )
 from a2a_wire.credentials import StaticCredentials
 from a2a_wire.types import AgentCard, AgentInterface, GetTaskRequest
-
-LOCAL = ClientSettings(allow=["127.0.0.1"])
-
-
-@pytest.fixture
-async def agent(aiohttp_server: Callable[..., Awaitable[TestServer]]) -> AsyncIterator[FakeAgent]:
-    fake = FakeAgent()
-    server = await aiohttp_server(fake.app)
-    fake.base = str(server.make_url("")).rstrip("/")
-    yield fake
-    fake.release.set()
 
 
 class Clock:

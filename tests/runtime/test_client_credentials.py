@@ -4,14 +4,13 @@ from __future__ import annotations
 
 import logging
 import traceback
-from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
+from collections.abc import Awaitable, Callable, Mapping
 from pathlib import Path
 from typing import Any
 
 import pytest
 from aiohttp import web
-from aiohttp.test_utils import TestServer
-from client_fake import FakeAgent, task_json
+from client_fake import LOCAL, FakeAgent, task_json
 
 from a2a_wire.client import A2AClient, ClientSettings
 from a2a_wire.client_errors import ClientError, CredentialsError
@@ -29,18 +28,8 @@ from a2a_wire.credentials import (
 from a2a_wire.errors import A2AError
 from a2a_wire.types import GetTaskRequest
 
-LOCAL = ClientSettings(allow=["127.0.0.1"])
 SECRET = "s3cr3t-Tok3n-do-not-leak"
 REQUEST = CredentialRequest(agent_url="https://agent.example/rpc", method="GetTask")
-
-
-@pytest.fixture
-async def agent(aiohttp_server: Callable[..., Awaitable[TestServer]]) -> AsyncIterator[FakeAgent]:
-    fake = FakeAgent()
-    server = await aiohttp_server(fake.app)
-    fake.base = str(server.make_url("")).rstrip("/")
-    yield fake
-    fake.release.set()
 
 
 async def test_static_bearer_and_api_key() -> None:

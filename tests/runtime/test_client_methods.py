@@ -10,11 +10,10 @@ from typing import Any
 
 import pytest
 from aiohttp import web
-from aiohttp.test_utils import TestServer
-from client_fake import FakeAgent, card_json, message_json, task_json
+from client_fake import LOCAL, FakeAgent, card_json, message_json, task_json
 
 from a2a_wire import errors
-from a2a_wire.client import A2AClient, ClientSettings
+from a2a_wire.client import A2AClient
 from a2a_wire.client_errors import WaitTimeoutError
 from a2a_wire.credentials import StaticCredentials
 from a2a_wire.methods import METHODS
@@ -32,16 +31,6 @@ from a2a_wire.types import (
     TaskPushNotificationConfig,
     TaskState,
 )
-
-LOCAL = ClientSettings(allow=["127.0.0.1"])
-
-
-@pytest.fixture
-async def agent(aiohttp_server: Callable[..., Awaitable[TestServer]]) -> FakeAgent:
-    fake = FakeAgent()
-    server = await aiohttp_server(fake.app)
-    fake.base = str(server.make_url("")).rstrip("/")
-    return fake
 
 
 @pytest.fixture

@@ -4,13 +4,13 @@ from __future__ import annotations
 
 import json
 import logging
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncIterator
 from typing import Any
 
 import pytest
 from aiohttp import web
-from aiohttp.test_utils import TestServer
 from client_fake import (
+    LOCAL,
     FakeAgent,
     artifact_update,
     message_json,
@@ -32,17 +32,7 @@ from a2a_wire.client_errors import (
 from a2a_wire.credentials import StaticCredentials
 from a2a_wire.types import StreamResponse, SubscribeToTaskRequest, TaskState
 
-LOCAL = ClientSettings(allow=["127.0.0.1"])
 Body = dict[str, Any]
-
-
-@pytest.fixture
-async def agent(aiohttp_server: Callable[..., Awaitable[TestServer]]) -> AsyncIterator[FakeAgent]:
-    fake = FakeAgent()
-    server = await aiohttp_server(fake.app)
-    fake.base = str(server.make_url("")).rstrip("/")
-    yield fake
-    fake.release.set()
 
 
 @pytest.fixture

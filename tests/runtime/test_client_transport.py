@@ -5,14 +5,13 @@ from __future__ import annotations
 import asyncio
 import json
 import socket
-from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
+from collections.abc import Iterator
 from typing import Any
 
 import aiohttp
 import pytest
 from aiohttp import web
-from aiohttp.test_utils import TestServer
-from client_fake import FakeAgent, task_json
+from client_fake import LOCAL, FakeAgent, task_json
 
 from a2a_wire import errors
 from a2a_wire.client import A2AClient, ClientSettings
@@ -35,17 +34,7 @@ from a2a_wire.client_errors import (
 from a2a_wire.errors import A2AError
 from a2a_wire.types import GetTaskRequest
 
-LOCAL = ClientSettings(allow=["127.0.0.1"])
 Body = dict[str, Any]
-
-
-@pytest.fixture
-async def agent(aiohttp_server: Callable[..., Awaitable[TestServer]]) -> AsyncIterator[FakeAgent]:
-    fake = FakeAgent()
-    server = await aiohttp_server(fake.app)
-    fake.base = str(server.make_url("")).rstrip("/")
-    yield fake
-    fake.release.set()
 
 
 def fast(**limits: Any) -> ClientSettings:

@@ -5,31 +5,20 @@ The client talks to the scripted fake agent of client_fake on 127.0.0.1; each te
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncIterator
 from typing import Any
 
 import pytest
-from aiohttp.test_utils import TestServer
-from client_fake import FakeAgent, card_json, task_json
+from client_fake import LOCAL, FakeAgent, card_json, task_json
 
 from a2a_wire import errors
-from a2a_wire.client import A2AClient, ClientSettings
+from a2a_wire.client import A2AClient
 from a2a_wire.types import (
     DeleteTaskPushNotificationConfigRequest,
     GetTaskRequest,
     ListTasksRequest,
     SendMessageRequest,
 )
-
-LOCAL = ClientSettings(allow=["127.0.0.1"])
-
-
-@pytest.fixture
-async def agent(aiohttp_server: Callable[..., Awaitable[TestServer]]) -> FakeAgent:
-    fake = FakeAgent()
-    server = await aiohttp_server(fake.app)
-    fake.base = str(server.make_url("")).rstrip("/")
-    return fake
 
 
 @pytest.fixture
