@@ -4,9 +4,9 @@ Run as ``python benchmarks/_servers.py MODE --port P [--core C] [--db PATH]``. M
 
 ``ours-sqlite``
     a2a_wire's server (:func:`a2a_wire.server.create_app`) on the default durable store,
-    :class:`~a2a_wire.store_sqlite.SQLiteTaskStore` at ``--db``, under ``aiohttp.web``.
+    :class:`~a2a_wire.server.store.SQLiteTaskStore` at ``--db``, under ``aiohttp.web``.
 ``ours-memory``
-    the same on :class:`~a2a_wire.store.InMemoryTaskStore`.
+    the same on :class:`~a2a_wire.server.store.InMemoryTaskStore`.
 ``sdk``
     the official SDK (a2a-sdk): ``DefaultRequestHandler`` + ``InMemoryTaskStore`` behind its
     JSON-RPC Starlette routes, under uvicorn, one worker.
@@ -49,10 +49,8 @@ def _pin(core: int | None) -> None:
 def run_ours(port: int, db: str | None) -> None:
     from aiohttp import web
 
-    from a2a_wire.executor import AgentExecutor, EventQueue, RequestContext, TaskUpdater
-    from a2a_wire.server import create_app
-    from a2a_wire.store import InMemoryTaskStore, TaskStore
-    from a2a_wire.store_sqlite import SQLiteTaskStore
+    from a2a_wire.server import AgentExecutor, EventQueue, RequestContext, TaskUpdater, create_app
+    from a2a_wire.server.store import InMemoryTaskStore, SQLiteTaskStore, TaskStore
     from a2a_wire.types import AgentCapabilities, AgentCard, AgentSkill
 
     class TrivialAgent(AgentExecutor):

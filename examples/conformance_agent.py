@@ -25,17 +25,17 @@ from typing import Any
 
 from aiohttp import web
 
-from a2a_wire.executor import (
+from a2a_wire.netguard import AddressPolicy
+from a2a_wire.server import (
     AgentExecutor,
     EventQueue,
     RequestContext,
+    ServerSettings,
     TaskUpdater,
     agent_message,
+    create_app,
 )
-from a2a_wire.netguard import AddressPolicy
-from a2a_wire.push import PushSettings
-from a2a_wire.server import create_app
-from a2a_wire.settings import ServerSettings
+from a2a_wire.server.push import PushSettings
 from a2a_wire.types import (
     AgentCapabilities,
     AgentCard,

@@ -4,7 +4,7 @@ Run it with ``a2a-wire serve --config examples/my_agent.toml``; the configuratio
 ``my_agent:Reverse`` and the folder of the configuration file is importable.
 """
 
-from a2a_wire.executor import AgentExecutor, EventQueue, RequestContext, TaskUpdater
+from a2a_wire.server import AgentExecutor, EventQueue, RequestContext, TaskUpdater
 
 
 class Reverse(AgentExecutor):

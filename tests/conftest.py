@@ -36,7 +36,7 @@ settings.load_profile(
 @pytest.fixture(autouse=True)
 def _fresh_shared_card_cache() -> Iterator[None]:
     """Tests reuse ports, so a card cached by URL in one test must not leak into the next."""
-    from a2a_wire.client import SHARED_CARD_CACHE
+    from a2a_wire.client._client import SHARED_CARD_CACHE
 
     SHARED_CARD_CACHE.clear()
     yield

@@ -40,6 +40,15 @@ def test_wheel_holds_runtime_and_generated_but_not_codegen(wheel: Path) -> None:
     assert not [n for n in names if n.endswith(".proto")]
 
 
+def test_wheel_holds_every_module_of_the_source_tree(wheel: Path) -> None:
+    names = set(zipfile.ZipFile(wheel).namelist())
+    source = PROJECT / "runtime"
+    modules = {p.relative_to(source).as_posix() for p in source.rglob("*.py")}
+    assert modules and modules <= names, sorted(modules - names)
+    generated = {f"a2a_wire/_generated/{p.name}" for p in (PROJECT / "generated").glob("*.py")}
+    assert generated <= names
+
+
 def test_installed_wheel_imports_without_the_checkout(wheel: Path, tmp_path: Path) -> None:
     target = tmp_path / "site"
     subprocess.run(

@@ -17,7 +17,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from a2a_wire.executor import AgentExecutor, EventQueue, RequestContext, TaskUpdater
+from a2a_wire.server import AgentExecutor, EventQueue, RequestContext, TaskUpdater
 
 PYTHON = sys.executable
 SCRIPT = Path(PYTHON).parent / "a2a-wire"

@@ -15,9 +15,8 @@ from aiohttp import web
 from push_support import local_settings
 from server_support import ScriptedAgent, make_card
 
-from a2a_wire.server import create_app
-from a2a_wire.settings import ServerSettings
-from a2a_wire.store_sqlite import SQLiteTaskStore
+from a2a_wire.server import ServerSettings, create_app
+from a2a_wire.server.store import SQLiteTaskStore
 
 
 async def main(path: str) -> None:

@@ -11,9 +11,9 @@ from typing import Any
 from aiohttp import web
 from aiohttp.abc import AbstractResolver, ResolveResult
 
+from a2a_wire.client import PushReceiver, create_receiver_app
 from a2a_wire.netguard import AddressPolicy
-from a2a_wire.push import PushSettings
-from a2a_wire.push_receiver import PushReceiver, create_receiver_app
+from a2a_wire.server.push import PushSettings
 from a2a_wire.types import AuthenticationInfo, StreamResponse
 
 PUBLIC_IP = "93.184.216.34"

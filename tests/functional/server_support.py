@@ -29,8 +29,8 @@ from typing import Any
 import aiohttp
 
 from a2a_wire import codec
-from a2a_wire._sse import SSEDecoder
-from a2a_wire.executor import AgentExecutor, EventQueue, RequestContext, TaskUpdater
+from a2a_wire._protocol.sse import SSEDecoder
+from a2a_wire.server import AgentExecutor, EventQueue, RequestContext, TaskUpdater
 from a2a_wire.types import (
     AgentCapabilities,
     AgentCard,

@@ -10,8 +10,6 @@ from aiohttp import web
 from aiohttp.test_utils import TestServer, unused_port
 from server_support import ScriptedAgent, make_card
 
-from a2a_wire.auth import SecurityConfig
-from a2a_wire.card_resolver import CardCache, CardResolver
 from a2a_wire.card_signing import (
     CardSignatureError,
     CardSigner,
@@ -19,9 +17,8 @@ from a2a_wire.card_signing import (
     SigningKey,
     TrustedKeys,
 )
-from a2a_wire.client import A2AClient, ClientSettings
-from a2a_wire.server import create_app
-from a2a_wire.settings import ServerSettings
+from a2a_wire.client import A2AClient, CardCache, CardResolver, ClientSettings
+from a2a_wire.server import SecurityConfig, ServerSettings, create_app
 from a2a_wire.types import TaskState
 
 LOCAL = ClientSettings(allow=["127.0.0.1"])

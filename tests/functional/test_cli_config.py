@@ -10,11 +10,11 @@ from e2e_support import ShoutAgent, cli, environment, free_port, write_config
 from hypothesis import given
 from hypothesis import strategies as st
 
-from a2a_wire._toml_lines import key_lines, line_of
-from a2a_wire.auth import hash_secret, verify_secret
 from a2a_wire.cli._app import build_card
-from a2a_wire.config import ConfigError, default_data_dir, load
-from a2a_wire.skills_builtin import DelegateSkill, EchoSkill
+from a2a_wire.cli._skills import DelegateSkill, EchoSkill
+from a2a_wire.cli.config import ConfigError, default_data_dir, load
+from a2a_wire.cli.config._lines import key_lines, line_of
+from a2a_wire.server import hash_secret, verify_secret
 
 
 def test_embedded_default(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:

@@ -7,9 +7,9 @@ from typing import Any
 import pytest
 from server_support import ScriptedAgent, make_card, message, result
 
+from a2a_wire.cli._skills import DelegateSkill, RemoteAgent
 from a2a_wire.client import ClientSettings
 from a2a_wire.server import create_app
-from a2a_wire.skills_builtin import DelegateSkill, RemoteAgent
 
 
 @pytest.fixture(params=[True, False], ids=["streaming", "blocking"])

@@ -10,10 +10,10 @@ import pytest
 from e2e_support import cli
 from server_support import envelope, post, send_params
 
-from a2a_wire._toml_lines import key_lines
-from a2a_wire.auth import verify_secret
 from a2a_wire.cli._app import build_app
-from a2a_wire.config import load
+from a2a_wire.cli.config import load
+from a2a_wire.cli.config._lines import key_lines
+from a2a_wire.server import verify_secret
 
 ROOT = Path(__file__).resolve().parents[2]
 EXAMPLES = ROOT / "examples"

@@ -12,7 +12,7 @@ from server_support import envelope, message, post, send_params
 
 from a2a_wire.cli._app import build_app
 from a2a_wire.cli._logging import JSONFormatter, RequestLog, TextFormatter
-from a2a_wire.config import load
+from a2a_wire.cli.config import load
 
 
 @pytest.fixture

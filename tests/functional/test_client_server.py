@@ -13,8 +13,7 @@ import pytest
 from aiohttp.test_utils import TestServer
 from server_support import ScriptedAgent, make_card
 
-from a2a_wire.client import A2AClient, ClientSettings
-from a2a_wire.client_errors import AddressNotAllowedError
+from a2a_wire.client import A2AClient, AddressNotAllowedError, ClientSettings
 from a2a_wire.errors import (
     InvalidParamsError,
     PushNotificationNotSupportedError,

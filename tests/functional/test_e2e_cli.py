@@ -33,7 +33,7 @@ from e2e_support import (
     write_config,
 )
 
-from a2a_wire.store import RESTART_MESSAGE
+from a2a_wire.server.store import RESTART_MESSAGE
 
 pytestmark = pytest.mark.timeout(90)
 

@@ -20,7 +20,7 @@ import aiohttp
 import pytest
 from e2e_support import ServerProcess, free_port, write_config
 
-from a2a_wire.store import RESTART_MESSAGE
+from a2a_wire.server.store import RESTART_MESSAGE
 
 pytestmark = pytest.mark.timeout(60)
 

@@ -18,10 +18,17 @@ from server_support import (
     violations,
 )
 
-from a2a_wire.auth import RegisteredClient, SecurityConfig, hash_secret
-from a2a_wire.executor import AgentExecutor, EventQueue, RequestContext, TaskUpdater
-from a2a_wire.server import create_app
-from a2a_wire.settings import ServerSettings
+from a2a_wire.server import (
+    AgentExecutor,
+    EventQueue,
+    RegisteredClient,
+    RequestContext,
+    SecurityConfig,
+    ServerSettings,
+    TaskUpdater,
+    create_app,
+    hash_secret,
+)
 
 A = {"Authorization": "Bearer limit-token-a"}
 B = {"Authorization": "Bearer limit-token-b"}

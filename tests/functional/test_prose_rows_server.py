@@ -12,9 +12,8 @@ import pytest
 from server_support import ScriptedAgent, error, make_card, message, result, send_params, violations
 
 from a2a_wire.netguard import AddressPolicy
-from a2a_wire.push import PushSettings
-from a2a_wire.server import create_app
-from a2a_wire.settings import ServerSettings
+from a2a_wire.server import ServerSettings, create_app
+from a2a_wire.server.push import PushSettings
 from a2a_wire.types import Part
 
 

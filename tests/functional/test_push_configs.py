@@ -18,10 +18,9 @@ from server_support import (
 )
 
 from a2a_wire.netguard import AddressPolicy
-from a2a_wire.push import PushSettings
-from a2a_wire.server import create_app
-from a2a_wire.settings import ServerSettings
-from a2a_wire.store_sqlite import SQLiteTaskStore
+from a2a_wire.server import ServerSettings, create_app
+from a2a_wire.server.push import PushSettings
+from a2a_wire.server.store import SQLiteTaskStore
 
 HOOK = "http://127.0.0.1:9/hook"
 RESOLVER = FakeResolver(

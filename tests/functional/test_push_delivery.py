@@ -20,13 +20,10 @@ from push_support import (
 from server_support import ScriptedAgent, make_card, result, send_params, stream
 
 from a2a_wire import codec
-from a2a_wire.client import A2AClient, ClientSettings
+from a2a_wire.client import A2AClient, ClientSettings, register_webhook, remove_webhook
 from a2a_wire.netguard import AddressPolicy
-from a2a_wire.push import PushSettings
-from a2a_wire.push_delivery import PUSH_DELIVERER_KEY, retry_after_seconds
-from a2a_wire.push_receiver import register_webhook, remove_webhook
-from a2a_wire.server import STORE_KEY, create_app
-from a2a_wire.settings import ServerSettings
+from a2a_wire.server import STORE_KEY, ServerSettings, create_app
+from a2a_wire.server.push import PUSH_DELIVERER_KEY, PushSettings, retry_after_seconds
 from a2a_wire.types import ListTaskPushNotificationConfigsRequest, TaskPushNotificationConfig
 
 

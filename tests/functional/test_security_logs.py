@@ -10,11 +10,14 @@ import pytest
 from aiohttp.test_utils import TestServer
 from server_support import ScriptedAgent, make_card
 
-from a2a_wire.auth import RegisteredClient, SecurityConfig, hash_secret
-from a2a_wire.client import A2AClient, ClientSettings
-from a2a_wire.client_errors import AuthenticationError
-from a2a_wire.credentials import StaticCredentials, api_key_header
-from a2a_wire.server import create_app
+from a2a_wire.client import (
+    A2AClient,
+    AuthenticationError,
+    ClientSettings,
+    StaticCredentials,
+    api_key_header,
+)
+from a2a_wire.server import RegisteredClient, SecurityConfig, create_app, hash_secret
 from a2a_wire.types import (
     CancelTaskRequest,
     GetTaskRequest,

@@ -20,9 +20,14 @@ from server_support import (
     violations,
 )
 
-from a2a_wire.auth import RegisteredClient, SecurityConfig, hash_secret
-from a2a_wire.server import RUNTIME_KEY, create_app
-from a2a_wire.settings import ServerSettings
+from a2a_wire.server import (
+    RUNTIME_KEY,
+    RegisteredClient,
+    SecurityConfig,
+    ServerSettings,
+    create_app,
+    hash_secret,
+)
 from a2a_wire.types import AgentExtension, AgentInterface
 
 TOKEN_A = "tok-A-3e1b9c7d5f"

@@ -9,8 +9,7 @@ from typing import Any
 import pytest
 from server_support import ScriptedAgent, make_card
 
-from a2a_wire.server import create_app
-from a2a_wire.settings import ServerSettings
+from a2a_wire.server import ServerSettings, create_app
 from a2a_wire.types import AgentCard, AgentInterface
 
 PATH = "/.well-known/agent-card.json"

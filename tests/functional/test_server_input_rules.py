@@ -1,7 +1,7 @@
 """Input the server refuses or repairs before any work, found by trying to break it as a user.
 
-See :mod:`a2a_wire._message_rules` (role and parts), the version rule in
-:func:`a2a_wire._handlers.check_version`, and the card's Host rules in :mod:`a2a_wire._card`.
+See :mod:`a2a_wire.server._message_rules` (role and parts), the version rule in
+:func:`a2a_wire.server._methods.check_version`, and the card's Host rules in :mod:`a2a_wire.server._card`.
 """
 
 from __future__ import annotations
@@ -12,8 +12,7 @@ from typing import Any
 import pytest
 from server_support import ScriptedAgent, make_card, message, post, result, rpc
 
-from a2a_wire.server import create_app
-from a2a_wire.settings import ServerSettings
+from a2a_wire.server import ServerSettings, create_app
 
 
 @pytest.fixture

@@ -20,10 +20,9 @@ from server_support import (
     violations,
 )
 
-from a2a_wire import _guard as guard_module
-from a2a_wire.server import create_app
-from a2a_wire.settings import ServerSettings
-from a2a_wire.store import InMemoryTaskStore
+from a2a_wire.server import ServerSettings, create_app
+from a2a_wire.server import _admission as guard_module
+from a2a_wire.server.store import InMemoryTaskStore
 from a2a_wire.types import Task
 
 

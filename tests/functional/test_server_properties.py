@@ -12,10 +12,15 @@ from hypothesis import strategies as st
 from server_support import V1, make_card, post, result, send_params
 
 from a2a_wire import codec
-from a2a_wire._sse import SSEDecoder
-from a2a_wire.executor import AgentExecutor, EventQueue, RequestContext, TaskUpdater
-from a2a_wire.server import create_app
-from a2a_wire.settings import ServerSettings
+from a2a_wire._protocol.sse import SSEDecoder
+from a2a_wire.server import (
+    AgentExecutor,
+    EventQueue,
+    RequestContext,
+    ServerSettings,
+    TaskUpdater,
+    create_app,
+)
 
 EXPECTED_CODES = {
     -32700,  # only for bodies that are not JSON

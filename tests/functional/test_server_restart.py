@@ -15,8 +15,7 @@ import pytest
 from server_support import ScriptedAgent, make_card, message, result
 
 from a2a_wire.server import create_app
-from a2a_wire.store import RESTART_MESSAGE
-from a2a_wire.store_sqlite import SQLiteTaskStore
+from a2a_wire.server.store import RESTART_MESSAGE, SQLiteTaskStore
 from a2a_wire.types import Message, Part, Role, Task, TaskState, TaskStatus
 
 

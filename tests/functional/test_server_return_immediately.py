@@ -12,9 +12,14 @@ from typing import Any
 
 from server_support import ScriptedAgent, make_card, message, result
 
-from a2a_wire.executor import AgentExecutor, EventQueue, RequestContext, TaskUpdater
-from a2a_wire.server import create_app
-from a2a_wire.settings import ServerSettings
+from a2a_wire.server import (
+    AgentExecutor,
+    EventQueue,
+    RequestContext,
+    ServerSettings,
+    TaskUpdater,
+    create_app,
+)
 
 
 class SlowStarter(AgentExecutor):

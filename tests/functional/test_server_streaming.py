@@ -21,9 +21,14 @@ from server_support import (
     stream,
 )
 
-from a2a_wire.executor import AgentExecutor, EventQueue, RequestContext, TaskUpdater
-from a2a_wire.server import create_app
-from a2a_wire.settings import ServerSettings
+from a2a_wire.server import (
+    AgentExecutor,
+    EventQueue,
+    RequestContext,
+    ServerSettings,
+    TaskUpdater,
+    create_app,
+)
 
 
 @pytest.fixture

@@ -23,8 +23,7 @@ from server_support import (
 )
 
 from a2a_wire.server import RUNTIME_KEY, create_app
-from a2a_wire.store import InMemoryTaskStore
-from a2a_wire.store_sqlite import SQLiteTaskStore
+from a2a_wire.server.store import InMemoryTaskStore, SQLiteTaskStore
 from a2a_wire.types import Message, Part, Role, Task, TaskState, TaskStatus
 
 

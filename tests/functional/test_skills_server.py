@@ -7,10 +7,17 @@ from typing import Any
 import pytest
 from server_support import ScriptedAgent, error, make_card, result, send_params
 
-from a2a_wire.auth import RegisteredClient, SecurityConfig, hash_secret
-from a2a_wire.executor import AgentExecutor, EventQueue, RequestContext, TaskUpdater
-from a2a_wire.server import create_app
-from a2a_wire.skills import Skill
+from a2a_wire.server import (
+    AgentExecutor,
+    EventQueue,
+    RegisteredClient,
+    RequestContext,
+    SecurityConfig,
+    Skill,
+    TaskUpdater,
+    create_app,
+    hash_secret,
+)
 from a2a_wire.types import AgentSkill
 
 A = {"Authorization": "Bearer skills-a"}  # every skill

@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import asyncio
 
-from a2a_wire.executor import AgentExecutor, EventQueue, RequestContext, TaskUpdater
+from a2a_wire.server import AgentExecutor, EventQueue, RequestContext, TaskUpdater
 from a2a_wire.types import (
     AgentCapabilities,
     AgentCard,

@@ -42,12 +42,16 @@ from google.protobuf.json_format import MessageToDict
 from interop_agents import InteropAgent, interop_card
 from interop_support import error_name, serve, write_result
 
-from a2a_wire.auth import RegisteredClient, SecurityConfig, hash_secret
 from a2a_wire.netguard import AddressPolicy
-from a2a_wire.push import PushSettings
-from a2a_wire.server import create_app
-from a2a_wire.settings import ServerSettings
-from a2a_wire.store import InMemoryTaskStore, TaskQuery
+from a2a_wire.server import (
+    RegisteredClient,
+    SecurityConfig,
+    ServerSettings,
+    create_app,
+    hash_secret,
+)
+from a2a_wire.server.push import PushSettings
+from a2a_wire.server.store import InMemoryTaskStore, TaskQuery
 from a2a_wire.types import TaskState
 
 LIST_CONTEXT = "interop-list-context"

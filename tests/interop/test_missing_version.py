@@ -12,7 +12,7 @@ from interop_agents import InteropAgent, interop_card
 from interop_table import OURS, InteropTable
 
 from a2a_wire import codec
-from a2a_wire._sse import SSEDecoder
+from a2a_wire._protocol.sse import SSEDecoder
 from a2a_wire.server import create_app
 
 COLUMN = f"{OURS} server"

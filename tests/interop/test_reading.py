@@ -14,8 +14,7 @@ from interop_scripted import STREAM, TASKS, scripted_app
 from interop_support import run_scenario, serve
 from interop_table import OURS, READING, SDK, InteropTable
 
-from a2a_wire.client import A2AClient, ClientSettings
-from a2a_wire.states import is_interrupted, is_terminal
+from a2a_wire.client import A2AClient, ClientSettings, is_interrupted, is_terminal
 from a2a_wire.types import GetTaskRequest, Task, TaskState
 
 SECTION = "reading"

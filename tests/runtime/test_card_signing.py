@@ -19,7 +19,7 @@ from a2a_wire.card_signing import (
     TrustedKeys,
     canonical_card,
 )
-from a2a_wire.client_errors import InvalidAgentCardError
+from a2a_wire.client import InvalidAgentCardError
 from a2a_wire.types import (
     AgentCapabilities,
     AgentCard,

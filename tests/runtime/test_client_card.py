@@ -9,23 +9,21 @@ from aiohttp import web
 from client_fake import LOCAL, FakeAgent, card_json, task_json
 from multidict import CIMultiDict, CIMultiDictProxy
 
-from a2a_wire.card_resolver import (
+from a2a_wire.client import (
+    A2AClient,
+    AddressNotAllowedError,
     CardCache,
     CardResolver,
-    card_lifetime,
-    card_url,
-    select_interface,
-    version_matches,
-)
-from a2a_wire.client import A2AClient, ClientSettings
-from a2a_wire.client_errors import (
-    AddressNotAllowedError,
+    ClientSettings,
     HTTPStatusError,
     InvalidAgentCardError,
     NoCompatibleInterfaceError,
     RedirectRefusedError,
+    StaticCredentials,
+    card_url,
+    select_interface,
 )
-from a2a_wire.credentials import StaticCredentials
+from a2a_wire.client._card_resolver import card_lifetime, version_matches
 from a2a_wire.types import AgentCard, AgentInterface, GetTaskRequest
 
 
@@ -292,7 +290,7 @@ def test_card_lifetime(given: dict[str, str], expected: float | None) -> None:
 
 
 def test_cache_is_lru_bounded() -> None:
-    from a2a_wire.card_resolver import CachedCard
+    from a2a_wire.client import CachedCard
 
     cache = CardCache(max_entries=2)
     for url in ("a", "b"):

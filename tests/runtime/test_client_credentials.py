@@ -12,11 +12,13 @@ import pytest
 from aiohttp import web
 from client_fake import LOCAL, FakeAgent, task_json
 
-from a2a_wire.client import A2AClient, ClientSettings
-from a2a_wire.client_errors import ClientError, CredentialsError
-from a2a_wire.credentials import (
+from a2a_wire.client import (
     BEARER,
+    A2AClient,
+    ClientError,
+    ClientSettings,
     CredentialRequest,
+    CredentialsError,
     EnvCredentials,
     FileCredentials,
     NoCredentials,

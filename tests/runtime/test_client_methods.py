@@ -13,9 +13,7 @@ from aiohttp import web
 from client_fake import LOCAL, FakeAgent, card_json, message_json, task_json
 
 from a2a_wire import errors
-from a2a_wire.client import A2AClient
-from a2a_wire.client_errors import WaitTimeoutError
-from a2a_wire.credentials import StaticCredentials
+from a2a_wire.client import A2AClient, StaticCredentials, WaitTimeoutError
 from a2a_wire.methods import METHODS
 from a2a_wire.types import (
     AuthenticationInfo,

@@ -20,16 +20,17 @@ from client_fake import (
 )
 
 from a2a_wire import errors
-from a2a_wire._client_stream import EventStream
-from a2a_wire.client import A2AClient, ClientSettings
-from a2a_wire.client_errors import (
+from a2a_wire.client import (
+    A2AClient,
+    ClientSettings,
     IncompleteStreamError,
     ReadTimeoutError,
     ResponseTooLargeError,
+    StaticCredentials,
     TransportError,
     UnexpectedContentTypeError,
 )
-from a2a_wire.credentials import StaticCredentials
+from a2a_wire.client._stream import EventStream
 from a2a_wire.types import StreamResponse, SubscribeToTaskRequest, TaskState
 
 Body = dict[str, Any]

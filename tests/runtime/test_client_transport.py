@@ -14,11 +14,12 @@ from aiohttp import web
 from client_fake import LOCAL, FakeAgent, task_json
 
 from a2a_wire import errors
-from a2a_wire.client import A2AClient, ClientSettings
-from a2a_wire.client_errors import (
+from a2a_wire.client import (
+    A2AClient,
     AddressNotAllowedError,
     AuthenticationError,
     ClientError,
+    ClientSettings,
     ConnectError,
     ConnectTimeoutError,
     HTTPStatusError,

@@ -1,4 +1,4 @@
-"""Unit tests of the per-task fan-out (a2a_wire._fanout): bounded subscriber queues, ordering,
+"""Unit tests of the per-task fan-out (a2a_wire.server._hub): bounded subscriber queues, ordering,
 snapshots, and the events the hub refuses."""
 
 from __future__ import annotations
@@ -9,9 +9,9 @@ import logging
 import pytest
 
 from a2a_wire import codec
-from a2a_wire._fanout import END, KEEPALIVE, Run, Subscriber, TaskHub
 from a2a_wire.errors import InternalError, InvalidParamsError
-from a2a_wire.store import InMemoryTaskStore
+from a2a_wire.server._hub import END, KEEPALIVE, Run, Subscriber, TaskHub
+from a2a_wire.server.store import InMemoryTaskStore
 from a2a_wire.types import (
     Artifact,
     Message,

@@ -7,7 +7,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from a2a_wire.errors import InvalidParamsError
-from a2a_wire.limits import (
+from a2a_wire.server._limits import (
     RateLimiter,
     StreamCounter,
     check_parts,

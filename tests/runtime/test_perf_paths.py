@@ -2,7 +2,7 @@
 
 * The SQLite store's one-statement writes skip the write lock only while it is free: a plain
   write never runs inside another write's transaction, and many concurrent writes all land.
-* :func:`a2a_wire._ids.new_uuid` makes the same kind of id as ``str(uuid.uuid4())``.
+* :func:`a2a_wire._protocol.ids.new_uuid` makes the same kind of id as ``str(uuid.uuid4())``.
 * :meth:`Subscriber.ready` hands out queued items in order, without waiting; a stream writes the
   events that are already queued together and still ends after the last one.
 """
@@ -17,9 +17,9 @@ from pathlib import Path
 import pytest
 
 from a2a_wire import codec
-from a2a_wire._fanout import END, Subscriber
-from a2a_wire._ids import new_uuid
-from a2a_wire.store_sqlite import SQLiteTaskStore
+from a2a_wire._protocol.ids import new_uuid
+from a2a_wire.server._hub import END, Subscriber
+from a2a_wire.server.store import SQLiteTaskStore
 from a2a_wire.types import Message, Part, Role, Task, TaskState, TaskStatus
 
 

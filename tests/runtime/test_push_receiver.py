@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 
 from a2a_wire import codec
-from a2a_wire.push_receiver import PushReceiver, create_receiver_app
+from a2a_wire.client import PushReceiver, create_receiver_app
 from a2a_wire.types import AuthenticationInfo, StreamResponse
 
 TOKEN = "tok"
@@ -141,7 +141,7 @@ async def test_unknown_members_are_skipped_and_logged(
 ) -> None:
     body = {**STATUS, "futureMember": {"x": 1}}
     body["statusUpdate"] = {**STATUS["statusUpdate"], "futureField": True}
-    with caplog.at_level(logging.INFO, logger="a2a_wire.push"):
+    with caplog.at_level(logging.INFO, logger="a2a_wire.client.push"):
         assert await post(hook, body) == 204
     assert [e.to_dict() for e in sink.events] == [STATUS]
     assert "futureMember" in caplog.text

@@ -11,9 +11,14 @@ import pytest
 
 from a2a_wire import codec
 from a2a_wire.errors import TaskNotFoundError
-from a2a_wire.push_store import Delivery
-from a2a_wire.store import RESTART_MESSAGE, InMemoryTaskStore, TaskStore
-from a2a_wire.store_sqlite import SCHEMA_VERSION, SQLiteTaskStore
+from a2a_wire.server.store import (
+    RESTART_MESSAGE,
+    Delivery,
+    InMemoryTaskStore,
+    SQLiteTaskStore,
+    TaskStore,
+)
+from a2a_wire.server.store._sqlite import SCHEMA_VERSION
 from a2a_wire.types import Task, TaskPushNotificationConfig, TaskState, TaskStatus
 
 EVENT = b'{"statusUpdate":{"taskId":"t1"}}'

@@ -7,13 +7,13 @@ import hmac
 import pytest
 from multidict import CIMultiDict
 
-from a2a_wire import _scrypt
-from a2a_wire.auth import (
+from a2a_wire.server import (
     ANONYMOUS,
     AuthFailure,
     ClientRegistry,
     Principal,
     RegisteredClient,
+    _scrypt,
     hash_secret,
     owner_key,
     verify_secret,

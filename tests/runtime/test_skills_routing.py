@@ -1,4 +1,4 @@
-"""The skill routing rule and media-type checks of :mod:`a2a_wire.skills`."""
+"""The skill routing rule and media-type checks of :mod:`a2a_wire.server`."""
 
 from __future__ import annotations
 
@@ -7,8 +7,15 @@ from typing import Any
 import pytest
 
 from a2a_wire.errors import ContentTypeNotSupportedError, InvalidParamsError
-from a2a_wire.executor import AgentExecutor, EventQueue, RequestContext
-from a2a_wire.skills import Skill, SkillRouter, SkillSet, media_matches
+from a2a_wire.server import (
+    AgentExecutor,
+    EventQueue,
+    RequestContext,
+    Skill,
+    SkillRouter,
+    SkillSet,
+    media_matches,
+)
 from a2a_wire.types import AgentSkill, Message, Part, Role, Task
 
 

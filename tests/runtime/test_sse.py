@@ -1,4 +1,4 @@
-"""Tests for the sans-IO SSE decoder and encoder (a2a_wire._sse)."""
+"""Tests for the sans-IO SSE decoder and encoder (a2a_wire._protocol.sse)."""
 
 from __future__ import annotations
 
@@ -12,8 +12,8 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from a2a_wire import _sse
-from a2a_wire._sse import (
+from a2a_wire._protocol import sse as _sse
+from a2a_wire._protocol.sse import (
     SSEDecoder,
     SSEEvent,
     SSEProtocolError,

@@ -1,4 +1,4 @@
-"""One behavioural suite for both task stores (a2a_wire.store and a2a_wire.store_sqlite)."""
+"""One behavioural suite for both task stores (a2a_wire.server.store and a2a_wire.server.store)."""
 
 from __future__ import annotations
 
@@ -18,18 +18,20 @@ import strategies
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from a2a_wire import codec, store_sqlite
-from a2a_wire._tasks import apply
+from a2a_wire import codec
+from a2a_wire._protocol.tasks import apply
 from a2a_wire.errors import InvalidParamsError, TaskNotFoundError
-from a2a_wire.store import (
+from a2a_wire.server.store import (
     MAX_PAGE_SIZE,
     RESTART_MESSAGE,
     InMemoryTaskStore,
+    SQLiteTaskStore,
     TaskPage,
     TaskQuery,
     TaskStore,
 )
-from a2a_wire.store_sqlite import SCHEMA_VERSION, SQLiteTaskStore
+from a2a_wire.server.store import _sqlite as store_sqlite
+from a2a_wire.server.store._sqlite import SCHEMA_VERSION
 from a2a_wire.types import (
     Artifact,
     Message,
@@ -508,7 +510,7 @@ def test_sqlite_refuses_unsafe_synchronous_modes(tmp_path: Path) -> None:
 CRASH_SCRIPT = textwrap.dedent(
     """
     import asyncio, os, signal, sys
-    from a2a_wire.store_sqlite import SQLiteTaskStore
+    from a2a_wire.server.store import SQLiteTaskStore
     from a2a_wire.types import Task, TaskState, TaskStatus, Timestamp
 
     async def main(path, total, kill_at):

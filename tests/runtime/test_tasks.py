@@ -1,4 +1,4 @@
-"""Tests for the sans-IO task lifecycle (a2a_wire._tasks): the transition table and apply()."""
+"""Tests for the sans-IO task lifecycle (a2a_wire._protocol.tasks): the transition table and apply()."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from a2a_wire import codec
-from a2a_wire._tasks import (
+from a2a_wire._protocol.tasks import (
     INTERRUPTED_STATES,
     TERMINAL_STATES,
     TRANSITIONS,

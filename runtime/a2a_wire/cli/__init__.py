@@ -1,0 +1,118 @@
+"""The ``a2a-wire`` command line: ``serve`` and the client commands.
+
+``a2a-wire serve`` runs the server (:mod:`a2a_wire.cli._serve`) on the configuration of
+:mod:`a2a_wire.cli.config._load`; ``card``, ``send``, ``get``, ``list``, ``cancel``, ``subscribe``,
+``push`` and ``webhook`` talk to agents (:mod:`a2a_wire.cli._client_cmds`,
+:mod:`a2a_wire.cli._push_cmds`). Needs the ``cli`` extra (click, rich):
+``pip install "a2a-wire[cli]"``. Also runs as ``python -m a2a_wire``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from pathlib import Path
+
+import click
+
+from a2a_wire import __version__
+from a2a_wire.cli._client_cmds import cancel, card, get, list_tasks, send, subscribe
+from a2a_wire.cli._common import EXIT_CONFIG
+from a2a_wire.cli._logging import configure_logging
+from a2a_wire.cli._push_cmds import push, webhook
+from a2a_wire.cli._serve import StartError
+from a2a_wire.cli._serve import serve as run_server
+from a2a_wire.cli.config._load import ConfigError, load
+from a2a_wire.server._auth import hash_secret
+
+__all__ = ["cli", "main"]
+
+CONFIG_VARIABLE = "A2A_WIRE_CONFIG"
+
+
+@click.group(context_settings={"help_option_names": ["-h", "--help"]})
+@click.version_option(__version__, prog_name="a2a-wire")
+def cli() -> None:
+    """a2a-wire: an Agent2Agent (A2A) 1.0 server and client over JSON-RPC."""
+
+
+@cli.command()
+@click.option(
+    "--config",
+    "config_path",
+    type=click.Path(dir_okay=False, path_type=Path),
+    envvar=CONFIG_VARIABLE,
+    help=f"TOML configuration file (or ${CONFIG_VARIABLE}); the embedded default without one.",
+)
+@click.option("--host", help="Address to listen on (overrides [server] host).")
+@click.option("--port", type=click.IntRange(0, 65535), help="Port (overrides [server] port).")
+@click.option(
+    "--data-dir",
+    type=click.Path(file_okay=False, path_type=Path),
+    help="Folder of the task database (overrides [server] data_dir).",
+)
+@click.option(
+    "--log-level",
+    type=click.Choice(["debug", "info", "warning", "error"]),
+    help="Overrides [server] log_level.",
+)
+@click.option("--log-format", type=click.Choice(["text", "json"]), help="Overrides [server].")
+@click.option("--check", is_flag=True, help="Check the configuration and exit.")
+def serve(
+    config_path: Path | None,
+    host: str | None,
+    port: int | None,
+    data_dir: Path | None,
+    log_level: str | None,
+    log_format: str | None,
+    check: bool,
+) -> None:
+    """Run the A2A server until SIGTERM or SIGINT."""
+    overrides = {
+        "host": host,
+        "port": port,
+        "data_dir": data_dir,
+        "log_level": log_level,
+        "log_format": log_format,
+    }
+    try:
+        config = load(config_path, **overrides)
+    except ConfigError as exc:
+        click.echo(f"error: invalid configuration {exc.source}", err=True)
+        for issue in exc.issues:
+            click.echo(f"  {issue.render(exc.source)}", err=True)
+        raise click.exceptions.Exit(EXIT_CONFIG) from None
+    if check:
+        skills = ", ".join(skill.id for skill in config.skills)
+        click.echo(f"configuration OK: {config.server.host}:{config.server.port}, skills {skills}")
+        return
+    configure_logging(config.server.log_level, config.server.log_format)
+    try:
+        code = asyncio.run(run_server(config))
+    except StartError as exc:
+        click.echo(f"error: cannot start: {exc}", err=True)
+        raise click.exceptions.Exit(1) from None
+    raise click.exceptions.Exit(code)
+
+
+@cli.command("hash-secret")
+@click.option(
+    "--secret",
+    prompt="Secret",
+    hide_input=True,
+    confirmation_prompt=True,
+    help="The token or API key (asked for when omitted; read from stdin when piped).",
+)
+def hash_secret_command(secret: str) -> None:
+    """Print the scrypt hash of a client credential for [[clients]] token_hash/api_key_hash."""
+    if not secret:
+        raise click.BadParameter("must not be empty", param_hint="--secret")
+    click.echo(hash_secret(secret))
+
+
+for _command in (card, send, get, list_tasks, cancel, subscribe, push, webhook):
+    cli.add_command(_command)
+
+
+def main() -> None:
+    """The ``a2a-wire`` console script."""
+    cli(prog_name="a2a-wire")

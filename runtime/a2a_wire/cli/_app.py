@@ -1,0 +1,183 @@
+"""From a checked :class:`~a2a_wire.cli.config._load.Config` to a ready aiohttp application.
+
+* The card comes from ``[card]`` and the skills (spec 8.2); the server adds its JSON-RPC
+  interface itself.
+* The store is SQLite in ``data_dir`` (created on first start, with the page-token key kept
+  beside the database so ListTasks cursors outlive a restart), or in memory.
+* Skills, registered clients, the extended card and card signing go to the server as a
+  :class:`~a2a_wire.server._auth.SecurityConfig`; the server routes each message to its skill
+  (:mod:`a2a_wire.server._skills`) and authenticates callers when clients are registered.
+* The request log middleware (:mod:`a2a_wire.cli._logging`) is put in front of the server's
+  own middleware.
+"""
+
+from __future__ import annotations
+
+import os
+import secrets
+from pathlib import Path
+
+from aiohttp import web
+
+from a2a_wire.cli._logging import NotingExecutor, RequestLog
+from a2a_wire.cli.config._load import Config, SkillEntry
+from a2a_wire.server._app import create_app
+from a2a_wire.server._auth import SecurityConfig
+from a2a_wire.server._skills import Skill
+from a2a_wire.server.store._base import InMemoryTaskStore, TaskStore
+from a2a_wire.server.store._sqlite import SQLiteTaskStore
+from a2a_wire.types import (
+    AgentCapabilities,
+    AgentCard,
+    AgentExtension,
+    AgentProvider,
+    AgentSkill,
+)
+
+__all__ = ["build_app", "build_card", "build_security", "build_store"]
+
+_KEY_FILE = "page-token.key"
+
+
+def _agent_skill(entry: SkillEntry) -> AgentSkill:
+    return AgentSkill(
+        id=entry.id,
+        name=entry.name,
+        description=entry.description,
+        tags=list(entry.tags),
+        examples=list(entry.examples),
+        input_modes=list(entry.input_modes),
+        output_modes=list(entry.output_modes),
+    )
+
+
+def build_card(config: Config) -> AgentCard:
+    """The public agent card the configuration describes.
+
+    Args:
+        config: The configuration.
+
+    Returns:
+        The card, without ``supportedInterfaces`` (the server fills them in).
+    """
+    card = config.card
+    provider = None
+    if card.provider_organization or card.provider_url:
+        provider = AgentProvider(organization=card.provider_organization, url=card.provider_url)
+    return AgentCard(
+        name=card.name,
+        description=card.description,
+        version=card.version,
+        provider=provider,
+        documentation_url=card.documentation_url or None,
+        icon_url=card.icon_url or None,
+        capabilities=AgentCapabilities(
+            streaming=card.streaming,
+            push_notifications=card.push_notifications,
+            extended_agent_card=True if config.security.extended_card else None,
+            extensions=[
+                AgentExtension(
+                    uri=e.uri,
+                    description=e.description,
+                    required=e.required,
+                    params=dict(e.params) if e.params else None,
+                )
+                for e in card.extensions
+            ],
+        ),
+        default_input_modes=list(card.default_input_modes),
+        default_output_modes=list(card.default_output_modes),
+        skills=[_agent_skill(skill) for skill in config.skills],
+    )
+
+
+def _page_token_key(data_dir: Path) -> bytes:
+    """The key signing ListTasks cursors, made once and kept (owner-only) in ``data_dir``."""
+    path = data_dir / _KEY_FILE
+    try:
+        key = path.read_bytes()
+    except FileNotFoundError:
+        key = b""
+    if len(key) < 32:
+        key = secrets.token_bytes(32)
+        descriptor = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+        with os.fdopen(descriptor, "wb") as handle:
+            handle.write(key)
+    return key
+
+
+def build_store(config: Config) -> TaskStore:
+    """The task store: SQLite in the data directory (created if missing), or in memory.
+
+    Args:
+        config: The configuration.
+
+    Returns:
+        The store, not yet opened (the server opens it at startup).
+
+    Raises:
+        OSError: The data directory cannot be created or written.
+    """
+    server = config.server
+    if server.storage == "memory":
+        return InMemoryTaskStore()
+    server.data_dir.mkdir(parents=True, exist_ok=True)
+    key = _page_token_key(server.data_dir)
+    return SQLiteTaskStore(
+        server.database, synchronous=server.sqlite_synchronous, page_token_key=key
+    )
+
+
+def build_security(config: Config) -> SecurityConfig:
+    """Registered clients, skills (each executor wrapped for the request log), signing.
+
+    Args:
+        config: The configuration.
+
+    Returns:
+        The server's :class:`~a2a_wire.server._auth.SecurityConfig`.
+    """
+    skills = [
+        Skill(
+            _agent_skill(entry),
+            NotingExecutor(entry.executor),
+            public=entry.public,
+            default=entry.default,
+        )
+        for entry in config.skills
+    ]
+    security = config.security
+    return SecurityConfig(
+        clients=config.clients,
+        skills=skills,
+        extended_card=security.extended_card,
+        card_signer=security.signer,
+        api_key_header=security.api_key_header,
+        realm=security.realm,
+    )
+
+
+def build_app(config: Config) -> tuple[web.Application, RequestLog]:
+    """The server application for ``config``, and its request log (which drains it at stop).
+
+    Skills are routed by the server (:mod:`a2a_wire.server._skills`): ``message.metadata.skillId``,
+    else the task's skill, else the default skill; an unknown skill is -32602.
+
+    Args:
+        config: The configuration.
+
+    Returns:
+        The application and the middleware object counting its active requests.
+
+    Raises:
+        OSError: The data directory cannot be created.
+    """
+    app = create_app(
+        build_card(config),
+        store=build_store(config),
+        settings=config.settings,
+        security=build_security(config),
+    )
+    log = RequestLog()
+    app.middlewares.insert(0, log.middleware)
+    return app, log

@@ -1,0 +1,297 @@
+"""The client commands: ``card``, ``send``, ``get``, ``list``, ``cancel``, ``subscribe``.
+
+Each reads the agent card at the URL given (spec 8.2), picks its JSON-RPC 1.0 interface
+(spec 8.3.2) and calls one operation of spec 3.1. See :mod:`a2a_wire.cli._common` for the
+options they share and the exit codes.
+"""
+
+from __future__ import annotations
+
+import datetime
+import json
+import mimetypes
+import uuid
+from pathlib import Path
+from typing import Any
+
+import click
+
+from a2a_wire.cli._common import EXIT_TASK_FAILED, ClientOptions, client_command, client_options
+from a2a_wire.cli._output import Printer, TaskView
+from a2a_wire.client._client import A2AClient, EventStream
+from a2a_wire.types import (
+    CancelTaskRequest,
+    GetTaskRequest,
+    ListTasksRequest,
+    Message,
+    Part,
+    Role,
+    SendMessageConfiguration,
+    SendMessageRequest,
+    SubscribeToTaskRequest,
+    TaskState,
+    Timestamp,
+)
+
+__all__ = ["cancel", "card", "get", "list_tasks", "send", "subscribe"]
+
+_FAILED = frozenset({TaskState.FAILED, TaskState.REJECTED, TaskState.CANCELED})
+_STATE_NAMES = {s.value.removeprefix("TASK_STATE_").lower().replace("_", "-"): s for s in TaskState}
+
+
+def _outcome(state: TaskState | None) -> int:
+    return EXIT_TASK_FAILED if state in _FAILED else 0
+
+
+def _json_value(text: str, option: str) -> Any:
+    try:
+        return json.loads(text)
+    except ValueError as exc:
+        raise click.BadParameter(f"not JSON: {exc}", param_hint=option) from None
+
+
+def _file_part(path: Path) -> Part:
+    media, _ = mimetypes.guess_type(path.name)
+    try:
+        raw = path.read_bytes()
+    except OSError as exc:
+        raise click.BadParameter(
+            f"cannot read {path}: {exc.strerror}", param_hint="--file"
+        ) from None
+    return Part(raw=raw, filename=path.name, media_type=media or "application/octet-stream")
+
+
+def _request(
+    text: str,
+    *,
+    context_id: str | None,
+    task_id: str | None,
+    data: tuple[str, ...],
+    files: tuple[Path, ...],
+    skill: str | None,
+    metadata: str | None,
+    no_wait: bool,
+    history: int | None,
+) -> SendMessageRequest:
+    parts = [Part(text=text), *(Part(data=_json_value(d, "--data")) for d in data)]
+    parts.extend(_file_part(path) for path in files)
+    meta: dict[str, Any] = {}
+    if metadata:
+        value = _json_value(metadata, "--metadata")
+        if not isinstance(value, dict):
+            raise click.BadParameter("must be a JSON object", param_hint="--metadata")
+        meta.update(value)
+    if skill:
+        meta["skillId"] = skill
+    message = Message(
+        message_id=str(uuid.uuid4()),
+        role=Role.USER,
+        parts=parts,
+        context_id=context_id or "",
+        task_id=task_id or "",
+        metadata=meta or None,
+    )
+    config = None
+    if no_wait or history is not None:
+        config = SendMessageConfiguration(return_immediately=no_wait, history_length=history)
+    return SendMessageRequest(message=message, configuration=config)
+
+
+async def _follow(printer: Printer, client: A2AClient, stream: EventStream) -> int:
+    """Print a stream's events (re-subscribing after a drop) and the assembled result."""
+    view = TaskView()
+    events = client.resumable(stream)
+    with printer.streaming(view):
+        async with events:
+            async for event in events:
+                view.apply(event)
+                printer.event(event)
+    printer.stream_result(view)
+    return 0 if view.message is not None else _outcome(view.state)
+
+
+@click.command()
+@click.argument("url")
+@click.option("--extended", is_flag=True, help="Fetch the extended card (needs a credential).")
+@client_options
+@client_command
+async def card(url: str, extended: bool, opts: ClientOptions) -> int:
+    """Show the agent card published at URL."""
+    printer = Printer(opts.json)
+    async with await opts.connect(url) as client:
+        found = await client.get_extended_agent_card() if extended else client.card
+    assert found is not None
+    printer.card(found)
+    return 0
+
+
+@click.command()
+@click.argument("url")
+@click.argument("text")
+@click.option("--context-id", help="Continue this conversation.")
+@click.option("--task-id", help="Continue this task (e.g. one waiting for input).")
+@click.option("--stream", is_flag=True, help="Stream the task's events as they happen.")
+@click.option("--no-wait", is_flag=True, help="Return once the task exists (returnImmediately).")
+@click.option("--data", multiple=True, metavar="JSON", help="Add a data part (repeatable).")
+@click.option(
+    "--file",
+    "files",
+    multiple=True,
+    type=click.Path(exists=True, dir_okay=False, path_type=Path),
+    help="Add a file part (repeatable).",
+)
+@click.option("--skill", help="The skill to use (message metadata skillId).")
+@click.option("--metadata", metavar="JSON", help="Message metadata, a JSON object.")
+@click.option("--history", type=click.IntRange(min=0), help="History messages to return.")
+@client_options
+@client_command
+async def send(
+    url: str,
+    text: str,
+    context_id: str | None,
+    task_id: str | None,
+    stream: bool,
+    no_wait: bool,
+    data: tuple[str, ...],
+    files: tuple[Path, ...],
+    skill: str | None,
+    metadata: str | None,
+    history: int | None,
+    opts: ClientOptions,
+) -> int:
+    """Send TEXT to the agent at URL and show the answer."""
+    if stream and no_wait:
+        raise click.UsageError("--stream and --no-wait do not go together")
+    request = _request(
+        text,
+        context_id=context_id,
+        task_id=task_id,
+        data=data,
+        files=files,
+        skill=skill,
+        metadata=metadata,
+        no_wait=no_wait,
+        history=history,
+    )
+    printer = Printer(opts.json)
+    async with await opts.connect(url) as client:
+        if stream:
+            return await _follow(printer, client, client.send_streaming_message(request))
+        with printer.waiting("waiting for the agent"):
+            answer = await client.send_message(request)
+    if opts.json:
+        printer.value(answer)
+    elif answer.message is not None:
+        printer.message(answer.message)
+    else:
+        assert answer.task is not None
+        printer.task(answer.task, history=bool(history))
+    if answer.task is None:
+        return 0
+    status = answer.task.status
+    return _outcome(status.state if status is not None else None)
+
+
+@click.command()
+@click.argument("url")
+@click.argument("task_id")
+@click.option("--history", type=click.IntRange(min=0), help="Most recent history messages to show.")
+@client_options
+@client_command
+async def get(url: str, task_id: str, history: int | None, opts: ClientOptions) -> int:
+    """Show the task TASK_ID."""
+    printer = Printer(opts.json)
+    async with await opts.connect(url) as client:
+        task = await client.get_task(GetTaskRequest(id=task_id, history_length=history))
+    printer.task(task, history=bool(history))
+    return 0
+
+
+def _state(value: str | None) -> TaskState:
+    if not value:
+        return TaskState.UNSPECIFIED
+    key = value.lower().removeprefix("task_state_").replace("_", "-")
+    if key not in _STATE_NAMES:
+        raise click.BadParameter(f"unknown state {value!r}", param_hint="--status")
+    return _STATE_NAMES[key]
+
+
+def _since(value: str | None) -> Timestamp | None:
+    if not value:
+        return None
+    try:
+        moment = datetime.datetime.fromisoformat(value)
+    except ValueError:
+        raise click.BadParameter(
+            "use ISO 8601, e.g. 2025-01-31T12:00:00Z", param_hint="--since"
+        ) from None
+    if moment.tzinfo is None:
+        moment = moment.replace(tzinfo=datetime.UTC)
+    micros = int(moment.timestamp() * 1_000_000)
+    return Timestamp(seconds=micros // 1_000_000, nanos=(micros % 1_000_000) * 1000)
+
+
+@click.command("list")
+@click.argument("url")
+@click.option("--context-id", help="Only tasks of this conversation.")
+@click.option("--status", help="Only tasks in this state (e.g. working, completed).")
+@click.option("--since", help="Only tasks whose status changed at or after this time (ISO 8601).")
+@click.option("--page-size", type=click.IntRange(1, 100), help="Tasks per page (1-100).")
+@click.option("--page-token", default="", help="The page to show (from the previous page).")
+@click.option("--history", type=click.IntRange(min=0), help="History messages per task.")
+@click.option("--include-artifacts", is_flag=True, help="Include artifacts (with --json).")
+@client_options
+@client_command
+async def list_tasks(
+    url: str,
+    context_id: str | None,
+    status: str | None,
+    since: str | None,
+    page_size: int | None,
+    page_token: str,
+    history: int | None,
+    include_artifacts: bool,
+    opts: ClientOptions,
+) -> int:
+    """List the tasks of the agent at URL, newest first."""
+    request = ListTasksRequest(
+        context_id=context_id or "",
+        status=_state(status),
+        status_timestamp_after=_since(since),
+        page_size=page_size,
+        page_token=page_token,
+        history_length=history,
+        include_artifacts=True if include_artifacts else None,
+    )
+    printer = Printer(opts.json)
+    async with await opts.connect(url) as client:
+        page = await client.list_tasks(request)
+    printer.task_list(page)
+    return 0
+
+
+@click.command()
+@click.argument("url")
+@click.argument("task_id")
+@client_options
+@client_command
+async def cancel(url: str, task_id: str, opts: ClientOptions) -> int:
+    """Cancel the task TASK_ID and show it."""
+    printer = Printer(opts.json)
+    async with await opts.connect(url) as client:
+        task = await client.cancel_task(CancelTaskRequest(id=task_id))
+    printer.task(task)
+    return 0
+
+
+@click.command()
+@click.argument("url")
+@click.argument("task_id")
+@client_options
+@client_command
+async def subscribe(url: str, task_id: str, opts: ClientOptions) -> int:
+    """Follow the events of the task TASK_ID until it settles."""
+    printer = Printer(opts.json)
+    async with await opts.connect(url) as client:
+        stream = client.subscribe_to_task(SubscribeToTaskRequest(id=task_id))
+        return await _follow(printer, client, stream)

@@ -1,0 +1,271 @@
+"""What every client command shares: options, credentials, the client, errors and exit codes.
+
+Exit codes (README.md, "Exit codes"):
+
+===  ==========================================================================================
+0    success
+1    unexpected failure, or ``serve`` could not start (address in use, store locked)
+2    usage: bad arguments or options, or a credential that cannot be read
+3    connection: no connection, timeout, or the address guard refused the host
+4    protocol: the agent answered with an A2A/JSON-RPC error, or with something that is not A2A
+5    task failed: the task ended FAILED, REJECTED or CANCELED (``send``, ``subscribe``)
+6    configuration: the ``serve`` configuration file is invalid (nothing was started)
+130  interrupted (Ctrl-C)
+===  ==========================================================================================
+
+Errors go to stderr as ``error: <name> (<code>): <message>`` (the code only for A2A/JSON-RPC
+errors), or with ``--json`` as one ``{"error": {...}}`` object. Messages never contain a
+credential: the client's errors are written that way (:mod:`a2a_wire.client._errors`).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import functools
+import sys
+from collections.abc import Callable, Coroutine
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, ParamSpec, TypeVar
+
+import click
+import yarl
+
+from a2a_wire import __version__, codec
+from a2a_wire.cli._output import clean
+from a2a_wire.client._client import A2AClient, ClientSettings
+from a2a_wire.client._credentials import (
+    BEARER,
+    CredentialProvider,
+    EnvCredentials,
+    FileCredentials,
+    HeaderScheme,
+    StaticCredentials,
+)
+from a2a_wire.client._errors import (
+    AddressNotAllowedError,
+    ClientError,
+    ClientTimeoutError,
+    CredentialsError,
+    TransportError,
+    WaitTimeoutError,
+)
+from a2a_wire.errors import A2AError, ProtocolError
+
+__all__ = [
+    "EXIT_CONFIG",
+    "EXIT_CONNECTION",
+    "EXIT_PROTOCOL",
+    "EXIT_TASK_FAILED",
+    "EXIT_USAGE",
+    "ClientOptions",
+    "client_command",
+    "client_options",
+    "print_error",
+]
+
+EXIT_USAGE = 2
+EXIT_CONNECTION = 3
+EXIT_PROTOCOL = 4
+EXIT_TASK_FAILED = 5
+EXIT_CONFIG = 6
+EXIT_INTERRUPTED = 130
+TOKEN_VARIABLE = "A2A_WIRE_TOKEN"
+
+P = ParamSpec("P")
+T = TypeVar("T")
+
+
+@dataclass(frozen=True)
+class ClientOptions:
+    """The options every client command takes (see :func:`client_options`)."""
+
+    json: bool = False
+    token: str | None = None
+    token_env: str | None = None
+    token_file: Path | None = None
+    auth_header: str = "Authorization"
+    allow_private: bool = False
+    allow: tuple[str, ...] = ()
+    timeout: float = 300.0
+
+    def credentials(self) -> CredentialProvider | None:
+        """The credential provider the options ask for, if any.
+
+        Raises:
+            click.UsageError: More than one credential source was given.
+        """
+        given = [o for o in (self.token, self.token_env, self.token_file) if o]
+        if len(given) > 1:
+            raise click.UsageError("give only one of --token, --token-env, --token-file")
+        scheme = (
+            BEARER
+            if self.auth_header.lower() == "authorization"
+            else HeaderScheme(self.auth_header)
+        )
+        if self.token:
+            return StaticCredentials(self.token, scheme=scheme)
+        if self.token_env:
+            return EnvCredentials(self.token_env, scheme=scheme)
+        if self.token_file:
+            return FileCredentials(self.token_file, scheme=scheme)
+        return None
+
+    def settings(self, url: str) -> ClientSettings:
+        """Client settings that trust the host named on the command line.
+
+        The address guard (spec 13.2) protects against addresses an agent's answers point to;
+        the host the user typed is exempt, other private hosts need ``--allow`` or
+        ``--allow-private``.
+        """
+        host = yarl.URL(url).host or ""
+        allow = (*self.allow, host.strip("[]")) if host else self.allow
+        return ClientSettings(
+            allow=allow,
+            allow_private=self.allow_private,
+            total_timeout=self.timeout,
+            user_agent=f"a2a-wire-cli/{__version__}",
+        )
+
+    async def connect(self, url: str) -> A2AClient:
+        """Read the agent card at ``url`` and open a client on its JSON-RPC interface."""
+        _check_url(url)
+        return await A2AClient.connect(
+            url, settings=self.settings(url), credentials=self.credentials()
+        )
+
+
+def _check_url(url: str) -> None:
+    try:
+        parsed = yarl.URL(url)
+        _ = parsed.port  # a port out of range or not a number is only found here
+    except ValueError as exc:
+        raise click.BadParameter(f"{url!r} is not a valid URL: {exc}", param_hint="URL") from None
+    if not parsed.is_absolute() or parsed.scheme not in ("http", "https"):
+        raise click.BadParameter(f"{url!r} is not an http(s) URL", param_hint="URL")
+
+
+# The options every client command takes, in --help order.
+_CLIENT_OPTIONS = [
+    click.option(
+        "--json", "json_output", is_flag=True, help="ProtoJSON output, one object per line."
+    ),
+    click.option(
+        "--token", envvar=TOKEN_VARIABLE, help=f"Credential to send (or ${TOKEN_VARIABLE})."
+    ),
+    click.option(
+        "--token-env",
+        metavar="NAME",
+        help="Read the credential from this environment variable.",
+    ),
+    click.option(
+        "--token-file",
+        type=click.Path(dir_okay=False, path_type=Path),
+        help="Read the credential from this file.",
+    ),
+    click.option(
+        "--auth-header",
+        default="Authorization",
+        show_default=True,
+        help="Header for the credential; other than Authorization it is sent as-is (API key).",
+    ),
+    click.option(
+        "--allow-private",
+        is_flag=True,
+        help="Turn the private-address guard off (local agents).",
+    ),
+    click.option(
+        "--allow",
+        multiple=True,
+        metavar="HOST|CIDR",
+        help="Exempt a host or network from the address guard (repeatable).",
+    ),
+    click.option(
+        "--timeout",
+        type=click.FloatRange(min=0.1),
+        default=300.0,
+        show_default=True,
+        help="Seconds for one call.",
+    ),
+]
+
+
+def client_options(func: Callable[..., Any]) -> Callable[..., Any]:
+    """Add the shared client options; the command receives them as ``opts``."""
+
+    @functools.wraps(func)
+    def wrapper(
+        json_output: bool,
+        token: str | None,
+        token_env: str | None,
+        token_file: Path | None,
+        auth_header: str,
+        allow_private: bool,
+        allow: tuple[str, ...],
+        timeout: float,
+        **kwargs: Any,
+    ) -> Any:
+        opts = ClientOptions(
+            json_output, token, token_env, token_file, auth_header, allow_private, allow, timeout
+        )
+        return func(opts=opts, **kwargs)
+
+    for option in reversed(_CLIENT_OPTIONS):
+        wrapper = option(wrapper)
+    return wrapper
+
+
+def _error_code(exc: BaseException) -> int:
+    if isinstance(exc, CredentialsError):
+        return EXIT_USAGE
+    if isinstance(
+        exc, (TransportError, ClientTimeoutError, AddressNotAllowedError, WaitTimeoutError)
+    ):
+        return EXIT_CONNECTION
+    return EXIT_PROTOCOL
+
+
+def print_error(exc: A2AError, json_output: bool) -> None:
+    """Write ``exc`` to stderr: name, JSON-RPC code when it has one, message.
+
+    Args:
+        exc: The error.
+        json_output: Write one JSON object instead of a line of text.
+    """
+    name = type(exc).__name__
+    code = exc.code if isinstance(exc, ProtocolError) else None
+    message = exc.message if isinstance(exc, ProtocolError) else str(exc)
+    if json_output:
+        error: dict[str, Any] = {"name": name, "message": message}
+        if code is not None:
+            error["code"] = code
+            error["data"] = exc.details() if isinstance(exc, ProtocolError) else []
+        sys.stderr.write(codec.dumps({"error": error}).decode() + "\n")
+        return
+    label = f"{name} ({code})" if code is not None else name
+    message = clean(message)  # an agent's text: no terminal control characters
+    hint = ""
+    if isinstance(exc, AddressNotAllowedError):
+        hint = "\nhint: use --allow HOST or --allow-private for agents on private addresses"
+    click.echo(f"error: {label}: {message}{hint}", err=True)
+
+
+def client_command(func: Callable[P, Coroutine[Any, Any, int]]) -> Callable[P, None]:
+    """Run an async command and turn its result or error into the exit code."""
+
+    @functools.wraps(func)
+    def wrapper(*args: P.args, **kwargs: P.kwargs) -> None:
+        opts = kwargs.get("opts")
+        json_output = isinstance(opts, ClientOptions) and opts.json
+        try:
+            code: int = asyncio.run(func(*args, **kwargs))
+        except KeyboardInterrupt:
+            click.echo("interrupted", err=True)
+            code = EXIT_INTERRUPTED
+        except (ProtocolError, ClientError) as exc:
+            print_error(exc, json_output)
+            code = _error_code(exc) if isinstance(exc, ClientError) else EXIT_PROTOCOL
+        sys.stdout.flush()
+        raise click.exceptions.Exit(code)
+
+    return wrapper

@@ -1,0 +1,242 @@
+"""Structured logs of ``a2a-wire serve``: one line per request, and the formatters.
+
+Every HTTP request gives one log line (logger ``a2a_wire.access``) once its answer is complete
+(for a stream: once the stream closed) with these fields:
+
+``method`` the JSON-RPC method (``GET`` and the path for other requests; ``batch`` for a batch),
+``http`` the HTTP method, ``path``, ``status`` the HTTP status (499: the client left),
+``duration_ms``, and ``task_id`` when the request concerns one task.
+
+No header, body, credential or client address is logged. The method and the task id named in
+the params come from the calls the server parsed (``a2a_wire.server._app.CALLS_KEY``), so the body is
+never parsed twice; the id of a task the request *created* is reported by the executor wrapper :class:`NotingExecutor` through a
+context variable (the agent run inherits the request's context).
+
+Formats: ``text`` (``2025-01-31T12:00:00.123Z info request method=GetTask status=200 ...``,
+``key=value`` pairs, values quoted when needed) and ``json`` (one object per line).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextvars
+import datetime
+import json
+import logging
+import re
+import time
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from aiohttp import web
+from aiohttp.typedefs import Handler
+
+from a2a_wire import codec
+from a2a_wire.server._app import CALLS_KEY
+from a2a_wire.server._executor import AgentExecutor, EventQueue, RequestContext
+
+__all__ = [
+    "JSONFormatter",
+    "NotingExecutor",
+    "RequestLog",
+    "TextFormatter",
+    "configure_logging",
+]
+
+access_log = logging.getLogger("a2a_wire.access")
+
+_TASK_ID_PARAM = frozenset({"GetTask", "CancelTask", "SubscribeToTask"})
+_BARE = re.compile(r"[^\s\"=\\]+\Z")
+
+
+@dataclass(slots=True)
+class _Note:
+    method: str = ""
+    task_id: str = ""
+
+
+_NOTE: contextvars.ContextVar[_Note | None] = contextvars.ContextVar(
+    "a2a_wire_request_note", default=None
+)
+
+
+class NotingExecutor(AgentExecutor):
+    """Wraps the server's executor to tell the request log which task a request works on.
+
+    Args:
+        inner: The executor that does the work.
+    """
+
+    def __init__(self, inner: AgentExecutor) -> None:
+        self.inner = inner
+
+    async def execute(self, context: RequestContext, events: EventQueue) -> None:
+        """Note the task id, then run the inner executor."""
+        note = _NOTE.get()
+        if note is not None and not note.task_id:
+            note.task_id = context.task_id
+        await self.inner.execute(context, events)
+
+    async def cancel(self, context: RequestContext, events: EventQueue) -> None:
+        """Run the inner executor's cancel."""
+        await self.inner.cancel(context, events)
+
+
+def _from_params(method: str, params: object) -> str:
+    if not isinstance(params, dict):
+        return ""
+    if isinstance(params.get("taskId"), str):
+        return str(params["taskId"])
+    if method in _TASK_ID_PARAM and isinstance(params.get("id"), str):
+        return str(params["id"])
+    message = params.get("message")
+    if isinstance(message, dict) and isinstance(message.get("taskId"), str):
+        return str(message["taskId"])
+    return ""
+
+
+def _describe(request: web.Request, note: _Note) -> None:
+    """Fill in the JSON-RPC method and task id from the calls the server parsed."""
+    parsed = request.get(CALLS_KEY)
+    if parsed is None:  # not a JSON-RPC body the server could parse
+        note.method = note.method or "?"
+        return
+    calls, is_batch = parsed
+    if is_batch:
+        note.method = f"batch[{len(calls)}]"
+        return
+    call = calls[0]
+    note.method = call.method_name[:64] or "?"
+    note.task_id = note.task_id or _from_params(note.method, call.params)
+
+
+class RequestLog:
+    """The request-logging middleware, which also refuses requests once shutdown began.
+
+    Attributes:
+        active: Requests being answered now (streams included).
+        draining: Set at shutdown: new requests get HTTP 503 and ``Connection: close``.
+    """
+
+    def __init__(self) -> None:
+        self.active = 0
+        self.draining = False
+
+    @web.middleware
+    async def middleware(self, request: web.Request, handler: Handler) -> web.StreamResponse:
+        """Answer the request through ``handler`` and log one line about it."""
+        if self.draining:
+            return _unavailable()
+        note = _Note()
+        token = _NOTE.set(note)
+        start = time.perf_counter()
+        self.active += 1
+        try:
+            response = await handler(request)
+        except BaseException as exc:
+            _log_line(request, note, 499 if isinstance(exc, asyncio.CancelledError) else 500, start)
+            raise
+        finally:
+            self.active -= 1
+            _NOTE.reset(token)
+        if request.method == "POST":
+            _describe(request, note)
+        _log_line(request, note, response.status, start)
+        return response
+
+
+def _unavailable() -> web.Response:
+    body = {
+        "jsonrpc": "2.0",
+        "id": None,
+        "error": {"code": -32603, "message": "The server is shutting down"},
+    }
+    return web.Response(
+        body=codec.dumps(body),
+        status=503,
+        content_type="application/json",
+        headers={"Connection": "close", "Retry-After": "5"},
+    )
+
+
+def _log_line(request: web.Request, note: _Note, status: int, start: float) -> None:
+    fields: dict[str, Any] = {
+        "method": note.method or request.method,
+        "http": request.method,
+        "path": request.path[:200],
+        "status": status,
+        "duration_ms": round((time.perf_counter() - start) * 1000, 2),
+    }
+    if note.task_id:
+        fields["task_id"] = note.task_id[:200]
+    access_log.info("request", extra={"fields": fields})
+
+
+def _timestamp(record: logging.LogRecord) -> str:
+    moment = datetime.datetime.fromtimestamp(record.created, datetime.UTC)
+    return moment.strftime("%Y-%m-%dT%H:%M:%S.") + f"{moment.microsecond // 1000:03d}Z"
+
+
+def _fields(record: logging.LogRecord) -> Mapping[str, Any]:
+    fields = getattr(record, "fields", None)
+    return fields if isinstance(fields, Mapping) else {}
+
+
+def _quote(value: object) -> str:
+    text = str(value)
+    return text if _BARE.match(text) else json.dumps(text, ensure_ascii=False)
+
+
+class TextFormatter(logging.Formatter):
+    """``time level message key=value ...``; a traceback follows on the next lines."""
+
+    def format(self, record: logging.LogRecord) -> str:
+        """Render one record."""
+        pairs = " ".join(f"{key}={_quote(value)}" for key, value in _fields(record).items())
+        line = f"{_timestamp(record)} {record.levelname.lower()} {record.getMessage()}"
+        if record.name != access_log.name:
+            line += f" logger={record.name}"
+        line = f"{line} {pairs}" if pairs else line
+        if record.exc_info:
+            line += "\n" + self.formatException(record.exc_info)
+        return line
+
+
+class JSONFormatter(logging.Formatter):
+    """One JSON object per line: ``ts``, ``level``, ``logger``, ``msg``, the fields, ``exc``."""
+
+    def format(self, record: logging.LogRecord) -> str:
+        """Render one record."""
+        obj: dict[str, Any] = {
+            "ts": _timestamp(record),
+            "level": record.levelname.lower(),
+            "logger": record.name,
+            "msg": record.getMessage(),
+            **_fields(record),
+        }
+        if record.exc_info:
+            obj["exc"] = self.formatException(record.exc_info)
+        return json.dumps(obj, ensure_ascii=False, default=str)
+
+
+def configure_logging(level: str, fmt: str) -> None:
+    """Send every log record at ``level`` or above to stderr in format ``fmt``.
+
+    The server's start and stop lines are logged whatever the level.
+
+    Args:
+        level: ``debug``, ``info``, ``warning`` or ``error``.
+        fmt: ``text`` or ``json``.
+    """
+    handler = logging.StreamHandler()
+    handler.setFormatter(JSONFormatter() if fmt == "json" else TextFormatter())
+    root = logging.getLogger()
+    for old in list(root.handlers):
+        root.removeHandler(old)
+    root.addHandler(handler)
+    root.setLevel(level.upper())
+    # The start and stop lines (listening, stopping, stopped) are logged at any level.
+    serve_log = logging.getLogger("a2a_wire.serve")
+    serve_log.setLevel(min(logging.INFO, root.level))
+    logging.getLogger("aiohttp.access").disabled = True

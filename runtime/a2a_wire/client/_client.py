@@ -1,0 +1,452 @@
+"""The A2A client role over the JSON-RPC binding (spec 3.1.x, 3.6.1, 8.2, 8.3.2, 9.x).
+
+:class:`A2AClient` has one coroutine per operation of spec 3.1 (``send_message`` ...
+``get_extended_agent_card``), each taking and returning the generated classes; streaming
+operations return an :class:`~a2a_wire.client._stream.EventStream`. Build it with
+:meth:`A2AClient.connect` (discover the card at the base URL, spec 8.2, and pick the JSONRPC 1.0
+interface, spec 8.3.2) or directly from an interface URL.
+
+Every request carries ``A2A-Version: 1.0`` (spec 3.6.1, 9.2) and ``Content-Type:
+application/json`` (spec 9.1), the interface's ``tenant`` in the request message (spec 8.3.2;
+an explicitly set tenant is kept), and the headers the credential provider returns for that
+agent and method. Results go through the checks of :mod:`a2a_wire.client._results`; a JSON-RPC
+error becomes the typed exception of :mod:`a2a_wire.errors` (a -32009 answer is
+:class:`~a2a_wire.errors.VersionNotSupportedError`); transport failures and limits raise
+:mod:`a2a_wire.client._errors`. No aiohttp or asyncio exception leaves this API.
+
+SendMessage blocks by default until the task is terminal or interrupted (spec 3.2.2), which is
+why ``ClientSettings.total_timeout`` defaults to 300 s. :meth:`A2AClient.wait` polls GetTask
+with backoff until the task is terminal or interrupted; an unknown state is not finished.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import copy
+import itertools
+import logging
+import uuid
+from collections.abc import Sequence
+from types import TracebackType
+from typing import Any, Protocol, TypeVar
+
+import aiohttp
+import yarl
+from multidict import CIMultiDict
+
+from a2a_wire import codec
+from a2a_wire._protocol import jsonrpc as _jsonrpc
+from a2a_wire.client._card_resolver import (
+    PROTOCOL_VERSION,
+    CardCache,
+    CardResolver,
+    SignatureCheck,
+    card_url,
+    interface_url,
+    select_interface,
+)
+from a2a_wire.client._credentials import CredentialProvider, CredentialRequest, NoCredentials
+from a2a_wire.client._errors import WaitTimeoutError, safe_url
+from a2a_wire.client._http import (
+    ClientSettings,
+    RawResponse,
+    StreamConnection,
+    Transport,
+    json_body,
+)
+from a2a_wire.client._results import is_settled, prepare
+from a2a_wire.client._stream import EventStream, ResumableStream, refuse_non_stream
+from a2a_wire.methods import (
+    CANCEL_TASK,
+    CREATE_TASK_PUSH_NOTIFICATION_CONFIG,
+    DELETE_TASK_PUSH_NOTIFICATION_CONFIG,
+    GET_EXTENDED_AGENT_CARD,
+    GET_TASK,
+    GET_TASK_PUSH_NOTIFICATION_CONFIG,
+    LIST_TASK_PUSH_NOTIFICATION_CONFIGS,
+    LIST_TASKS,
+    SEND_MESSAGE,
+    SEND_STREAMING_MESSAGE,
+    SUBSCRIBE_TO_TASK,
+    Method,
+)
+from a2a_wire.types import (
+    AgentCard,
+    CancelTaskRequest,
+    DeleteTaskPushNotificationConfigRequest,
+    GetExtendedAgentCardRequest,
+    GetTaskPushNotificationConfigRequest,
+    GetTaskRequest,
+    ListTaskPushNotificationConfigsRequest,
+    ListTaskPushNotificationConfigsResponse,
+    ListTasksRequest,
+    ListTasksResponse,
+    Message,
+    Part,
+    Role,
+    SendMessageConfiguration,
+    SendMessageRequest,
+    SendMessageResponse,
+    StreamResponse,
+    SubscribeToTaskRequest,
+    Task,
+    TaskPushNotificationConfig,
+    TaskState,
+)
+
+__all__ = ["A2AClient", "ClientSettings", "EventStream", "ResumableStream"]
+
+logger = logging.getLogger("a2a_wire.client")
+
+
+class _Request(codec.ProtoMessage, Protocol):
+    tenant: str
+
+
+P = TypeVar("P", bound=_Request)
+R = TypeVar("R", bound=codec.ProtoMessage)
+
+#: Cards fetched by :meth:`A2AClient.connect` when no cache is passed (shared, small, LRU).
+SHARED_CARD_CACHE = CardCache()
+
+
+class A2AClient:
+    """An async A2A client bound to one JSON-RPC interface; use it as an async context manager.
+
+    Args:
+        url: The interface URL (an ``AgentInterface.url``).
+        tenant: The interface's tenant, copied into each request whose ``tenant`` is empty.
+        settings: Limits and address policy.
+        credentials: Provider of per-request authentication headers.
+        session: An aiohttp session to use instead of an owned, address-guarded one; the caller
+            configures and closes it (only IP-literal hosts are then checked against ``allow``).
+        card: The agent card, if known (passed to credential providers).
+
+    Raises:
+        ValueError: ``url`` is not an absolute http(s) URL.
+    """
+
+    def __init__(
+        self,
+        url: str,
+        *,
+        tenant: str = "",
+        settings: ClientSettings | None = None,
+        credentials: CredentialProvider | None = None,
+        session: aiohttp.ClientSession | None = None,
+        card: AgentCard | None = None,
+    ) -> None:
+        parsed = yarl.URL(url)
+        if not parsed.is_absolute() or parsed.scheme not in ("http", "https"):
+            raise ValueError(f"not an absolute http(s) URL: {safe_url(url)!r}")
+        self.url = url
+        self.tenant = tenant
+        self.settings = settings if settings is not None else ClientSettings()
+        self.credentials: CredentialProvider = credentials or NoCredentials()
+        self.card = card
+        self._transport = Transport(self.settings, session)
+        self._ids = itertools.count(1)
+
+    @classmethod
+    async def connect(
+        cls,
+        base_url: str,
+        *,
+        settings: ClientSettings | None = None,
+        credentials: CredentialProvider | None = None,
+        session: aiohttp.ClientSession | None = None,
+        card_cache: CardCache | None = None,
+        card_verifier: SignatureCheck | None = None,
+    ) -> A2AClient:
+        """Discover the agent's card at ``base_url`` and connect to its JSONRPC 1.0 interface.
+
+        Args:
+            base_url: The agent's base URL; the card is read from its well-known path.
+            settings: Limits and address policy (also used for the card fetch).
+            credentials: Provider of per-request headers (not sent for the public card).
+            session: An aiohttp session to use (see the class docstring).
+            card_cache: Where to cache cards; :data:`SHARED_CARD_CACHE` when omitted.
+            card_verifier: Checks the card's signatures (spec 8.4.3), e.g. a
+                :class:`a2a_wire.card_signing.CardVerifier`; a card that fails is refused.
+
+        Returns:
+            A client for the first fitting interface, carrying its tenant and the card.
+
+        Raises:
+            NoCompatibleInterfaceError: The card offers no JSONRPC 1.0 interface.
+            InvalidAgentCardError: The card does not decode, or its signature does not verify.
+            ClientError: Fetching the card failed.
+        """
+        settings = settings if settings is not None else ClientSettings()
+        transport = Transport(settings, session)
+        cache = card_cache if card_cache is not None else SHARED_CARD_CACHE
+        try:
+            resolver = CardResolver._over(transport, cache, card_verifier)
+            card = await resolver.resolve(base_url)
+            iface = select_interface(card)
+            url = interface_url(card_url(base_url), iface)
+            client = cls(url, tenant=iface.tenant, settings=settings, credentials=credentials)
+        except BaseException:
+            await transport.close()
+            raise
+        client.card = card
+        client._transport = transport
+        return client
+
+    async def close(self) -> None:
+        """Close the owned session (an injected one is left open)."""
+        await self._transport.close()
+
+    async def __aenter__(self) -> A2AClient:
+        return self
+
+    async def __aexit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        await self.close()
+
+    def __repr__(self) -> str:
+        tenant = f", tenant={self.tenant!r}" if self.tenant else ""
+        return f"A2AClient(url={safe_url(self.url)!r}{tenant})"
+
+    # -- plumbing ---------------------------------------------------------------------------
+
+    def _with_tenant(self, request: P) -> P:
+        if not self.tenant or request.tenant:
+            return request
+        clone = copy.copy(request)
+        clone.tenant = self.tenant
+        return clone
+
+    async def _headers(self, method: Method[Any, Any], accept: str) -> CIMultiDict[str]:
+        extra = await self.credentials.headers(CredentialRequest(self.url, method.name, self.card))
+        headers = CIMultiDict(extra)
+        headers["A2A-Version"] = PROTOCOL_VERSION
+        headers["Content-Type"] = "application/json"
+        headers["Accept"] = accept
+        headers["User-Agent"] = self.settings.user_agent
+        if self.settings.extensions:
+            headers["A2A-Extensions"] = ",".join(self.settings.extensions)
+        return headers
+
+    async def _call(self, method: Method[P, R], request: P) -> R:
+        rid = next(self._ids)
+        body = _jsonrpc.request(rid, method, self._with_tenant(request))
+        headers = await self._headers(method, "application/json")
+        logger.debug("%s id=%d -> %s", method.name, rid, safe_url(self.url))
+        raw = await self._transport.request("POST", self.url, body, headers)
+        result = _jsonrpc.read_response(json_body(raw, self.url), rid, method)
+        prepare(result)
+        return result
+
+    def _stream(self, method: Method[P, StreamResponse], request: P) -> EventStream:
+        rid = next(self._ids)
+        body = _jsonrpc.request(rid, method, self._with_tenant(request))
+
+        async def opener() -> StreamConnection:
+            headers = await self._headers(method, "text/event-stream")
+            logger.debug("%s id=%d -> %s (stream)", method.name, rid, safe_url(self.url))
+            opened = await self._transport.open_stream(self.url, body, headers)
+            if isinstance(opened, RawResponse):
+                refuse_non_stream(opened, self.url, rid, method)
+            return opened
+
+        limit = self.settings.max_event_bytes
+        return EventStream(opener, method=method, request_id=rid, max_event_bytes=limit)
+
+    # -- operations (spec 3.1.1 - 3.1.11) ---------------------------------------------------
+
+    async def send_message(self, request: SendMessageRequest) -> SendMessageResponse:
+        """SendMessage (spec 3.1.1): a Task or a Message; blocks unless ``returnImmediately``."""
+        return await self._call(SEND_MESSAGE, request)
+
+    def send_streaming_message(self, request: SendMessageRequest) -> EventStream:
+        """SendStreamingMessage (spec 3.1.2): ``async with client.send_streaming_message(r) as s``."""
+        return self._stream(SEND_STREAMING_MESSAGE, request)
+
+    async def get_task(self, request: GetTaskRequest) -> Task:
+        """GetTask (spec 3.1.3)."""
+        return await self._call(GET_TASK, request)
+
+    async def list_tasks(self, request: ListTasksRequest) -> ListTasksResponse:
+        """ListTasks (spec 3.1.4)."""
+        return await self._call(LIST_TASKS, request)
+
+    async def cancel_task(self, request: CancelTaskRequest) -> Task:
+        """CancelTask (spec 3.1.5)."""
+        return await self._call(CANCEL_TASK, request)
+
+    def subscribe_to_task(self, request: SubscribeToTaskRequest) -> EventStream:
+        """SubscribeToTask (spec 3.1.6): a stream starting with the current Task."""
+        return self._stream(SUBSCRIBE_TO_TASK, request)
+
+    async def create_task_push_notification_config(
+        self, config: TaskPushNotificationConfig
+    ) -> TaskPushNotificationConfig:
+        """CreateTaskPushNotificationConfig (spec 3.1.7); params are the flat config."""
+        return await self._call(CREATE_TASK_PUSH_NOTIFICATION_CONFIG, config)
+
+    async def get_task_push_notification_config(
+        self, request: GetTaskPushNotificationConfigRequest
+    ) -> TaskPushNotificationConfig:
+        """GetTaskPushNotificationConfig (spec 3.1.8)."""
+        return await self._call(GET_TASK_PUSH_NOTIFICATION_CONFIG, request)
+
+    async def list_task_push_notification_configs(
+        self, request: ListTaskPushNotificationConfigsRequest
+    ) -> ListTaskPushNotificationConfigsResponse:
+        """ListTaskPushNotificationConfigs (spec 3.1.9)."""
+        return await self._call(LIST_TASK_PUSH_NOTIFICATION_CONFIGS, request)
+
+    async def delete_task_push_notification_config(
+        self, request: DeleteTaskPushNotificationConfigRequest
+    ) -> None:
+        """DeleteTaskPushNotificationConfig (spec 3.1.10); the result is ``{}``."""
+        await self._call(DELETE_TASK_PUSH_NOTIFICATION_CONFIG, request)
+
+    async def get_extended_agent_card(
+        self, request: GetExtendedAgentCardRequest | None = None
+    ) -> AgentCard:
+        """GetExtendedAgentCard (spec 3.1.11); the result also replaces :attr:`card`."""
+        card = await self._call(GET_EXTENDED_AGENT_CARD, request or GetExtendedAgentCardRequest())
+        self.card = card
+        return card
+
+    # -- conveniences -----------------------------------------------------------------------
+
+    @staticmethod
+    def text_request(
+        text: str,
+        *,
+        context_id: str | None = None,
+        task_id: str | None = None,
+        return_immediately: bool = False,
+        history_length: int | None = None,
+        accepted_output_modes: Sequence[str] | None = None,
+        metadata: dict[str, Any] | None = None,
+    ) -> SendMessageRequest:
+        """Build a SendMessageRequest holding one user text part and a fresh uuid4 messageId.
+
+        Args:
+            text: The text to send.
+            context_id: The conversation to continue, if any.
+            task_id: The task to continue (e.g. one in INPUT_REQUIRED), if any.
+            return_immediately: Ask SendMessage not to block (spec 3.2.2).
+            history_length: How much task history to return (spec 3.2.4).
+            accepted_output_modes: Media types the client accepts.
+            metadata: Request metadata.
+
+        Returns:
+            The request, ready for :meth:`send_message` or :meth:`send_streaming_message`.
+        """
+        message = Message(
+            message_id=str(uuid.uuid4()),
+            role=Role.USER,
+            parts=[Part(text=text)],
+            context_id=context_id or "",
+            task_id=task_id or "",
+        )
+        configuration = None
+        if return_immediately or history_length is not None or accepted_output_modes:
+            configuration = SendMessageConfiguration(
+                accepted_output_modes=list(accepted_output_modes or []),
+                history_length=history_length,
+                return_immediately=return_immediately,
+            )
+        return SendMessageRequest(message=message, configuration=configuration, metadata=metadata)
+
+    async def send_text(
+        self,
+        text: str,
+        *,
+        context_id: str | None = None,
+        task_id: str | None = None,
+        return_immediately: bool = False,
+        history_length: int | None = None,
+        accepted_output_modes: Sequence[str] | None = None,
+        metadata: dict[str, Any] | None = None,
+    ) -> SendMessageResponse:
+        """Send one user text message (see :meth:`text_request` for the arguments).
+
+        Returns:
+            The Task or Message the agent answered with.
+        """
+        request = self.text_request(
+            text,
+            context_id=context_id,
+            task_id=task_id,
+            return_immediately=return_immediately,
+            history_length=history_length,
+            accepted_output_modes=accepted_output_modes,
+            metadata=metadata,
+        )
+        return await self.send_message(request)
+
+    async def wait(
+        self,
+        task_id: str,
+        *,
+        poll_interval: float = 0.5,
+        max_interval: float = 5.0,
+        backoff: float = 2.0,
+        timeout: float | None = None,
+        history_length: int | None = None,
+    ) -> Task:
+        """Poll GetTask until the task is terminal or interrupted.
+
+        A state this version does not know counts as not finished, so polling goes on.
+
+        Args:
+            task_id: The task to wait for.
+            poll_interval: First pause between polls, in seconds.
+            max_interval: Longest pause between polls.
+            backoff: Factor applied to the pause after each poll.
+            timeout: Give up after this many seconds (``None``: never).
+            history_length: Passed to each GetTask.
+
+        Returns:
+            The settled task.
+
+        Raises:
+            WaitTimeoutError: ``timeout`` passed first.
+            ProtocolError: GetTask failed (e.g. TaskNotFoundError).
+        """
+        last: TaskState | None = None
+        delay = poll_interval
+        try:
+            async with asyncio.timeout(timeout):
+                while True:
+                    task = await self.get_task(
+                        GetTaskRequest(id=task_id, history_length=history_length)
+                    )
+                    last = task.status.state if task.status is not None else None
+                    if last is not None and is_settled(last):
+                        return task
+                    await asyncio.sleep(delay)
+                    delay = min(delay * backoff, max_interval)
+        except TimeoutError as exc:
+            raise WaitTimeoutError(task_id, last, timeout or 0.0) from exc
+
+    def resumable(
+        self, stream: EventStream, *, max_resubscribes: int = 3, retry_delay: float = 0.5
+    ) -> ResumableStream:
+        """Wrap a stream so that a drop re-subscribes (SubscribeToTask) and carries on.
+
+        Args:
+            stream: A stream from :meth:`send_streaming_message` or :meth:`subscribe_to_task`.
+            max_resubscribes: How many re-subscriptions to try before giving up.
+            retry_delay: Pause before the first re-subscription (doubled for each next one).
+
+        Returns:
+            An async iterator (and context manager) over the events of all the streams.
+        """
+        return ResumableStream(
+            stream,
+            subscribe=lambda task_id: self.subscribe_to_task(SubscribeToTaskRequest(id=task_id)),
+            get_task=lambda task_id: self.get_task(GetTaskRequest(id=task_id)),
+            max_resubscribes=max_resubscribes,
+            retry_delay=retry_delay,
+        )

@@ -1,0 +1,361 @@
+"""The client's HTTP layer: settings, the owned session, and the one exception boundary.
+
+Everything the client sends goes through :class:`Transport`, which is where aiohttp meets the
+rest of the library:
+
+* Foreign exceptions (aiohttp's, ``asyncio`` timeouts, the address guard's) are translated into
+  :mod:`a2a_wire.client._errors` here and nowhere else, with ``raise ... from exc`` (STYLE 4).
+* Redirects are never followed (``allow_redirects=False``); any 3xx but 304 (Not Modified,
+  an answer to a conditional card fetch) becomes :class:`RedirectRefusedError` naming the
+  status and ``Location``.
+* Bodies are read chunk by chunk and abandoned as soon as they pass ``max_response_bytes``.
+* Time limits: aiohttp only enforces ``connect_timeout``. The other two are applied here so they
+  mean what the settings say: ``total_timeout`` bounds a whole non-streaming exchange (a blocking
+  SendMessage may legitimately stay silent until the task settles, spec 3.2.2), and
+  ``read_timeout`` bounds each silence *after* the response has started. Streams use
+  ``stream_idle_timeout`` between chunks and have no total limit.
+* The session is created lazily inside the running loop with the address guard
+  (:func:`a2a_wire.netguard.guarded_connector`) unless one was injected; an injected session is
+  the caller's to configure and close, and only :func:`~a2a_wire.netguard.check_url` (IP-literal
+  hosts, scheme) is applied to it.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+from collections.abc import Iterator, Mapping, Sequence
+from dataclasses import dataclass, field
+
+import aiohttp
+from multidict import CIMultiDict, CIMultiDictProxy
+
+from a2a_wire import codec, errors, netguard
+from a2a_wire.client._errors import (
+    AddressNotAllowedError,
+    AuthenticationError,
+    ConnectError,
+    ConnectTimeoutError,
+    HTTPStatusError,
+    ReadTimeoutError,
+    RedirectRefusedError,
+    ResponseTooLargeError,
+    TotalTimeoutError,
+    TransportError,
+    TruncatedResponseError,
+    UnexpectedContentTypeError,
+    safe_url,
+)
+
+__all__ = [
+    "JSON_MEDIA_TYPES",
+    "ClientSettings",
+    "RawResponse",
+    "StreamConnection",
+    "Transport",
+    "json_body",
+]
+
+logger = logging.getLogger("a2a_wire.client")
+
+MiB = 1024 * 1024
+#: Media types read as JSON-RPC bodies (spec 9.1; the second is accepted leniently).
+JSON_MEDIA_TYPES = ("application/json", "application/a2a+json")
+
+
+@dataclass(frozen=True)
+class ClientSettings:
+    """Limits and policy of an :class:`~a2a_wire.client._client.A2AClient`; every field has a default.
+
+    Attributes:
+        connect_timeout: Seconds to obtain a connection (DNS, TCP, TLS).
+        read_timeout: Longest silence, in seconds, once a non-streaming response has started;
+            also bounds the wait for a stream's response headers.
+        total_timeout: Seconds for a whole non-streaming call. Generous, because SendMessage
+            blocks until the task is terminal or interrupted unless ``returnImmediately``.
+        stream_idle_timeout: Longest silence on an event stream (``None``: no limit; agents
+            may stay quiet while a task works).
+        card_timeout: Seconds for the whole agent card fetch.
+        max_response_bytes: Largest non-streaming body (and card) accepted.
+        max_event_bytes: Largest single stream event (and line) accepted.
+        allow: Hosts, addresses or networks exempt from the address guard, e.g.
+            ``("127.0.0.1",)``, ``("10.0.0.0/8", "agents.internal")``.
+        allow_private: Turn the address guard off entirely (local development).
+        card_default_ttl: Seconds a card without caching headers stays fresh (spec 8.6.2).
+        extensions: Extension URIs to announce in ``A2A-Extensions`` (spec 3.2.6).
+        user_agent: The ``User-Agent`` header.
+    """
+
+    connect_timeout: float = 10.0
+    read_timeout: float | None = 60.0
+    total_timeout: float | None = 300.0
+    stream_idle_timeout: float | None = None
+    card_timeout: float = 30.0
+    max_response_bytes: int = 16 * MiB
+    max_event_bytes: int = 16 * MiB
+    allow: Sequence[str] = ()
+    allow_private: bool = False
+    card_default_ttl: float = 300.0
+    extensions: Sequence[str] = ()
+    user_agent: str = "a2a-wire"
+    policy: netguard.AddressPolicy = field(init=False, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        if isinstance(self.allow, str) or isinstance(self.extensions, str):
+            raise TypeError("allow and extensions take a sequence of strings, not one string")
+        object.__setattr__(self, "allow", tuple(self.allow))
+        object.__setattr__(self, "extensions", tuple(self.extensions))
+        for name in ("connect_timeout", "card_timeout", "max_response_bytes", "max_event_bytes"):
+            if getattr(self, name) <= 0:
+                raise ValueError(f"{name} must be positive")
+        if self.allow_private:
+            policy = netguard.AddressPolicy.allow_all()
+        else:
+            policy = netguard.AddressPolicy.from_strings(self.allow)
+        object.__setattr__(self, "policy", policy)
+
+
+@dataclass(frozen=True, slots=True)
+class RawResponse:
+    """A complete non-streaming HTTP response."""
+
+    status: int
+    reason: str
+    content_type: str
+    headers: CIMultiDictProxy[str]
+    body: bytes
+
+
+@contextlib.contextmanager
+def _translated(url: str, settings: ClientSettings) -> Iterator[None]:
+    """The boundary: map aiohttp and guard exceptions to client errors (order matters)."""
+    try:
+        yield
+    except netguard.AddressGuardError as exc:
+        raise AddressNotAllowedError(f"{exc}; allowlist it in ClientSettings.allow") from exc
+    except aiohttp.ConnectionTimeoutError as exc:
+        raise ConnectTimeoutError("connect_timeout", settings.connect_timeout, url) from exc
+    except aiohttp.ServerTimeoutError as exc:
+        raise ReadTimeoutError("read_timeout", settings.read_timeout or 0.0, url) from exc
+    except aiohttp.ClientPayloadError as exc:
+        raise TruncatedResponseError(f"response body from {safe_url(url)} is incomplete") from exc
+    except aiohttp.ClientConnectorError as exc:
+        reason = exc.os_error.strerror or type(exc.os_error).__name__
+        raise ConnectError(f"cannot connect to {safe_url(url)}: {reason}") from exc
+    except aiohttp.InvalidURL as exc:
+        raise TransportError(f"invalid URL {safe_url(str(exc.url))}") from exc
+    except aiohttp.ClientError as exc:
+        reason = type(exc).__name__
+        raise TransportError(f"request to {safe_url(url)} failed: {reason}") from exc
+
+
+def _content_type(response: aiohttp.ClientResponse) -> str:
+    return response.content_type if "Content-Type" in response.headers else ""
+
+
+class StreamConnection:
+    """An open ``text/event-stream`` response, read chunk by chunk."""
+
+    def __init__(
+        self, response: aiohttp.ClientResponse, url: str, settings: ClientSettings
+    ) -> None:
+        self._response = response
+        self._url = url
+        self._settings = settings
+        self._idle = settings.stream_idle_timeout
+
+    async def read_chunk(self) -> bytes:
+        """Return the next chunk, or ``b""`` at the end of the stream.
+
+        Raises:
+            ReadTimeoutError: Nothing arrived within ``stream_idle_timeout``.
+            TransportError: The connection broke.
+        """
+        try:
+            with _translated(self._url, self._settings):
+                async with asyncio.timeout(self._idle):
+                    return await self._response.content.readany()
+        except TimeoutError as exc:
+            raise ReadTimeoutError("stream_idle_timeout", self._idle or 0.0, self._url) from exc
+
+    def close(self) -> None:
+        """Drop the connection (safe to call more than once)."""
+        self._response.close()
+
+
+class Transport:
+    """Sends requests for one client (or card resolver) and owns its session unless injected."""
+
+    def __init__(self, settings: ClientSettings, session: aiohttp.ClientSession | None) -> None:
+        self.settings = settings
+        self._session = session
+        self._owns_session = session is None
+        self._closed = False
+
+    def _ensure_session(self) -> aiohttp.ClientSession:
+        if self._closed:
+            raise RuntimeError("the client is closed")
+        if self._session is None:
+            connector = netguard.guarded_connector(self.settings.policy)
+            self._session = aiohttp.ClientSession(connector=connector, trust_env=False)
+        return self._session
+
+    async def close(self) -> None:
+        """Close the session if this transport created it."""
+        self._closed = True
+        if self._owns_session and self._session is not None:
+            await self._session.close()
+        self._session = None
+
+    def _aiohttp_timeout(self) -> aiohttp.ClientTimeout:
+        limit = self.settings.connect_timeout
+        return aiohttp.ClientTimeout(total=None, connect=limit, sock_connect=limit, sock_read=None)
+
+    async def _start(
+        self, method: str, url: str, body: bytes | None, headers: Mapping[str, str]
+    ) -> aiohttp.ClientResponse:
+        """Send the request and return the response once its headers are in."""
+        session = self._ensure_session()
+        with _translated(url, self.settings):
+            netguard.check_url(url, self.settings.policy)
+            response = await session.request(
+                method,
+                url,
+                data=body,
+                headers=CIMultiDict(headers),
+                allow_redirects=False,
+                timeout=self._aiohttp_timeout(),
+            )
+        logger.debug("%s %s -> HTTP %d", method, safe_url(url), response.status)
+        if 300 <= response.status < 400 and response.status != 304:  # 304 is not a redirect
+            location = response.headers.get("Location", "")
+            response.close()
+            raise RedirectRefusedError(response.status, location)
+        return response
+
+    async def _read_body(self, response: aiohttp.ClientResponse, url: str) -> bytes:
+        """Read the whole body, at most ``max_response_bytes``, each wait ``read_timeout``."""
+        limit = self.settings.max_response_bytes
+        declared = response.content_length
+        if declared is not None and declared > limit:
+            raise ResponseTooLargeError("max_response_bytes", limit, status=response.status)
+        buf = bytearray()
+        while True:
+            try:
+                with _translated(url, self.settings):
+                    async with asyncio.timeout(self.settings.read_timeout):
+                        chunk = await response.content.readany()
+            except TimeoutError as exc:
+                seconds = self.settings.read_timeout or 0.0
+                raise ReadTimeoutError("read_timeout", seconds, url) from exc
+            if not chunk:
+                return bytes(buf)
+            buf += chunk
+            if len(buf) > limit:
+                raise ResponseTooLargeError("max_response_bytes", limit, status=response.status)
+
+    async def request(
+        self,
+        method: str,
+        url: str,
+        body: bytes | None,
+        headers: Mapping[str, str],
+        *,
+        total: tuple[str, float | None] | None = None,
+    ) -> RawResponse:
+        """Send one request and read its whole response.
+
+        Args:
+            method: ``"POST"`` or ``"GET"``.
+            url: Absolute URL.
+            body: Request body, if any.
+            headers: Request headers.
+            total: ``(setting name, seconds)`` bounding the exchange; default ``total_timeout``.
+
+        Returns:
+            The status, media type, headers and body.
+
+        Raises:
+            ClientError: A subclass for each transport failure, limit or redirect.
+        """
+        setting, seconds = total or ("total_timeout", self.settings.total_timeout)
+        try:
+            async with asyncio.timeout(seconds):
+                response = await self._start(method, url, body, headers)
+                try:
+                    data = await self._read_body(response, url)
+                except BaseException:
+                    response.close()
+                    raise
+                response.release()
+        except TimeoutError as exc:
+            raise TotalTimeoutError(setting, seconds or 0.0, url) from exc
+        return RawResponse(
+            response.status, response.reason or "", _content_type(response), response.headers, data
+        )
+
+    async def open_stream(
+        self, url: str, body: bytes, headers: Mapping[str, str]
+    ) -> StreamConnection | RawResponse:
+        """POST and return the open stream, or the whole response if it is not an event stream.
+
+        The wait for the response headers is bounded by ``read_timeout``.
+
+        Raises:
+            ClientError: A subclass for each transport failure, limit or redirect.
+        """
+        try:
+            async with asyncio.timeout(self.settings.read_timeout):
+                response = await self._start("POST", url, body, headers)
+        except TimeoutError as exc:
+            raise ReadTimeoutError("read_timeout", self.settings.read_timeout or 0.0, url) from exc
+        if response.status == 200 and response.content_type == "text/event-stream":
+            return StreamConnection(response, url, self.settings)
+        try:
+            async with asyncio.timeout(self.settings.total_timeout):
+                data = await self._read_body(response, url)
+        except TimeoutError as exc:
+            seconds = self.settings.total_timeout or 0.0
+            raise TotalTimeoutError("total_timeout", seconds, url) from exc
+        finally:
+            response.close()
+        return RawResponse(
+            response.status, response.reason or "", _content_type(response), response.headers, data
+        )
+
+
+def json_body(raw: RawResponse, url: str) -> object:
+    """Parse a JSON-RPC response body, or raise what the HTTP answer means instead.
+
+    Args:
+        raw: The whole response.
+        url: The request URL, for messages.
+
+    Returns:
+        The parsed JSON value of a 2xx ``application/json`` body.
+
+    Raises:
+        AuthenticationError: HTTP 401 or 403.
+        ProtocolError: A non-2xx answer carrying a JSON-RPC error object (its typed class).
+        HTTPStatusError: Any other non-2xx answer.
+        UnexpectedContentTypeError: A 2xx answer that is not JSON.
+        InvalidAgentResponseError: A JSON media type whose body is not JSON.
+    """
+    is_json = raw.content_type in JSON_MEDIA_TYPES
+    if not 200 <= raw.status < 300:
+        if raw.status in (401, 403):
+            challenge = raw.headers.get("WWW-Authenticate", "")
+            raise AuthenticationError(raw.status, raw.reason, url, challenge)
+        if is_json:
+            with contextlib.suppress(codec.JSONSyntaxError):
+                obj = codec.loads(raw.body)
+                if isinstance(obj, dict) and "error" in obj:
+                    raise errors.from_wire(obj["error"])
+        raise HTTPStatusError(raw.status, raw.reason, url)
+    if not is_json:
+        raise UnexpectedContentTypeError(raw.content_type, JSON_MEDIA_TYPES, status=raw.status)
+    try:
+        return codec.loads(raw.body)
+    except codec.JSONSyntaxError as exc:
+        raise errors.InvalidAgentResponseError(f"response body is not JSON: {exc}") from None

@@ -1,0 +1,292 @@
+"""The client side of push notifications: a webhook receiver for aiohttp, and registration helpers.
+
+:class:`PushReceiver` checks and decodes the POSTs an agent sends to a webhook (spec 4.3.3,
+13.2) and hands each event to an async callback; :func:`create_receiver_app` serves it.
+:func:`register_webhook` and :func:`remove_webhook` manage the task's push configs through an
+:class:`~a2a_wire.client._client.A2AClient`.
+
+What the handler does with one POST, in order (the status codes are *ours*, the spec only asks
+for a 2xx acknowledgement):
+
+1. ``401`` unless the ``X-A2A-Notification-Token`` header equals the expected token, and the
+   ``Authorization`` header equals the expected ``<scheme> <credentials>`` (scheme compared
+   case-insensitively), when the receiver was given them; compared in constant time.
+2. ``415`` unless the body is ``application/a2a+json`` (or ``application/json``); ``413`` over
+   ``max_body_bytes``; ``400`` unless it is one StreamResponse with exactly one known member.
+   Decoding is lenient: unknown members (at the top and inside) are skipped, the top-level ones
+   logged.
+3. ``403`` unless the event's task id is one the receiver expects (spec 4.3.3).
+4. A delivery seen before, by its ``X-A2A-Delivery-Id`` header (or the SHA-256 of its body when
+   the sender sends no id) is acknowledged without calling back: ``204``. The same delivery
+   still being processed (a retry racing a slow callback) gets ``503`` with ``Retry-After: 1``.
+5. Otherwise the callback runs; ``204`` once it returned, ``500`` if it raised (logged), so the
+   sender tries again later. A callback that started runs to its end even if the sender gives
+   up waiting (the retry is then recognised as a duplicate). Deliveries of one task to one
+   webhook arrive one at a time, so the callback sees them in order; keep it quick (the sender
+   waits ``timeout_seconds`` at most).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import collections
+import functools
+import hashlib
+import hmac
+import logging
+from collections.abc import Awaitable, Callable, Iterable
+from typing import TYPE_CHECKING, Final
+
+from aiohttp import web
+
+from a2a_wire import codec
+from a2a_wire._protocol.wire import DELIVERY_ID_HEADER, PUSH_CONTENT_TYPE, TOKEN_HEADER
+from a2a_wire.types import (
+    AuthenticationInfo,
+    DeleteTaskPushNotificationConfigRequest,
+    StreamResponse,
+    TaskPushNotificationConfig,
+)
+
+if TYPE_CHECKING:
+    from a2a_wire.client._client import A2AClient
+
+__all__ = [
+    "EventCallback",
+    "PushReceiver",
+    "create_receiver_app",
+    "register_webhook",
+    "remove_webhook",
+    "task_id_of",
+]
+
+log = logging.getLogger("a2a_wire.client.push")
+
+EventCallback = Callable[[StreamResponse], Awaitable[None]]
+"""What the receiver calls with each new event."""
+
+_MEMBERS: Final = frozenset({"task", "message", "statusUpdate", "artifactUpdate"})
+_MEMBERS_SNAKE: Final = frozenset({"status_update", "artifact_update"})
+_BODY_TYPES: Final = frozenset({PUSH_CONTENT_TYPE, "application/json"})
+
+
+def _same(given: str | None, expected: str) -> bool:
+    return given is not None and hmac.compare_digest(given.encode(), expected.encode())
+
+
+def task_id_of(event: StreamResponse) -> str:
+    """The id of the task an event is about (``""`` for a Message without one)."""
+    if event.task is not None:
+        return event.task.id
+    if event.status_update is not None:
+        return event.status_update.task_id
+    if event.artifact_update is not None:
+        return event.artifact_update.task_id
+    return event.message.task_id if event.message is not None else ""
+
+
+class PushReceiver:
+    """Checks, decodes and deduplicates webhook POSTs, and hands the events to ``on_event``.
+
+    Args:
+        on_event: Awaited with each new event, in arrival order.
+        token: The ``token`` of the configs pointing here; ``""`` checks no token.
+        authentication: The ``authentication`` of those configs; ``None`` checks no
+            ``Authorization`` header.
+        expected_task_ids: Tasks whose events are accepted (add more with :meth:`expect`);
+            ``None`` accepts any task, which only suits debugging tools.
+        max_body_bytes: Largest body read.
+        remember: How many delivery ids are kept to recognise duplicates.
+    """
+
+    def __init__(
+        self,
+        on_event: EventCallback,
+        *,
+        token: str = "",
+        authentication: AuthenticationInfo | None = None,
+        expected_task_ids: Iterable[str] | None = (),
+        max_body_bytes: int = 10 * 1024 * 1024,
+        remember: int = 10_000,
+    ) -> None:
+        self.on_event = on_event
+        self.token = token
+        self.authentication = authentication
+        self.expected_task_ids = None if expected_task_ids is None else set(expected_task_ids)
+        self.max_body_bytes = max_body_bytes
+        self._remember = remember
+        self._seen: collections.OrderedDict[str, None] = collections.OrderedDict()
+        self._working: dict[str, asyncio.Future[None]] = {}
+
+    def expect(self, task_id: str) -> None:
+        """Accept events of ``task_id`` from now on."""
+        if self.expected_task_ids is not None:
+            self.expected_task_ids.add(task_id)
+
+    def forget(self, task_id: str) -> None:
+        """Refuse events of ``task_id`` from now on."""
+        if self.expected_task_ids is not None:
+            self.expected_task_ids.discard(task_id)
+
+    def config(self, task_id: str, url: str, config_id: str = "") -> TaskPushNotificationConfig:
+        """A push config for ``task_id`` pointing at ``url`` with this receiver's secrets."""
+        return TaskPushNotificationConfig(
+            id=config_id,
+            task_id=task_id,
+            url=url,
+            token=self.token,
+            authentication=self.authentication,
+        )
+
+    def _authorized(self, request: web.Request) -> bool:
+        if self.token and not _same(request.headers.get(TOKEN_HEADER), self.token):
+            return False
+        auth = self.authentication
+        if auth is None:
+            return True
+        scheme, _, credentials = request.headers.get("Authorization", "").partition(" ")
+        return scheme.lower() == auth.scheme.lower() and _same(credentials, auth.credentials)
+
+    def _decode(self, body: bytes) -> StreamResponse | None:
+        try:
+            obj = codec.loads(body)
+        except codec.JSONSyntaxError:
+            return None
+        if not isinstance(obj, dict):
+            return None
+        unknown = sorted(str(key)[:100] for key in obj if key not in _MEMBERS | _MEMBERS_SNAKE)
+        if unknown:
+            log.info("webhook body: skipped unknown members %s", ", ".join(unknown))
+        try:
+            event = StreamResponse.from_dict(obj)
+        except codec.DecodeError as exc:
+            log.info("webhook body does not decode: %s", exc)
+            return None
+        members = (event.task, event.message, event.status_update, event.artifact_update)
+        return event if sum(m is not None for m in members) == 1 else None
+
+    async def handler(self, request: web.Request) -> web.StreamResponse:
+        """The aiohttp handler for POSTs to the webhook (see the module docstring)."""
+        if not self._authorized(request):
+            return web.Response(status=401, text="missing or wrong credentials")
+        if request.content_type not in _BODY_TYPES:
+            return web.Response(status=415, text=f"send {PUSH_CONTENT_TYPE}")
+        if (request.content_length or 0) > self.max_body_bytes:
+            return web.Response(status=413)
+        body = await request.read()  # the app's client_max_size bounds it as well
+        if len(body) > self.max_body_bytes:
+            return web.Response(status=413)
+        event = self._decode(body)
+        if event is None:
+            return web.Response(status=400, text="not a StreamResponse")
+        task_id = task_id_of(event)
+        if self.expected_task_ids is not None and task_id not in self.expected_task_ids:
+            log.warning("webhook event for unexpected task %r refused", task_id[:100])
+            return web.Response(status=403, text="unexpected task")
+        key = request.headers.get(DELIVERY_ID_HEADER) or hashlib.sha256(body).hexdigest()
+        if key in self._seen:
+            return web.Response(status=204)
+        if key in self._working:
+            return web.Response(status=503, headers={"Retry-After": "1"})
+        return await self._deliver(key, event)
+
+    async def _deliver(self, key: str, event: StreamResponse) -> web.StreamResponse:
+        work = asyncio.ensure_future(self.on_event(event))
+        self._working[key] = work
+        work.add_done_callback(functools.partial(self._settled, key))
+        try:
+            await asyncio.shield(work)
+        except Exception:  # the application's callback is a boundary: the sender retries
+            return web.Response(status=500)
+        return web.Response(status=204)
+
+    def _settled(self, key: str, work: asyncio.Future[None]) -> None:
+        del self._working[key]
+        if work.cancelled():
+            return
+        if (exc := work.exception()) is not None:
+            log.error(
+                "webhook callback failed; answered 500 so that the sender retries", exc_info=exc
+            )
+            return
+        self._seen[key] = None
+        while len(self._seen) > self._remember:
+            self._seen.popitem(last=False)
+
+    async def close(self) -> None:
+        """Cancel the callbacks still running (their deliveries will be sent again)."""
+        running = list(self._working.values())
+        for work in running:
+            work.cancel()
+        await asyncio.gather(*running, return_exceptions=True)
+
+
+def create_receiver_app(receiver: PushReceiver, path: str = "/webhook") -> web.Application:
+    """A small aiohttp application serving ``receiver`` at ``POST <path>``.
+
+    Args:
+        receiver: The receiver.
+        path: The webhook path.
+
+    Returns:
+        The application, for ``web.run_app`` or a test server.
+    """
+    app = web.Application(client_max_size=receiver.max_body_bytes + 1024)
+    app.router.add_post(path, receiver.handler)
+
+    async def close(app: web.Application) -> None:
+        await receiver.close()
+
+    app.on_cleanup.append(close)
+    return app
+
+
+async def register_webhook(
+    client: A2AClient,
+    task_id: str,
+    url: str,
+    *,
+    receiver: PushReceiver | None = None,
+    token: str = "",
+    authentication: AuthenticationInfo | None = None,
+    config_id: str = "",
+) -> TaskPushNotificationConfig:
+    """Register ``url`` as a webhook of a task (CreateTaskPushNotificationConfig, spec 3.1.7).
+
+    Args:
+        client: The client of the agent running the task.
+        task_id: The task.
+        url: Where the agent POSTs the events.
+        receiver: A receiver serving ``url``: its token and authentication are used, and it is
+            told to expect the task's events.
+        token: The token, when no receiver is given.
+        authentication: The authentication, when no receiver is given.
+        config_id: The config's id; the agent makes one when empty.
+
+    Returns:
+        The config as the agent stored it (with its ``id``).
+
+    Raises:
+        PushNotificationNotSupportedError: the agent does not support push notifications.
+        TaskNotFoundError: the task is unknown.
+        InvalidParamsError: the agent refused the URL or a header value.
+    """
+    if receiver is not None:
+        config = receiver.config(task_id, url, config_id)
+        receiver.expect(task_id)
+    else:
+        config = TaskPushNotificationConfig(
+            id=config_id, task_id=task_id, url=url, token=token, authentication=authentication
+        )
+    return await client.create_task_push_notification_config(config)
+
+
+async def remove_webhook(client: A2AClient, task_id: str, config_id: str) -> None:
+    """Remove a webhook (DeleteTaskPushNotificationConfig, spec 3.1.10); repeating is harmless.
+
+    Raises:
+        PushNotificationNotSupportedError: the agent does not support push notifications.
+        TaskNotFoundError: the task is unknown.
+    """
+    request = DeleteTaskPushNotificationConfigRequest(task_id=task_id, id=config_id)
+    await client.delete_task_push_notification_config(request)

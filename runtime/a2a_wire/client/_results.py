@@ -1,0 +1,258 @@
+"""Sans-IO checks on what an agent returns: required fields, unknown kinds, stream order.
+
+Rules kept (spec 3.1.2, 3.1.6, 3.2.3, 3.5.2, 5.7; docs/prose-and-proto.md rows 8, 15, 16, 32, 33):
+
+* A returned Task, Message or update event whose REQUIRED fields are missing (an UNSPECIFIED
+  state or role counts as missing) is an invalid agent response. Optional fields stay optional:
+  a status without timestamp or a Message without ``contextId`` is fine.
+* Forward compatibility: a Part whose content kind this version does not know is dropped from
+  the Message or Artifact that holds it, with a log line; a ``StreamResponse`` with no known
+  member is skipped by the stream, with a log line.
+* Task states (classes in :mod:`a2a_wire._protocol.states`): COMPLETED, FAILED, CANCELED, REJECTED are
+  terminal; INPUT_REQUIRED and AUTH_REQUIRED are interrupted. A state this version does not know
+  is neither, so it never reads as finished.
+* A stream starts with a Task or (SendStreamingMessage only) a Message; after a Message nothing
+  may follow; updates must name the stream's task; later Task snapshots replace the state. It ends
+  normally only after a Message or once the task is terminal or interrupted.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Iterator
+
+from a2a_wire._protocol.states import INTERRUPTED_STATES, TERMINAL_STATES, ends_stream, is_terminal
+from a2a_wire.client._errors import IncompleteStreamError
+from a2a_wire.errors import InvalidAgentResponseError
+from a2a_wire.types import (
+    Artifact,
+    ListTasksResponse,
+    Message,
+    SendMessageResponse,
+    StreamResponse,
+    Task,
+    TaskArtifactUpdateEvent,
+    TaskState,
+    TaskStatusUpdateEvent,
+)
+
+__all__ = [
+    "INTERRUPTED_STATES",
+    "TERMINAL_STATES",
+    "StreamTracker",
+    "check_result",
+    "drop_unknown_parts",
+    "is_settled",
+    "is_terminal",
+    "prepare",
+]
+
+logger = logging.getLogger("a2a_wire.client")
+
+
+def is_settled(state: TaskState) -> bool:
+    """Whether ``state`` is terminal or interrupted (see :mod:`a2a_wire._protocol.states`)."""
+    return ends_stream(state)
+
+
+Member = Task | Message | TaskStatusUpdateEvent | TaskArtifactUpdateEvent
+
+
+def _stream_member(event: StreamResponse) -> tuple[str, Member] | None:
+    if event.task is not None:
+        return "task", event.task
+    if event.message is not None:
+        return "message", event.message
+    if event.status_update is not None:
+        return "statusUpdate", event.status_update
+    if event.artifact_update is not None:
+        return "artifactUpdate", event.artifact_update
+    return None
+
+
+def _missing(result: object) -> list[str]:
+    if isinstance(result, Task | Message | TaskStatusUpdateEvent | TaskArtifactUpdateEvent):
+        return result.missing_fields()
+    if isinstance(result, SendMessageResponse):
+        if result.task is not None:
+            return result.task.missing_fields("task.")
+        if result.message is not None:
+            return result.message.missing_fields("message.")
+        raise InvalidAgentResponseError("SendMessage result holds neither a task nor a message")
+    if isinstance(result, StreamResponse):
+        found = _stream_member(result)
+        return [] if found is None else found[1].missing_fields(found[0] + ".")
+    missing: list[str] = []
+    if isinstance(result, ListTasksResponse):
+        for i, task in enumerate(result.tasks):
+            task.missing_fields(f"tasks[{i}].", missing)
+    return missing
+
+
+def check_result(result: object) -> None:
+    """Check the REQUIRED fields of a decoded result that the client relies on.
+
+    Args:
+        result: A decoded method result or stream event.
+
+    Raises:
+        InvalidAgentResponseError: Required fields are missing; the message lists their paths.
+    """
+    missing = _missing(result)
+    if missing:
+        shown = ", ".join(missing[:10]) + (" ..." if len(missing) > 10 else "")
+        raise InvalidAgentResponseError(
+            f"{type(result).__name__} from the agent lacks required fields: {shown}"
+        )
+
+
+def _task_holders(task: Task) -> Iterator[Message | Artifact]:
+    if task.status is not None and task.status.message is not None:
+        yield task.status.message
+    yield from task.history
+    yield from task.artifacts
+
+
+def _holders(result: object) -> Iterator[Message | Artifact]:
+    if isinstance(result, SendMessageResponse | StreamResponse):
+        if result.task is not None:
+            yield from _task_holders(result.task)
+        if result.message is not None:
+            yield result.message
+    if isinstance(result, StreamResponse):
+        result = result.status_update or result.artifact_update
+    if isinstance(result, Task):
+        yield from _task_holders(result)
+    elif isinstance(result, Message):
+        yield result
+    elif isinstance(result, TaskStatusUpdateEvent):
+        if result.status is not None and result.status.message is not None:
+            yield result.status.message
+    elif isinstance(result, TaskArtifactUpdateEvent):
+        if result.artifact is not None:
+            yield result.artifact
+    elif isinstance(result, ListTasksResponse):
+        for task in result.tasks:
+            yield from _task_holders(task)
+
+
+def drop_unknown_parts(result: object) -> int:
+    """Remove parts whose content kind is unknown (``which_content() is None``), in place.
+
+    Args:
+        result: A decoded method result or stream event.
+
+    Returns:
+        How many parts were dropped (each holder that lost some is logged).
+    """
+    dropped = 0
+    for holder in _holders(result):
+        known = [part for part in holder.parts if part.which_content() is not None]
+        if len(known) != len(holder.parts):
+            count = len(holder.parts) - len(known)
+            label = (
+                f"message {holder.message_id!r}"
+                if isinstance(holder, Message)
+                else f"artifact {holder.artifact_id!r}"
+            )
+            logger.info("skipped %d part(s) of an unknown content kind in %s", count, label)
+            holder.parts = known
+            dropped += count
+    return dropped
+
+
+def prepare(result: object) -> None:
+    """Check a decoded result, then drop the parts of unknown kinds from it.
+
+    The order matters: a message whose only part is of an unknown kind is still well-formed.
+
+    Args:
+        result: A decoded method result or stream event.
+
+    Raises:
+        InvalidAgentResponseError: See :func:`check_result`.
+    """
+    check_result(result)
+    drop_unknown_parts(result)
+
+
+class StreamTracker:
+    """Follows one stream's events and decides whether its end is legitimate.
+
+    Attributes:
+        task_id: The stream's task (``""`` until a Task arrives).
+        state: The last task state seen, or ``None``.
+        task: The last Task snapshot seen (updates are not merged into it).
+        ended_by_message: Whether the stream carried its one Message.
+    """
+
+    def __init__(self, *, allow_message: bool) -> None:
+        """Track a stream; ``allow_message`` is false for SubscribeToTask (Task first, always)."""
+        self._allow_message = allow_message
+        self.task_id = ""
+        self.state: TaskState | None = None
+        self.task: Task | None = None
+        self.ended_by_message = False
+
+    @property
+    def finished(self) -> bool:
+        """Whether the stream may end now without being incomplete."""
+        return self.ended_by_message or (self.state is not None and is_settled(self.state))
+
+    def accept(self, event: StreamResponse) -> bool:
+        """Record an event.
+
+        Args:
+            event: A decoded, checked stream event.
+
+        Returns:
+            ``False`` if the event has no member this version knows and must be skipped.
+
+        Raises:
+            InvalidAgentResponseError: The event breaks the stream's order rules.
+        """
+        found = _stream_member(event)
+        if found is None:
+            logger.info("skipped a stream event of a kind this version does not know")
+            return False
+        kind, member = found
+        if self.ended_by_message:
+            raise InvalidAgentResponseError(f"{kind} event after the stream's Message")
+        if isinstance(member, Message):
+            if self.task_id or not self._allow_message:
+                raise InvalidAgentResponseError("Message event in a task stream")
+            self.ended_by_message = True
+        elif isinstance(member, Task):
+            if self.task_id and member.id != self.task_id:
+                raise InvalidAgentResponseError(f"stream of task {self.task_id!r} sent another")
+            self.task_id, self.task = member.id, member
+            self.state = member.status.state if member.status is not None else None
+        else:
+            self._accept_update(kind, member)
+        return True
+
+    def _accept_update(
+        self, kind: str, event: TaskStatusUpdateEvent | TaskArtifactUpdateEvent
+    ) -> None:
+        if not self.task_id:
+            raise InvalidAgentResponseError(f"stream starts with {kind}, not a Task or Message")
+        if event.task_id != self.task_id:
+            raise InvalidAgentResponseError(
+                f"{kind} for task {event.task_id!r} in the stream of task {self.task_id!r}"
+            )
+        if isinstance(event, TaskStatusUpdateEvent) and event.status is not None:
+            self.state = event.status.state
+
+    def end(self, *, cut_mid_event: bool) -> None:
+        """Check the stream's close.
+
+        Args:
+            cut_mid_event: Whether the SSE decoder discarded a partial event at the close.
+
+        Raises:
+            IncompleteStreamError: The task had not settled and no Message came.
+        """
+        if not self.finished:
+            raise IncompleteStreamError(self.task_id, self.state, cut_mid_event=cut_mid_event)
+        if cut_mid_event:
+            logger.info("ignored a partial event after the stream had finished")

@@ -1,0 +1,282 @@
+"""Reading event streams: SendStreamingMessage and SubscribeToTask (spec 3.1.2, 3.1.6, 9.4.2).
+
+An :class:`EventStream` turns the bytes of one ``text/event-stream`` response into
+``StreamResponse`` values: the sans-IO :class:`~a2a_wire._protocol.sse.SSEDecoder` frames events (CRLF,
+multi-line ``data``, comments), each event's data is one JSON-RPC response decoded by
+:func:`~a2a_wire._protocol.jsonrpc.read_response` (an error event raises its typed error), results are
+checked and cleaned by :mod:`a2a_wire.client._results`, and a
+:class:`~a2a_wire.client._results.StreamTracker` decides whether the close is an end or a drop.
+
+The request is sent lazily, on ``__aenter__`` or the first ``__anext__``. The response is closed
+when the stream ends, fails, or is closed by ``aclose``/the ``async with`` block; prefer the
+``async with`` form when you may stop reading early.
+
+A :class:`ResumableStream` wraps one: if the stream drops (an incomplete end, a broken
+connection, an idle timeout) it re-subscribes with SubscribeToTask, whose first event is a fresh
+Task snapshot (spec 3.5.2: reconnecting means opening a new stream; there is no event replay).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections import deque
+from collections.abc import Awaitable, Callable
+from types import TracebackType
+from typing import Any, NoReturn
+
+from a2a_wire import codec, errors
+from a2a_wire._protocol import jsonrpc as _jsonrpc
+from a2a_wire._protocol.sse import SSEDecoder, SSEEvent, SSEProtocolError
+from a2a_wire.client._errors import (
+    IncompleteStreamError,
+    ReadTimeoutError,
+    ResponseTooLargeError,
+    TransportError,
+    UnexpectedContentTypeError,
+)
+from a2a_wire.client._http import JSON_MEDIA_TYPES, RawResponse, StreamConnection, json_body
+from a2a_wire.client._results import StreamTracker, is_settled, prepare
+from a2a_wire.methods import Method
+from a2a_wire.types import StreamResponse, Task, TaskState
+
+__all__ = ["EventStream", "ResumableStream", "refuse_non_stream"]
+
+logger = logging.getLogger("a2a_wire.client")
+
+StreamOpener = Callable[[], Awaitable[StreamConnection]]
+
+
+def refuse_non_stream(raw: RawResponse, url: str, rid: int, method: Method[Any, Any]) -> NoReturn:
+    """Raise what a streaming call's non-stream answer means (it always means failure).
+
+    Args:
+        raw: The whole response, which was not ``200 text/event-stream``.
+        url: The request URL, for messages.
+        rid: The request id.
+        method: The streaming method called.
+
+    Raises:
+        ProtocolError: The answer is a JSON-RPC error (sent before the stream started).
+        ClientError: Any other answer (status, content type, redirect, ...).
+    """
+    if 200 <= raw.status < 300 and raw.content_type not in JSON_MEDIA_TYPES:
+        raise UnexpectedContentTypeError(
+            raw.content_type, ("text/event-stream",), status=raw.status
+        )
+    obj = json_body(raw, url)
+    _jsonrpc.read_response(obj, rid, method)
+    raise UnexpectedContentTypeError(raw.content_type, ("text/event-stream",), status=raw.status)
+
+
+class EventStream:
+    """The events of one streaming call, as an async iterator and async context manager."""
+
+    def __init__(
+        self,
+        opener: StreamOpener,
+        *,
+        method: Method[Any, StreamResponse],
+        request_id: int,
+        max_event_bytes: int,
+    ) -> None:
+        """Prepare a stream; nothing is sent until it is entered or iterated."""
+        self._opener = opener
+        self._method = method
+        self._rid = request_id
+        self._limit = max_event_bytes
+        self._decoder = SSEDecoder(max_event_bytes)
+        self._conn: StreamConnection | None = None
+        self._pending: deque[SSEEvent] = deque()
+        self._eof = False
+        self._done = False
+        self.tracker = StreamTracker(allow_message=method.name != "SubscribeToTask")
+
+    @property
+    def task_id(self) -> str:
+        """The stream's task id (``""`` until a Task arrived)."""
+        return self.tracker.task_id
+
+    @property
+    def state(self) -> TaskState | None:
+        """The last task state seen."""
+        return self.tracker.state
+
+    @property
+    def finished(self) -> bool:
+        """Whether the stream reached a legitimate end point (Message, terminal or interrupted)."""
+        return self.tracker.finished
+
+    async def __aenter__(self) -> EventStream:
+        await self._ensure_open()
+        return self
+
+    async def __aexit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        await self.aclose()
+
+    def __aiter__(self) -> EventStream:
+        return self
+
+    async def __anext__(self) -> StreamResponse:
+        if self._done:
+            raise StopAsyncIteration
+        try:
+            return await self._next()
+        except BaseException:
+            await self.aclose()
+            raise
+
+    async def aclose(self) -> None:
+        """Stop reading and drop the connection."""
+        self._done = True
+        if self._conn is not None:
+            self._conn.close()
+            self._conn = None
+
+    async def _ensure_open(self) -> StreamConnection:
+        if self._conn is None:
+            if self._done:
+                raise RuntimeError("the stream is closed")
+            self._conn = await self._opener()
+        return self._conn
+
+    async def _next(self) -> StreamResponse:
+        conn = await self._ensure_open()
+        while True:
+            while self._pending:
+                event = self._decode(self._pending.popleft())
+                if event is not None:
+                    return event
+            if self._eof:
+                self.tracker.end(cut_mid_event=self._decoder.discarded_partial)
+                raise StopAsyncIteration
+            chunk = await conn.read_chunk()
+            if not chunk:
+                self._decoder.close()
+                self._eof = True
+                continue
+            try:
+                self._pending.extend(self._decoder.feed(chunk))
+            except SSEProtocolError as exc:
+                raise ResponseTooLargeError("max_event_bytes", self._limit, status=200) from exc
+
+    def _decode(self, sse: SSEEvent) -> StreamResponse | None:
+        if not sse.data.strip():
+            logger.debug("skipped an SSE event with empty data")
+            return None
+        try:
+            obj = codec.loads(sse.data)
+        except codec.JSONSyntaxError as exc:
+            raise errors.InvalidAgentResponseError(f"stream event is not JSON: {exc}") from None
+        event = _jsonrpc.read_response(obj, self._rid, self._method)
+        prepare(event)
+        return event if self.tracker.accept(event) else None
+
+
+#: Failures after which a stream is worth re-subscribing to.
+RESUMABLE_ERRORS: tuple[type[BaseException], ...] = (
+    IncompleteStreamError,
+    TransportError,
+    ReadTimeoutError,
+)
+
+
+class ResumableStream:
+    """A stream that re-subscribes to its task after a drop (see the module docstring).
+
+    Events before and after a re-subscription come as one sequence; after a re-subscription the
+    next event is the fresh Task snapshot, which replaces whatever the consumer built so far. If
+    the agent refuses the re-subscription with UnsupportedOperationError because the task has
+    meanwhile settled, the Task fetched with GetTask is yielded as the final event.
+    """
+
+    def __init__(
+        self,
+        first: EventStream,
+        *,
+        subscribe: Callable[[str], EventStream],
+        get_task: Callable[[str], Awaitable[Task]],
+        max_resubscribes: int,
+        retry_delay: float,
+    ) -> None:
+        """Wrap ``first``; ``subscribe`` and ``get_task`` call the agent for a task id."""
+        self._current = first
+        self._subscribe = subscribe
+        self._get_task = get_task
+        self._max = max_resubscribes
+        self._delay = retry_delay
+        self._task_id = ""
+        self._done = False
+        self.resubscribes = 0
+
+    @property
+    def task_id(self) -> str:
+        """The task followed (``""`` until a Task arrived)."""
+        return self._current.task_id or self._task_id
+
+    @property
+    def state(self) -> TaskState | None:
+        """The last task state seen on the current stream."""
+        return self._current.state
+
+    async def __aenter__(self) -> ResumableStream:
+        return self
+
+    async def __aexit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        await self.aclose()
+
+    def __aiter__(self) -> ResumableStream:
+        return self
+
+    async def aclose(self) -> None:
+        """Close the current stream."""
+        self._done = True
+        await self._current.aclose()
+
+    async def __anext__(self) -> StreamResponse:
+        while not self._done:
+            try:
+                return await self._current.__anext__()
+            except RESUMABLE_ERRORS as exc:
+                if not await self._resubscribe(exc):
+                    raise
+            except errors.UnsupportedOperationError as exc:
+                if not self.resubscribes:
+                    raise
+                return await self._final_snapshot(exc)
+        raise StopAsyncIteration
+
+    async def _resubscribe(self, exc: BaseException) -> bool:
+        task_id = self.task_id
+        if not task_id or self.resubscribes >= self._max:
+            return False
+        self.resubscribes += 1
+        self._task_id = task_id
+        await self._current.aclose()
+        logger.info(
+            "stream of task %r dropped (%s); re-subscribing (%d/%d)",
+            task_id,
+            type(exc).__name__,
+            self.resubscribes,
+            self._max,
+        )
+        await asyncio.sleep(self._delay * 2 ** (self.resubscribes - 1))
+        self._current = self._subscribe(task_id)
+        return True
+
+    async def _final_snapshot(self, refusal: errors.UnsupportedOperationError) -> StreamResponse:
+        task = await self._get_task(self._task_id)
+        if task.status is None or not is_settled(task.status.state):
+            raise refusal
+        self._done = True
+        return StreamResponse(task=task)

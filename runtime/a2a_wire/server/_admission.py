@@ -1,0 +1,223 @@
+"""Admission of JSON-RPC requests: authentication, rate limits, stream slots (spec 7.4, 13.4).
+
+:class:`Admission` runs before a request body is read. In order:
+
+1. With registered clients (:mod:`a2a_wire.server._auth`): a source address that used up its allowance of
+   failed authentications gets HTTP 429 without its credentials being looked at; otherwise the
+   credentials are checked, and a failure is logged (reason and source, never the value),
+   counted against the source, and answered with HTTP 401, one ``WWW-Authenticate`` challenge
+   per scheme in use and a JSON-RPC error body.
+2. The caller's request rate (a token bucket per client id, :class:`a2a_wire.server._limits.RateLimiter`):
+   over it, HTTP 429 with ``Retry-After``. Anonymous callers are limited per source address only
+   with ``ServerSettings.limit_anonymous``.
+3. The :class:`~a2a_wire.server._engine.CallInfo` of the request: owner (before the tenant is known),
+   client id, permitted skills, requested extensions, and the public origin.
+
+Streams take a slot per client (:meth:`Admission.stream_slot`) for as long as they are open;
+over ``max_streams_per_client`` the call is HTTP 429.
+
+Refusals carry a JSON-RPC error with id ``null``: code -32600 (the request is not acceptable as
+sent; A2A assigns no code to these, docs/prose-and-proto.md row 39) and a
+``google.rpc.ErrorInfo`` in the ``a2a-wire`` domain whose reason is ``UNAUTHENTICATED`` or
+``RATE_LIMITED``.
+
+This module also assembles the cards: the public card with the security declarations and public
+skills, and the extended card of a caller (spec 3.1.11, 13.3).
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable
+from typing import Any
+
+from aiohttp import web
+
+from a2a_wire import codec
+from a2a_wire._protocol import jsonrpc as _jsonrpc
+from a2a_wire.errors import ERROR_INFO_TYPE, InvalidRequestError
+from a2a_wire.server._auth import ANONYMOUS, AuthFailure, ClientRegistry, Principal, owner_key
+from a2a_wire.server._card import CardPublisher
+from a2a_wire.server._engine import CallInfo
+from a2a_wire.server._limits import RateLimiter, StreamCounter, retry_after_header
+from a2a_wire.server._methods import parse_extensions
+from a2a_wire.server._settings import ServerSettings
+from a2a_wire.server._skills import SkillSet
+from a2a_wire.types import AgentCard
+
+__all__ = ["APPLIED_EXTENSIONS", "Admission", "extended_card_builder", "public_card"]
+
+log = logging.getLogger("a2a_wire.server")
+
+APPLIED_EXTENSIONS = web.RequestKey("a2a_wire.applied_extensions", tuple[str, ...])
+"""Extensions requested and supported by the card; echoed in ``A2A-Extensions`` (spec 3.2.6)."""
+
+EXTENSIONS_HEADER = "A2A-Extensions"
+DOMAIN = "a2a-wire"
+
+
+def _refusal(status: int, reason: str, message: str, metadata: dict[str, str]) -> web.Response:
+    info: dict[str, Any] = {"@type": ERROR_INFO_TYPE, "reason": reason, "domain": DOMAIN}
+    if metadata:
+        info["metadata"] = metadata
+    error = InvalidRequestError(message, data=[info])
+    body = codec.dumps(_jsonrpc.error(None, error))
+    return web.Response(body=body, status=status, content_type="application/json")
+
+
+def too_many(wait: float, what: str) -> web.Response:
+    """HTTP 429 with ``Retry-After`` and a JSON-RPC error body."""
+    retry = retry_after_header(wait)
+    response = _refusal(
+        429, "RATE_LIMITED", f"Too many {what}; retry after {retry} s", {"retryAfterSeconds": retry}
+    )
+    response.headers["Retry-After"] = retry
+    return response
+
+
+class Admission:
+    """The per-application admission rules (module docstring).
+
+    Args:
+        registry: The registered clients.
+        settings: Limits.
+        skills: The skill set, if the server has skills.
+        supported_extensions: Extension URIs the card declares.
+    """
+
+    def __init__(
+        self,
+        registry: ClientRegistry,
+        settings: ServerSettings,
+        skills: SkillSet | None,
+        supported_extensions: tuple[str, ...],
+    ) -> None:
+        self.registry = registry
+        self.settings = settings
+        self.skills = skills
+        self.supported_extensions = frozenset(supported_extensions)
+        per_second = settings.auth_failures_per_minute / 60.0
+        self.failures = RateLimiter(per_second, settings.auth_failures_per_minute)
+        self.requests = RateLimiter(settings.requests_per_second, settings.request_burst)
+        self.streams = StreamCounter(settings.max_streams_per_client)
+
+    def _origin(self, request: web.Request) -> str:
+        if self.settings.public_url:
+            return self.settings.public_url.rstrip("/")
+        return f"{request.scheme}://{request.host}"
+
+    def limit_key(self, request: web.Request, info: CallInfo) -> str:
+        """The key of the caller's request and stream limits; ``""`` for no limit."""
+        if info.client_id:
+            return "client:" + info.client_id
+        if self.settings.limit_anonymous:
+            return "source:" + (request.remote or "")
+        return ""
+
+    async def _principal(self, request: web.Request) -> Principal | web.Response:
+        if not self.registry.enabled:
+            return ANONYMOUS
+        source = request.remote or ""
+        wait = self.failures.wait(source)
+        if wait > 0:
+            return too_many(wait, "failed authentications from this address")
+        result = await self.registry.authenticate(request.headers)
+        if isinstance(result, AuthFailure):
+            self.failures.take(source)
+            log.warning("authentication refused from %s: %s", source or "?", result.reason)
+            response = _refusal(401, "UNAUTHENTICATED", "Authentication required", {})
+            for challenge in self.registry.challenges(result):
+                response.headers.add("WWW-Authenticate", challenge)
+            return response
+        return result
+
+    async def admit(self, request: web.Request) -> CallInfo | web.Response:
+        """The request's :class:`CallInfo`, or the response that refuses it.
+
+        Args:
+            request: The HTTP request (its body is not read).
+
+        Returns:
+            The call info, or a 401/429 response.
+        """
+        principal = await self._principal(request)
+        if isinstance(principal, web.Response):
+            return principal
+        skills = None
+        if self.skills is not None:
+            skills = self.skills.allowed_ids(principal.skills, principal.authenticated)
+        requested = parse_extensions(request.headers.get(EXTENSIONS_HEADER))
+        request[APPLIED_EXTENSIONS] = tuple(
+            uri for uri in dict.fromkeys(requested) if uri in self.supported_extensions
+        )
+        info = CallInfo(
+            owner_key("", principal.client_id),
+            requested,
+            client_id=principal.client_id,
+            skills=skills,
+            origin=self._origin(request),
+        )
+        key = self.limit_key(request, info)
+        if key:
+            wait = self.requests.take(key)
+            if wait > 0:
+                return too_many(wait, "requests")
+        return info
+
+    def stream_slot(self, request: web.Request, info: CallInfo) -> str | web.Response:
+        """Take a stream slot: the key to release afterwards (``""``: none), or a 429 refusal."""
+        key = self.limit_key(request, info)
+        if key and not self.streams.acquire(key):
+            return too_many(1.0, "open streams")
+        return key
+
+
+async def echo_extensions(request: web.Request, response: web.StreamResponse) -> None:
+    """``on_response_prepare``: name the applied extensions in ``A2A-Extensions``."""
+    applied = request.get(APPLIED_EXTENSIONS)
+    if applied:
+        response.headers[EXTENSIONS_HEADER] = ",".join(applied)
+
+
+def public_card(card: AgentCard, registry: ClientRegistry, skills: SkillSet | None) -> AgentCard:
+    """The card to publish: security declarations of the registry, the public skills.
+
+    Args:
+        card: The configured card.
+        registry: The registered clients (declarations only when authentication is on).
+        skills: The skill set, whose public skills replace the card's ``skills``.
+
+    Returns:
+        A new card; ``card`` is not modified.
+    """
+    out = AgentCard.from_dict(card.to_dict())
+    if skills is not None:
+        out.skills = skills.card_skills()
+    if registry.enabled:
+        out.security_schemes = {**out.security_schemes, **registry.security_schemes()}
+        if not out.security_requirements:
+            out.security_requirements = registry.security_requirements()
+    return out
+
+
+def extended_card_builder(
+    publisher: CardPublisher, skills: SkillSet | None
+) -> Callable[[CallInfo], dict[str, Any]]:
+    """The GetExtendedAgentCard answer for a caller: the served card with its skills.
+
+    Args:
+        publisher: Renders the served card.
+        skills: The skill set; without one the extended card lists the card's own skills.
+
+    Returns:
+        A function of the call info giving the card's JSON object.
+    """
+
+    def build(info: CallInfo) -> dict[str, Any]:
+        listed = None
+        if skills is not None:
+            allowed = info.skills if info.skills is not None else frozenset(skills.by_id)
+            listed = [s.to_dict() for s in skills.card_skills(allowed)]
+        return publisher.document(info.origin, skills=listed)
+
+    return build

@@ -1,0 +1,361 @@
+"""The A2A JSON-RPC server on aiohttp: application factory and HTTP glue (spec 9).
+
+:func:`create_app` builds an :class:`aiohttp.web.Application` serving
+
+* ``GET /.well-known/agent-card.json``: the agent card, with caching headers (spec 8.2, 8.6);
+* ``POST <rpc_path>``: JSON-RPC 2.0 (spec 9.1-9.4). The method logic is in
+  :mod:`a2a_wire.server._methods`; this module reads the body, checks the envelope, and writes a JSON
+  answer or an event stream.
+
+HTTP-level rules kept here:
+
+* Before anything else, :class:`a2a_wire.server._admission.Admission` authenticates the request when
+  clients are registered (HTTP 401 with ``WWW-Authenticate`` and a JSON-RPC error body) and
+  applies the per-client rate limit (HTTP 429 with ``Retry-After``); streams also need a free
+  per-client stream slot (HTTP 429). The public card needs no credentials.
+* The extensions a request names in ``A2A-Extensions`` that the card declares are echoed in the
+  response's ``A2A-Extensions`` header (spec 3.2.6).
+* A body whose ``Content-Type`` is not ``application/json`` (or ``application/a2a+json``) is
+  refused before parsing: HTTP 415 with a -32005 error body. A missing Content-Type counts as
+  not JSON.
+* A body over ``max_body_bytes`` is HTTP 413; an unknown path 404, a wrong HTTP method 405; each
+  with a -32600 JSON-RPC error body. Any unexpected exception is logged and answered with HTTP
+  500 and a -32603 body that holds no detail. No answer is ever an HTML page.
+* JSON-RPC errors found while answering a call use HTTP 200 (as the reference SDK does).
+* ``A2A-Version`` (header, else query parameter) is checked for every call (spec 3.6): -32009.
+* Notifications (requests without ``id``) are executed and never answered; a body holding only
+  notifications gets HTTP 204 with no body (JSON-RPC 2.0 section 6), once they have run (a
+  SendMessage notification therefore waits like a SendMessage call).
+* Batches (at most ``max_batch_size`` calls) run concurrently and are answered as one array, in
+  request order. A streaming method cannot be answered inside a batch, or as a notification: it
+  gets its own -32600 error entry (and a notification's is dropped), and is not executed.
+* Streaming calls (SendStreamingMessage, SubscribeToTask) answer ``text/event-stream``; an error
+  found after the method was identified is sent as one event carrying it (see
+  :mod:`a2a_wire.server._streaming`). Errors found before that (bad JSON, bad envelope, content type,
+  body size) are plain JSON answers.
+
+The task store's ``open`` (recovery) runs at startup and its ``close`` at cleanup
+(``app.cleanup_ctx``); on shutdown, open streams are ended and agent runs cancelled and awaited.
+When the card declares push notifications, the delivery worker of :mod:`a2a_wire.server.push._delivery`
+runs between the store's open and close (``PUSH_DELIVERER_KEY``).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import AsyncIterator
+from typing import Any
+
+from aiohttp import hdrs, web
+from aiohttp.typedefs import Handler
+
+from a2a_wire import codec
+from a2a_wire._protocol import jsonrpc as _jsonrpc
+from a2a_wire._protocol.jsonrpc import Call
+from a2a_wire.errors import (
+    ContentTypeNotSupportedError,
+    InternalError,
+    InvalidRequestError,
+    JSONParseError,
+    MethodNotFoundError,
+    ProtocolError,
+)
+from a2a_wire.server._admission import (
+    Admission,
+    echo_extensions,
+    extended_card_builder,
+    public_card,
+)
+from a2a_wire.server._auth import SecurityConfig
+from a2a_wire.server._card import CARD_PATH, CardPublisher
+from a2a_wire.server._engine import CallInfo, Runtime
+from a2a_wire.server._executor import AgentExecutor
+from a2a_wire.server._methods import (
+    Capabilities,
+    call_stream,
+    call_unary,
+    check_version,
+)
+from a2a_wire.server._settings import ServerSettings
+from a2a_wire.server._skills import SkillRouter, SkillSet
+from a2a_wire.server._streaming import stream_error, stream_events
+from a2a_wire.server.push._delivery import PUSH_DELIVERER_KEY, PushDeliverer
+from a2a_wire.server.store._base import InMemoryTaskStore, TaskStore
+from a2a_wire.types import AgentCard
+
+__all__ = ["CALLS_KEY", "RUNTIME_KEY", "STORE_KEY", "create_app"]
+
+log = logging.getLogger("a2a_wire.server")
+
+RUNTIME_KEY = web.AppKey("a2a_wire.runtime", Runtime)
+"""The application's task runtime (agent runs, open streams)."""
+STORE_KEY: web.AppKey[TaskStore] = web.AppKey("a2a_wire.store")
+"""The application's task store."""
+_SETTINGS = web.AppKey("a2a_wire.settings", ServerSettings)
+CALLS_KEY: web.RequestKey[tuple[tuple[Call, ...], bool]] = web.RequestKey("a2a_wire.calls")
+"""On a JSON-RPC request whose body parsed: its calls, and whether the body was a batch.
+
+For middleware that reports on requests (the CLI's request log) without parsing the body again.
+"""
+
+JSON_TYPES = frozenset({"application/json", "application/a2a+json"})
+VERSION_HEADER = "A2A-Version"
+EXTENSIONS_HEADER = "A2A-Extensions"
+
+
+def _json(value: Any, status: int = 200) -> web.Response:
+    return web.Response(body=codec.dumps(value), status=status, content_type="application/json")
+
+
+def _error(exc: ProtocolError, status: int = 200) -> web.Response:
+    return _json(_jsonrpc.error(None, exc), status)
+
+
+class _RPCEndpoint:
+    """The POST handler of one application."""
+
+    def __init__(
+        self,
+        runtime: Runtime,
+        caps: Capabilities,
+        settings: ServerSettings,
+        admission: Admission,
+    ) -> None:
+        self.runtime = runtime
+        self.caps = caps
+        self.settings = settings
+        self.admission = admission
+
+    async def handle(self, request: web.Request) -> web.StreamResponse:
+        """Answer one JSON-RPC POST."""
+        info = await self.admission.admit(request)  # authentication and rate limits first
+        if isinstance(info, web.Response):
+            return info
+        if request.content_type not in JSON_TYPES or hdrs.CONTENT_TYPE not in request.headers:
+            got = request.headers.get(hdrs.CONTENT_TYPE, "")[:100]
+            refused = ContentTypeNotSupportedError(
+                f"Content-Type {got!r} is not supported; send application/json",
+                metadata={"contentType": got},
+            )
+            return _error(refused, 415)
+        limit = self.settings.max_body_bytes
+        if request.content_length is not None and request.content_length > limit:
+            raise web.HTTPRequestEntityTooLarge(max_size=limit, actual_size=request.content_length)
+        try:
+            body = await request.read()
+        except web.RequestPayloadError as exc:  # e.g. a Content-Encoding that does not decode
+            return _error(JSONParseError(f"Request body could not be read: {exc}"), 400)
+        try:
+            calls, is_batch = _jsonrpc.parse_body(body)
+        except ProtocolError as exc:
+            return _error(exc)
+        request[CALLS_KEY] = (tuple(calls), is_batch)
+        if is_batch and len(calls) > self.settings.max_batch_size:
+            limit = self.settings.max_batch_size
+            return _error(InvalidRequestError(f"Batch of {len(calls)} calls exceeds {limit}"))
+        version = request.headers.get(VERSION_HEADER) or request.query.get(VERSION_HEADER)
+        refusal = check_version(version)
+        if not is_batch:
+            call = calls[0]
+            method = call.method
+            if method is not None and method.streaming and _streamable(call):
+                return await self._stream(request, call, info, refusal)
+            answer = await self._answer(call, info, refusal)
+            return web.Response(status=204) if answer is None else _json(answer)
+        answers = await asyncio.gather(*(self._answer(c, info, refusal) for c in calls))
+        batch = [answer for answer in answers if answer is not None]
+        return _json(batch) if batch else web.Response(status=204)
+
+    async def _stream(
+        self, request: web.Request, call: Call, info: CallInfo, refusal: ProtocolError | None
+    ) -> web.StreamResponse:
+        slot = self.admission.stream_slot(request, info)
+        if isinstance(slot, web.Response):
+            return slot
+        try:
+            return await self._open_stream(request, call, info, refusal)
+        finally:
+            if slot:
+                self.admission.streams.release(slot)
+
+    async def _open_stream(
+        self, request: web.Request, call: Call, info: CallInfo, refusal: ProtocolError | None
+    ) -> web.StreamResponse:
+        assert call.method is not None
+        try:
+            if refusal is not None:
+                raise refusal
+            subscription = await call_stream(
+                self.runtime, self.caps, call.method, call.params, info
+            )
+        except ProtocolError as exc:
+            return await stream_error(request, call.id, exc)
+        except Exception:  # outermost boundary of a call: log, answer -32603 without detail
+            log.exception("%s failed", call.method_name)
+            return await stream_error(request, call.id, InternalError())
+        keepalive = self.settings.keepalive_seconds
+        return await stream_events(request, call.id, subscription, keepalive)
+
+    async def _answer(
+        self, call: Call, info: CallInfo, refusal: ProtocolError | None
+    ) -> dict[str, Any] | None:
+        """The response object for one non-streamed call; ``None`` for a notification."""
+        exc = _refusal(call, refusal)
+        if exc is None:
+            assert call.method is not None
+            try:
+                value = await call_unary(self.runtime, self.caps, call.method, call.params, info)
+            except ProtocolError as error:
+                exc = error
+            except Exception:  # outermost boundary of a call: log, answer -32603 without detail
+                log.exception("%s failed", call.method_name)
+                exc = InternalError()
+            else:
+                return None if call.notification else _jsonrpc.result(call.id, value)
+        return None if call.notification else _jsonrpc.error(call.id, exc)
+
+
+def _streamable(call: Call) -> bool:
+    """A single streaming call is answered with a stream, even when it is refused."""
+    return not call.notification and call.invalid is None
+
+
+def _refusal(call: Call, version: ProtocolError | None) -> ProtocolError | None:
+    """What answers ``call`` before any method runs: envelope, version, method, batch rules."""
+    if call.invalid is not None and not isinstance(call.invalid, MethodNotFoundError):
+        return call.invalid
+    if version is not None:
+        return version
+    if call.invalid is not None:
+        return call.invalid
+    assert call.method is not None
+    if call.method.streaming:  # only reached inside a batch or as a notification
+        return InvalidRequestError(
+            f"{call.method.name} streams its answer; it cannot be sent in a batch or as a "
+            "notification"
+        )
+    return None
+
+
+@web.middleware
+async def _json_errors(request: web.Request, handler: Handler) -> web.StreamResponse:
+    """Answer HTTP errors and unexpected exceptions with JSON-RPC error bodies."""
+    try:
+        return await handler(request)
+    except web.HTTPException as exc:
+        if exc.status < 400:
+            raise
+        if exc.status == 413:
+            message = (
+                f"Request body too large (limit {request.app[_SETTINGS].max_body_bytes} bytes)"
+            )
+        else:
+            message = f"HTTP {exc.status} {exc.reason}: {request.method} {request.path[:200]}"
+        error: ProtocolError = (
+            InvalidRequestError(message) if exc.status < 500 else InternalError(message)
+        )
+        response = _error(error, exc.status)
+        if hdrs.ALLOW in exc.headers:
+            response.headers[hdrs.ALLOW] = exc.headers[hdrs.ALLOW]
+        return response
+    except ConnectionResetError:  # the client went away; aiohttp drops the connection quietly
+        log.debug("client disconnected during %s %s", request.method, request.path)
+        raise
+    except Exception:  # the outermost server boundary: log, answer -32603 without detail
+        log.exception("unhandled error serving %s %s", request.method, request.path)
+        return _error(InternalError(), 500)
+
+
+def create_app(
+    card: AgentCard,
+    executor: AgentExecutor | None = None,
+    *,
+    store: TaskStore | None = None,
+    settings: ServerSettings | None = None,
+    security: SecurityConfig | None = None,
+) -> web.Application:
+    """Build the aiohttp application of an A2A JSON-RPC server.
+
+    Args:
+        card: The public agent card. Its ``capabilities`` decide which methods are allowed
+            (spec 3.3.4); its ``supportedInterfaces`` are served with this server's JSON-RPC
+            endpoint first (one entry per tenant its JSON-RPC entries name).
+        executor: The agent; leave it out when ``security.skills`` names the executors.
+        store: Task storage; an :class:`~a2a_wire.server.store._base.InMemoryTaskStore` when omitted. It is
+            opened (recovery) at startup and closed at cleanup.
+        settings: Limits and addresses; :class:`~a2a_wire.server._settings.ServerSettings` defaults
+            when omitted.
+        security: Registered clients, skills, extended card and card signing
+            (:class:`~a2a_wire.server._auth.SecurityConfig`); none of them when omitted, which means
+            no authentication (see :mod:`a2a_wire.server._auth`).
+
+    Returns:
+        The application, ready for ``web.run_app`` or a test client.
+
+    Raises:
+        ValueError: both or neither of ``executor`` and skills given, a card signer without
+            ``public_url``, or invalid skills or clients.
+    """
+    settings = settings or ServerSettings()
+    security = security or SecurityConfig()
+    store = store if store is not None else InMemoryTaskStore()
+    registry = security.registry()
+    agent, skills = _agent(card, executor, security)
+    card = public_card(card, registry, skills)
+    runtime = Runtime(agent, store, settings, skills)
+    caps = Capabilities.of(card)
+    publisher = CardPublisher(card, settings, security.card_signer)
+    if security.extended_card:
+        runtime.extended_card = extended_card_builder(publisher, skills)
+    admission = Admission(registry, settings, skills, caps.extensions)
+    endpoint = _RPCEndpoint(runtime, caps, settings, admission)
+    app = web.Application(client_max_size=settings.max_body_bytes, middlewares=[_json_errors])
+    app[RUNTIME_KEY] = runtime
+    app[STORE_KEY] = store
+    app[_SETTINGS] = settings
+    app.router.add_get(CARD_PATH, publisher.handle)
+    app.on_response_prepare.append(echo_extensions)
+    app.router.add_post(settings.rpc_path, endpoint.handle)
+    app.cleanup_ctx.append(_storage)
+    if caps.push_notifications:  # after the store: started once it is open, closed before it
+        deliverer = PushDeliverer(store, settings.push)
+        runtime.on_push = deliverer.wake
+        app[PUSH_DELIVERER_KEY] = deliverer
+        app.cleanup_ctx.append(deliverer.lifecycle)
+    app.on_shutdown.append(_stop_runtime)
+    return app
+
+
+def _agent(
+    card: AgentCard, executor: AgentExecutor | None, security: SecurityConfig
+) -> tuple[AgentExecutor, SkillSet | None]:
+    """The executor the runtime calls: ``executor``, or a router over the skills."""
+    if not security.skills:
+        if executor is None:
+            raise ValueError("create_app needs an executor or SecurityConfig.skills")
+        return executor, None
+    if executor is not None:
+        raise ValueError("pass the agent either as executor or through SecurityConfig.skills")
+    skills = SkillSet(
+        security.skills,
+        default_input_modes=card.default_input_modes,
+        default_output_modes=card.default_output_modes,
+    )
+    return SkillRouter(skills), skills
+
+
+async def _storage(app: web.Application) -> AsyncIterator[None]:
+    store = app[STORE_KEY]
+    failed = await store.open()
+    if failed:
+        log.warning("%d tasks interrupted by a restart were marked failed", len(failed))
+    try:
+        yield
+    finally:
+        await app[RUNTIME_KEY].close()
+        await store.close()
+
+
+async def _stop_runtime(app: web.Application) -> None:
+    await app[RUNTIME_KEY].close()

@@ -1,0 +1,350 @@
+"""Registered clients, credentials and who owns what (spec 7.3, 7.4, 7.5, 13.1, 13.4).
+
+Authentication is **off** when no client is registered: every caller is anonymous, may use the
+public skills, and all tasks share the owner ``""`` (or the tenant's partition). That is the
+default of :func:`a2a_wire.server._app.create_app`, meant for embedded and demo servers. Registering
+at least one :class:`RegisteredClient` turns it on for every JSON-RPC call; the public card stays
+readable without credentials.
+
+Credentials
+-----------
+A client presents either a bearer token (``Authorization: Bearer <token>``) or an API key in a
+header (``X-API-Key`` by default). The server holds neither: each client carries salted scrypt
+hashes in the PHC string form ``$scrypt$ln=14,r=8,p=1$<salt>$<hash>`` made by
+:func:`hash_secret` (standard library :func:`hashlib.scrypt`), and a presented value is checked
+by recomputing the hash and comparing with :func:`hmac.compare_digest`. Scrypt is slow on
+purpose, so it runs in a worker thread, and a value that verified is remembered for the life of
+the registry under an HMAC with a random per-process key (never the value itself), making later
+requests cost one HMAC. Values that fail are never remembered; the server rate-limits failures
+per source address before they reach scrypt.
+
+No message, log line or exception of this module contains a presented value: failures carry a
+fixed reason such as ``"unknown bearer token"``.
+
+Ownership (spec 13.1)
+---------------------
+Every task, context and push config is stored under an owner string, :func:`owner_key`: the
+request's tenant and the client id joined by the unit separator (U+001F; neither may contain
+it), or ``""`` for an anonymous caller without tenant. Stores compare owners exactly, so another
+client's task is indistinguishable from one that never existed. Context ids are namespaced the
+same way: two clients using the same ``contextId`` have two separate conversations.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import hmac
+import re
+import secrets
+from collections import OrderedDict
+from collections.abc import Collection, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Literal
+
+from a2a_wire.server._card import Signer
+from a2a_wire.server._scrypt import ScryptHash, hash_secret, verify_secret
+from a2a_wire.server._skills import Skill
+from a2a_wire.types import (
+    APIKeySecurityScheme,
+    HTTPAuthSecurityScheme,
+    SecurityRequirement,
+    SecurityScheme,
+    StringList,
+)
+
+__all__ = [
+    "ANONYMOUS",
+    "BEARER_SCHEME",
+    "API_KEY_SCHEME",
+    "DEFAULT_API_KEY_HEADER",
+    "AuthFailure",
+    "ClientRegistry",
+    "Principal",
+    "RegisteredClient",
+    "SecurityConfig",
+    "hash_secret",
+    "owner_key",
+    "verify_secret",
+]
+
+DEFAULT_API_KEY_HEADER = "X-API-Key"
+BEARER_SCHEME = "bearer"
+"""Name of the bearer scheme in the card's ``securitySchemes``."""
+API_KEY_SCHEME = "apiKey"
+"""Name of the API-key scheme in the card's ``securitySchemes``."""
+
+SEPARATOR = "\x1f"
+MAX_CREDENTIAL_LENGTH = 4096
+_CACHE_SIZE = 4096
+
+Kind = Literal["bearer", "api_key"]
+
+
+def owner_key(tenant: str, client_id: str) -> str:
+    """The owner string tasks, contexts and push configs are stored under (module docstring)."""
+    if not tenant and not client_id:
+        return ""
+    return f"{tenant}{SEPARATOR}{client_id}"
+
+
+@dataclass(frozen=True)
+class RegisteredClient:
+    """A client the server knows.
+
+    Attributes:
+        id: Its identity: owner of its tasks, key of its rate limits, named in logs.
+        api_key_hash: :func:`hash_secret` of its API key, or ``""``.
+        token_hash: :func:`hash_secret` of its bearer token, or ``""``.
+        skills: Ids of the skills it may use; ``None`` (or a collection holding ``"*"``) for
+            all of them.
+    """
+
+    id: str
+    api_key_hash: str = ""
+    token_hash: str = ""
+    skills: Collection[str] | None = None
+    _hashes: dict[str, ScryptHash] = field(init=False, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        """Normalise ``skills`` and parse the hashes.
+
+        Raises:
+            ValueError: empty id or one holding a control character, no credential, or a hash
+                not made by :func:`hash_secret`.
+        """
+        if not self.id or any(ord(c) < 32 for c in self.id):
+            raise ValueError("a client id must be non-empty text without control characters")
+        if not self.api_key_hash and not self.token_hash:
+            raise ValueError(f"client {self.id!r} has neither an API key nor a token hash")
+        skills = self.skills
+        if skills is not None:
+            skills = None if "*" in skills else frozenset(skills)
+        object.__setattr__(self, "skills", skills)
+        hashes: dict[str, ScryptHash] = {}
+        for kind, text in (("api_key", self.api_key_hash), ("bearer", self.token_hash)):
+            if text:
+                try:
+                    hashes[kind] = ScryptHash.parse(text)
+                except ValueError as exc:
+                    raise ValueError(f"client {self.id!r}: {kind} hash: {exc}") from None
+        object.__setattr__(self, "_hashes", hashes)
+
+    @property
+    def permitted(self) -> frozenset[str] | None:
+        """The skill ids it may use, ``None`` for all."""
+        return None if self.skills is None else frozenset(self.skills)
+
+
+@dataclass(frozen=True, slots=True)
+class Principal:
+    """Who a request comes from.
+
+    Attributes:
+        client_id: The registered client's id; ``""`` when anonymous.
+        skills: The skill ids it may use (``None``: all).
+    """
+
+    client_id: str = ""
+    skills: frozenset[str] | None = None
+
+    @property
+    def authenticated(self) -> bool:
+        """Whether the caller is a registered client."""
+        return bool(self.client_id)
+
+
+ANONYMOUS = Principal()
+"""The caller of a server without registered clients."""
+
+
+@dataclass(frozen=True, slots=True)
+class AuthFailure:
+    """Why a request was not authenticated; never holds the presented value.
+
+    Attributes:
+        reason: Fixed text for logs and the error body.
+        bearer_error: ``"invalid_token"`` when a bearer token was presented and refused
+            (RFC 6750 section 3), else ``""``.
+    """
+
+    reason: str
+    bearer_error: str = ""
+
+
+class ClientRegistry:
+    """The registered clients and how credentials are presented.
+
+    Args:
+        clients: The clients; ids must be unique. None: authentication is off.
+        api_key_header: The header carrying API keys.
+        realm: The ``realm`` of ``WWW-Authenticate`` challenges.
+
+    Raises:
+        ValueError: a repeated client id, or an unusable header name.
+    """
+
+    def __init__(
+        self,
+        clients: Sequence[RegisteredClient] = (),
+        *,
+        api_key_header: str = DEFAULT_API_KEY_HEADER,
+        realm: str = "a2a",
+    ) -> None:
+        if not re.fullmatch(r"[A-Za-z0-9-]+", api_key_header) or api_key_header.lower() in (
+            "authorization",
+            "a2a-version",
+            "a2a-extensions",
+        ):
+            raise ValueError(f"unusable API key header name {api_key_header!r}")
+        self.clients: dict[str, RegisteredClient] = {}
+        for client in clients:
+            if client.id in self.clients:
+                raise ValueError(f"client id {client.id!r} is registered twice")
+            self.clients[client.id] = client
+        self.api_key_header = api_key_header
+        self.realm = realm.replace('"', "")
+        self._key = secrets.token_bytes(32)
+        self._known: OrderedDict[bytes, str] = OrderedDict()
+
+    @property
+    def enabled(self) -> bool:
+        """Whether authentication is on (some client is registered)."""
+        return bool(self.clients)
+
+    def _uses(self, kind: Kind) -> bool:
+        return any(kind in c._hashes for c in self.clients.values())
+
+    def security_schemes(self) -> dict[str, SecurityScheme]:
+        """The card's ``securitySchemes`` for the credentials in use (spec 4.5)."""
+        schemes: dict[str, SecurityScheme] = {}
+        if self._uses("bearer"):
+            http = HTTPAuthSecurityScheme(scheme="Bearer", description="Bearer token")
+            schemes[BEARER_SCHEME] = SecurityScheme(http_auth_security_scheme=http)
+        if self._uses("api_key"):
+            key = APIKeySecurityScheme(location="header", name=self.api_key_header)
+            schemes[API_KEY_SCHEME] = SecurityScheme(api_key_security_scheme=key)
+        return schemes
+
+    def security_requirements(self) -> list[SecurityRequirement]:
+        """The card's ``securityRequirements``: any one of the schemes in use."""
+        return [
+            SecurityRequirement(schemes={name: StringList()}) for name in self.security_schemes()
+        ]
+
+    def challenges(self, failure: AuthFailure | None = None) -> list[str]:
+        """``WWW-Authenticate`` values for a 401 answer (one per scheme in use)."""
+        out: list[str] = []
+        if self._uses("bearer"):
+            extra = f', error="{failure.bearer_error}"' if failure and failure.bearer_error else ""
+            out.append(f'Bearer realm="{self.realm}"{extra}')
+        if self._uses("api_key"):
+            out.append(f'ApiKey realm="{self.realm}", header="{self.api_key_header}"')
+        return out
+
+    def presented(self, headers: Mapping[str, str]) -> tuple[Kind, str] | AuthFailure:
+        """The credential a request carries: the bearer token, else the API key header.
+
+        Args:
+            headers: The request headers (case-insensitive mapping).
+
+        Returns:
+            ``(kind, value)``, or the failure when there is none or it is malformed.
+        """
+        authorization = headers.get("Authorization")
+        if authorization is not None:
+            scheme, _, value = authorization.strip().partition(" ")
+            if scheme.lower() == "bearer" and value.strip():
+                return self._bounded("bearer", value.strip())
+            if headers.get(self.api_key_header) is None:
+                return AuthFailure("unsupported or malformed Authorization header")
+        api_key = headers.get(self.api_key_header)
+        if api_key is not None and api_key.strip():
+            return self._bounded("api_key", api_key.strip())
+        return AuthFailure("no credentials")
+
+    @staticmethod
+    def _bounded(kind: Kind, value: str) -> tuple[Kind, str] | AuthFailure:
+        if len(value) > MAX_CREDENTIAL_LENGTH:
+            return AuthFailure("credential too long", "invalid_token" if kind == "bearer" else "")
+        return kind, value
+
+    def _tag(self, kind: Kind, value: str) -> bytes:
+        return hmac.new(self._key, f"{kind}\0{value}".encode(), hashlib.sha256).digest()
+
+    def _search(self, kind: Kind, value: str) -> str:
+        """The id of the client whose ``kind`` hash matches, or ``""`` (slow: scrypt)."""
+        found = ""
+        for client in self.clients.values():
+            hashed = client._hashes.get(kind)
+            if hashed is not None and hashed.matches(value) and not found:
+                found = client.id
+        return found
+
+    async def authenticate(self, headers: Mapping[str, str]) -> Principal | AuthFailure:
+        """Identify the caller of a request.
+
+        Args:
+            headers: The request headers.
+
+        Returns:
+            :data:`ANONYMOUS` when authentication is off, the client's :class:`Principal`,
+            or why the request is refused.
+        """
+        if not self.enabled:
+            return ANONYMOUS
+        credential = self.presented(headers)
+        if isinstance(credential, AuthFailure):
+            return credential
+        kind, value = credential
+        tag = self._tag(kind, value)
+        client_id = self._known.get(tag)
+        if client_id is None:
+            client_id = await asyncio.to_thread(self._search, kind, value)
+            if not client_id:
+                what = "bearer token" if kind == "bearer" else "API key"
+                return AuthFailure(f"unknown {what}", "invalid_token" if kind == "bearer" else "")
+            self._known[tag] = client_id
+            while len(self._known) > _CACHE_SIZE:
+                self._known.popitem(last=False)
+        else:
+            self._known.move_to_end(tag)
+        return Principal(client_id, self.clients[client_id].permitted)
+
+
+@dataclass(frozen=True)
+class SecurityConfig:
+    """Everything about authentication, authorization and the card's trust a server uses.
+
+    Attributes:
+        clients: Registered clients; none turns authentication off (module docstring).
+        skills: Published skills with their executors (:mod:`a2a_wire.server._skills`); when given,
+            they replace the card's ``skills`` and the ``executor`` of ``create_app``.
+        extended_card: Serve GetExtendedAgentCard (the card with the skills the caller may
+            use). Needs registered clients (spec 13.3) and ``capabilities.extendedAgentCard``.
+        card_signer: Signs the served card (spec 8.4), e.g. a
+            :class:`a2a_wire.card_signing.CardSigner`; needs ``ServerSettings.public_url``.
+        api_key_header: The header carrying API keys.
+        realm: The ``realm`` of ``WWW-Authenticate`` challenges.
+    """
+
+    clients: Sequence[RegisteredClient] = ()
+    skills: Sequence[Skill] = ()
+    extended_card: bool = False
+    card_signer: Signer | None = None
+    api_key_header: str = DEFAULT_API_KEY_HEADER
+    realm: str = "a2a"
+
+    def __post_init__(self) -> None:
+        """Check that the parts fit together.
+
+        Raises:
+            ValueError: an extended card without registered clients (spec 13.3 requires
+                authentication for it).
+        """
+        if self.extended_card and not self.clients:
+            raise ValueError("an extended agent card needs registered clients (spec 13.3)")
+
+    def registry(self) -> ClientRegistry:
+        """The :class:`ClientRegistry` of :attr:`clients`."""
+        return ClientRegistry(self.clients, api_key_header=self.api_key_header, realm=self.realm)

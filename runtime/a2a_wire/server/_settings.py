@@ -1,0 +1,91 @@
+"""Server settings: every limit and interval the JSON-RPC server applies, with its default.
+
+The server reads these once, when :func:`a2a_wire.server._app.create_app` builds the application; a
+:class:`ServerSettings` is frozen, so one instance can be shared by several applications.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from a2a_wire.server.push._settings import PushSettings
+
+__all__ = ["ServerSettings"]
+
+MIB = 1024 * 1024
+
+
+@dataclass(frozen=True, slots=True)
+class ServerSettings:
+    """Limits, intervals and addresses of an A2A JSON-RPC server.
+
+    Attributes:
+        rpc_path: The path that takes JSON-RPC POSTs (spec 9); it is the ``url`` advertised in
+            the agent card's ``supportedInterfaces``.
+        public_url: Scheme and authority clients use to reach the server, e.g.
+            ``"https://agent.example.com"``. Empty: taken from each card request's scheme and
+            ``Host`` header (set it when the server runs behind a proxy).
+        max_body_bytes: Largest request body read; a larger one is answered with HTTP 413.
+        max_batch_size: Most requests in one JSON-RPC batch; a longer batch is refused whole.
+        stream_queue_size: Events buffered per open stream. A reader that falls this far behind
+            is sent an error event and disconnected, so one slow reader never holds memory or
+            delays the agent and the other readers (spec 3.5.2).
+        keepalive_seconds: Idle time after which an open stream gets an SSE comment line.
+        card_max_age_seconds: ``Cache-Control: max-age`` of the agent card (spec 8.6.1).
+        cancel_grace_seconds: How long CancelTask waits for the agent's ``execute`` to stop
+            after it was cancelled, before recording the task as canceled anyway.
+        shutdown_grace_seconds: How long shutdown waits for cancelled agent runs to finish.
+        first_event_seconds: How long SendMessage with ``returnImmediately`` waits for the
+            agent's first event (which decides between a task and a direct Message reply)
+            before the server makes the SUBMITTED task itself and answers with it.
+        push: Push notification delivery (timeouts, retries, webhook address allowlist); used
+            when the card declares ``capabilities.pushNotifications``.
+    """
+
+    rpc_path: str = "/"
+    public_url: str = ""
+    max_body_bytes: int = 10 * MIB
+    max_batch_size: int = 100
+    stream_queue_size: int = 1024
+    keepalive_seconds: float = 15.0
+    card_max_age_seconds: int = 300
+    cancel_grace_seconds: float = 5.0
+    shutdown_grace_seconds: float = 10.0
+    first_event_seconds: float = 1.0
+    max_parts_per_message: int = 100
+    max_history_per_task: int = 1000
+    max_streams_per_client: int = 100
+    requests_per_second: float = 100.0
+    request_burst: int = 200
+    auth_failures_per_minute: int = 10
+    limit_anonymous: bool = False
+    push: PushSettings = field(default_factory=PushSettings)
+
+    def __post_init__(self) -> None:
+        """Check the values.
+
+        Raises:
+            ValueError: a limit is not positive, or ``rpc_path`` does not start with ``/``.
+        """
+        if not self.rpc_path.startswith("/"):
+            raise ValueError(f"rpc_path must start with '/': {self.rpc_path!r}")
+        positive = {
+            "max_body_bytes": self.max_body_bytes,
+            "max_batch_size": self.max_batch_size,
+            "stream_queue_size": self.stream_queue_size,
+            "keepalive_seconds": self.keepalive_seconds,
+            "cancel_grace_seconds": self.cancel_grace_seconds,
+            "shutdown_grace_seconds": self.shutdown_grace_seconds,
+            "first_event_seconds": self.first_event_seconds,
+            "max_parts_per_message": self.max_parts_per_message,
+            "max_history_per_task": self.max_history_per_task,
+            "max_streams_per_client": self.max_streams_per_client,
+            "requests_per_second": self.requests_per_second,
+            "request_burst": self.request_burst,
+            "auth_failures_per_minute": self.auth_failures_per_minute,
+        }
+        for name, value in positive.items():
+            if not value > 0:
+                raise ValueError(f"{name} must be positive, not {value!r}")
+        if self.card_max_age_seconds < 0:
+            raise ValueError("card_max_age_seconds must not be negative")

@@ -1,0 +1,115 @@
+"""Writing a task's events to an aiohttp response as Server-Sent Events (spec 9.4.2, 3.5.2).
+
+Framing: HTTP 200, ``Content-Type: text/event-stream``; each event is one ``data:`` line holding a
+complete JSON-RPC response whose ``result`` is a StreamResponse and whose ``id`` is the
+request's, then a blank line. The result bytes are encoded once per event by the hub
+(:mod:`a2a_wire.server._hub`); here each stream only wraps them in its own envelope.
+
+A JSON-RPC error, whether found before the first event (for instance an unknown task) or during
+the stream (a reader that fell behind), is sent as one event carrying the error object, and the
+stream ends. While nothing happens, a comment line is sent every ``keepalive_seconds`` so that
+proxies keep the connection and a vanished client is noticed.
+"""
+
+from __future__ import annotations
+
+import logging
+
+from aiohttp import web
+
+from a2a_wire import codec
+from a2a_wire._protocol import jsonrpc as _jsonrpc
+from a2a_wire._protocol import sse as _sse
+from a2a_wire._protocol.jsonrpc import RequestId
+from a2a_wire.errors import ProtocolError
+from a2a_wire.server._engine import Subscription
+from a2a_wire.server._hub import END, KEEPALIVE, Item
+
+__all__ = ["stream_error", "stream_events"]
+
+log = logging.getLogger("a2a_wire.server")
+
+SSE_HEADERS = {
+    "Content-Type": "text/event-stream",
+    "Cache-Control": "no-cache",
+    "X-Accel-Buffering": "no",
+}
+_KEEPALIVE_FRAME = _sse.encode_comment("keep-alive")
+
+
+def _open(request: web.Request) -> web.StreamResponse:
+    return web.StreamResponse(headers=SSE_HEADERS)
+
+
+async def stream_error(
+    request: web.Request, rid: RequestId, exc: ProtocolError
+) -> web.StreamResponse:
+    """Answer a streaming call with a stream of one error event.
+
+    Args:
+        request: The HTTP request.
+        rid: The JSON-RPC request id.
+        exc: The error.
+
+    Returns:
+        The finished response.
+    """
+    response = _open(request)
+    await response.prepare(request)
+    try:
+        await response.write(_sse.encode_event(codec.dumps(_jsonrpc.error(rid, exc))))
+    except ConnectionError:
+        log.debug("client left before the error event was sent")
+    return response
+
+
+async def stream_events(
+    request: web.Request, rid: RequestId, subscription: Subscription, keepalive: float
+) -> web.StreamResponse:
+    """Write a subscription's events until it ends or the client leaves.
+
+    Args:
+        request: The HTTP request.
+        rid: The JSON-RPC request id, repeated in every event.
+        subscription: The open subscription; closed when this returns.
+        keepalive: Seconds of silence before a keep-alive comment.
+
+    Returns:
+        The finished response.
+    """
+    response = _open(request)
+    prefix = b'{"jsonrpc":"2.0","id":' + codec.dumps(rid) + b',"result":'
+    sub = subscription.subscriber
+    try:
+        await response.prepare(request)
+        ended = False
+        while not ended:
+            # Events already queued go out in one write (one syscall, one HTTP chunk); the
+            # last write carries the end of the body with it.
+            chunks: list[bytes] = []
+            item: Item | None = await sub.next(keepalive)
+            while item is not None and not ended:
+                frame, ended = _frame(item, prefix, rid)
+                chunks.append(frame)
+                item = sub.ready()
+            if ended:
+                await response.write_eof(b"".join(chunks))
+            else:
+                await response.write(b"".join(chunks))
+    except ConnectionError:
+        log.debug("stream reader left")
+    finally:
+        subscription.close()
+    return response
+
+
+def _frame(item: Item, prefix: bytes, rid: RequestId) -> tuple[bytes, bool]:
+    """The bytes to send for one subscriber item, and whether the stream ends with it."""
+    if type(item) is bytes:
+        return _sse.encode_event(prefix + item + b"}"), False
+    if item is KEEPALIVE:
+        return _KEEPALIVE_FRAME, False
+    if item is END:
+        return b"", True
+    assert isinstance(item, ProtocolError)
+    return _sse.encode_event(codec.dumps(_jsonrpc.error(rid, item))), True

@@ -1,0 +1,286 @@
+"""The push-config methods (spec 3.1.7-3.1.10) and the config sent inline with SendMessage.
+
+Rules kept (the capability check, -32003 when the card does not declare
+``capabilities.pushNotifications``, happens earlier, in :mod:`a2a_wire.server._methods`):
+
+* Every method first checks that the task exists and is visible to the caller (spec 13.1):
+  -32001 otherwise. Get of a missing config is -32001 too (spec 3.1.8); Delete of a missing
+  config succeeds (it is idempotent, spec 3.1.10).
+* Create stores the flat ``TaskPushNotificationConfig`` (spec 9.4.7). The server makes the ``id``
+  (a UUID4) when it is empty; creating an id that exists replaces that config. A task holds at
+  most ``PushSettings.max_configs_per_task`` configs (-32602 beyond).
+* A config is validated before it is stored (-32602 with a BadRequest violation per field):
+  ``url`` must be absolute, ``https`` (or ``http`` when ``PushSettings.allow_http``), without
+  user information, and its host must not be, or resolve to, an address the SSRF guard forbids
+  (:mod:`a2a_wire.netguard`, with ``PushSettings.allowlist``); ``token``, the authentication
+  ``scheme`` (an RFC 9110 token) and ``credentials`` must be fit for an HTTP header.
+  The delivery worker checks the address again when it connects (spec 13.2).
+* ListTaskPushNotificationConfigs returns the configs in creation order. ``pageSize`` 0 means
+  :data:`DEFAULT_PAGE_SIZE`; larger than :data:`MAX_PAGE_SIZE` is cut to it; negative is -32602.
+  ``pageToken`` is the opaque ``nextPageToken`` of the previous page.
+* SendMessage's ``configuration.taskPushNotificationConfig`` (``taskId`` empty or equal to the
+  message's) is validated the same way. For a new task it is stored together with the task,
+  so its webhook receives the task's first event; for a follow-up it is stored on that task
+  before the agent runs.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import base64
+import binascii
+import ipaddress
+import re
+import socket
+import uuid
+from typing import Any
+
+import aiohttp
+import yarl
+
+from a2a_wire import netguard
+from a2a_wire.errors import FieldViolation, InvalidParamsError, TaskNotFoundError
+from a2a_wire.server._engine import CallInfo, Runtime
+from a2a_wire.server.push._settings import PushSettings
+from a2a_wire.types import (
+    DeleteTaskPushNotificationConfigRequest,
+    GetTaskPushNotificationConfigRequest,
+    ListTaskPushNotificationConfigsRequest,
+    ListTaskPushNotificationConfigsResponse,
+    SendMessageRequest,
+    TaskPushNotificationConfig,
+)
+
+__all__ = [
+    "DEFAULT_PAGE_SIZE",
+    "MAX_PAGE_SIZE",
+    "check_config",
+    "create_push_config",
+    "delete_push_config",
+    "get_push_config",
+    "inline_push_config",
+    "list_push_configs",
+]
+
+DEFAULT_PAGE_SIZE = 50
+"""ListTaskPushNotificationConfigs page size when ``pageSize`` is 0 (the spec sets none)."""
+MAX_PAGE_SIZE = 100
+"""Largest ListTaskPushNotificationConfigs page."""
+
+MAX_URL_LENGTH = 2048
+MAX_ID_LENGTH = 256
+MAX_SECRET_LENGTH = 4096
+_SCHEME = re.compile(r"[!#$%&'*+.^_`|~0-9A-Za-z-]+")  # RFC 9110 token
+_HEADER_TEXT = re.compile(r"[\x21-\x7e](?:[\x20-\x7e]*[\x21-\x7e])?")  # visible ASCII
+_INLINE = "configuration.taskPushNotificationConfig."
+_TOKEN_PREFIX = b"push-config-page:"
+
+
+async def check_config(
+    config: TaskPushNotificationConfig, settings: PushSettings, prefix: str = ""
+) -> None:
+    """Validate a config before it is stored (see the module docstring).
+
+    Args:
+        config: The config as received.
+        settings: The server's push settings (schemes, address allowlist, resolver).
+        prefix: Path of the config in the request, for the violations' field names.
+
+    Raises:
+        InvalidParamsError: one violation per bad field.
+    """
+    violations: list[FieldViolation] = []
+    if len(config.id) > MAX_ID_LENGTH:
+        violations.append((prefix + "id", f"longer than {MAX_ID_LENGTH} characters"))
+    if config.token and not _header_safe(config.token):
+        violations.append((prefix + "token", "must be visible ASCII (it is sent in a header)"))
+    auth = config.authentication
+    if auth is not None:
+        if not _SCHEME.fullmatch(auth.scheme):
+            violations.append((prefix + "authentication.scheme", "must be an HTTP auth scheme"))
+        if auth.credentials and not _header_safe(auth.credentials):
+            where = prefix + "authentication.credentials"
+            violations.append((where, "must be visible ASCII (it is sent in a header)"))
+    problem = await _url_problem(config.url, settings)
+    if problem is not None:
+        violations.append((prefix + "url", problem))
+    if violations:
+        text = "; ".join(f"{field}: {why}" for field, why in violations)
+        raise InvalidParamsError(f"Invalid push notification config: {text}", violations=violations)
+
+
+def _header_safe(value: str) -> bool:
+    return len(value) <= MAX_SECRET_LENGTH and _HEADER_TEXT.fullmatch(value) is not None
+
+
+async def _url_problem(url: str, settings: PushSettings) -> str | None:
+    """Why ``url`` cannot be a webhook, or ``None``; resolves its host name."""
+    if len(url) > MAX_URL_LENGTH:
+        return f"longer than {MAX_URL_LENGTH} characters"
+    try:
+        parsed = yarl.URL(url)
+    except ValueError:
+        return "not a valid URL"
+    if not parsed.absolute or parsed.scheme not in settings.schemes:
+        return f"must be an absolute {' or '.join(sorted(settings.schemes))} URL"
+    if parsed.raw_user or parsed.raw_password:
+        return "must not contain user information"
+    try:
+        netguard.check_url(parsed, settings.allowlist)
+    except netguard.ForbiddenAddressError as exc:
+        return f"the address is not allowed ({exc.reason})"
+    except netguard.AddressGuardError:
+        return "the host is not a valid name or canonical IP address"
+    host = parsed.raw_host or ""
+    try:
+        ipaddress.ip_address(host)
+    except ValueError:
+        return await _resolved_problem(host, parsed.port or 0, settings)
+    return None  # an IP literal, judged by check_url
+
+
+async def _resolved_problem(host: str, port: int, settings: PushSettings) -> str | None:
+    resolver = settings.resolver or aiohttp.ThreadedResolver()
+    try:
+        async with asyncio.timeout(settings.timeout_seconds):
+            answers = await resolver.resolve(host, port, socket.AF_UNSPEC)
+    except (OSError, TimeoutError):
+        return "the host name does not resolve"
+    finally:
+        if settings.resolver is None:
+            await resolver.close()
+    for answer in answers:
+        try:
+            settings.allowlist.check(host, answer["host"])
+        except netguard.ForbiddenAddressError as exc:
+            return f"the host name resolves to an address that is not allowed ({exc.reason})"
+    return None
+
+
+async def _check_task(runtime: Runtime, task_id: str, info: CallInfo) -> None:
+    if not task_id:
+        raise InvalidParamsError("taskId is required", violations=[("taskId", "required")])
+    if await runtime.store.get(task_id, owner=info.caller) is None:
+        raise TaskNotFoundError(f"Task not found: {task_id!r}", metadata={"taskId": task_id})
+
+
+async def _store(runtime: Runtime, config: TaskPushNotificationConfig) -> None:
+    """Give the config an id if it has none, and store it within the per-task limit."""
+    config.id = config.id or str(uuid.uuid4())
+    limit = runtime.settings.push.max_configs_per_task
+    existing = await runtime.store.list_push_configs(config.task_id)
+    if len(existing) >= limit and all(c.id != config.id for _, c in existing):
+        raise InvalidParamsError(
+            f"Task {config.task_id} has {limit} push notification configs; delete one first",
+            violations=[("taskId", f"at most {limit} push notification configs per task")],
+        )
+    await runtime.store.put_push_config(config)
+
+
+async def create_push_config(
+    runtime: Runtime, caps: object, request: TaskPushNotificationConfig, info: CallInfo
+) -> dict[str, Any]:
+    """CreateTaskPushNotificationConfig (spec 3.1.7): the stored config, with its ``id``."""
+    await _check_task(runtime, request.task_id, info)
+    await check_config(request, runtime.settings.push)
+    await _store(runtime, request)
+    return request.to_dict()
+
+
+async def get_push_config(
+    runtime: Runtime, caps: object, request: GetTaskPushNotificationConfigRequest, info: CallInfo
+) -> dict[str, Any]:
+    """GetTaskPushNotificationConfig (spec 3.1.8); a missing config is -32001."""
+    await _check_task(runtime, request.task_id, info)
+    config = await runtime.store.get_push_config(request.task_id, request.id)
+    if config is None:
+        raise TaskNotFoundError(
+            f"Push notification config not found: {request.id[:100]!r}",
+            metadata={"taskId": request.task_id, "configId": request.id[:MAX_ID_LENGTH]},
+        )
+    return config.to_dict()
+
+
+def _page_token(position: int) -> str:
+    return base64.urlsafe_b64encode(_TOKEN_PREFIX + b"%d" % position).rstrip(b"=").decode()
+
+
+def _read_page_token(token: str) -> int:
+    if not token:
+        return 0
+    bad = InvalidParamsError(
+        "Invalid page token", violations=[("pageToken", "not a token this server issued")]
+    )
+    try:
+        raw = base64.urlsafe_b64decode(token.encode("ascii") + b"=" * (-len(token) % 4))
+    except (binascii.Error, ValueError, UnicodeError):
+        raise bad from None
+    digits = raw.removeprefix(_TOKEN_PREFIX)
+    if digits == raw or not digits.isdigit() or len(digits) > 18:
+        raise bad
+    return int(digits)
+
+
+async def list_push_configs(
+    runtime: Runtime, caps: object, request: ListTaskPushNotificationConfigsRequest, info: CallInfo
+) -> dict[str, Any]:
+    """ListTaskPushNotificationConfigs (spec 3.1.9), in creation order, paged."""
+    await _check_task(runtime, request.task_id, info)
+    if request.page_size < 0:
+        raise InvalidParamsError(
+            "pageSize must not be negative", violations=[("pageSize", "must be zero or more")]
+        )
+    size = min(request.page_size or DEFAULT_PAGE_SIZE, MAX_PAGE_SIZE)
+    after = _read_page_token(request.page_token)
+    rest = [
+        item for item in await runtime.store.list_push_configs(request.task_id) if item[0] > after
+    ]
+    page = rest[:size]
+    token = _page_token(page[-1][0]) if len(rest) > size else ""
+    response = ListTaskPushNotificationConfigsResponse(
+        configs=[config for _, config in page], next_page_token=token
+    )
+    return response.to_dict()
+
+
+async def delete_push_config(
+    runtime: Runtime, caps: object, request: DeleteTaskPushNotificationConfigRequest, info: CallInfo
+) -> dict[str, Any]:
+    """DeleteTaskPushNotificationConfig (spec 3.1.10): ``{}``, also for a missing config."""
+    await _check_task(runtime, request.task_id, info)
+    await runtime.store.delete_push_config(request.task_id, request.id)
+    return {}
+
+
+async def inline_push_config(
+    runtime: Runtime, request: SendMessageRequest, info: CallInfo
+) -> TaskPushNotificationConfig | None:
+    """Validate SendMessage's inline config; store it now for a follow-up message.
+
+    Returns:
+        The config (with an ``id``) to store with the task the message creates, or ``None``
+        when there is none, or when it was stored already on the message's task.
+
+    Raises:
+        InvalidParamsError: the config is invalid, or names another task.
+        TaskNotFoundError: the message's task is not visible to the caller.
+    """
+    configuration = request.configuration
+    config = configuration.task_push_notification_config if configuration else None
+    if config is None:
+        return None
+    message = request.message
+    assert message is not None  # REQUIRED, checked when the params were decoded
+    if config.task_id and config.task_id != message.task_id:
+        raise InvalidParamsError(
+            "The inline push notification config names another task",
+            violations=[(_INLINE + "taskId", "must be empty or equal to message.taskId")],
+        )
+    await check_config(config, runtime.settings.push, _INLINE)
+    config.id = config.id or str(uuid.uuid4())
+    if not message.task_id:
+        return config
+    await _check_task(runtime, message.task_id, info)
+    config.task_id = message.task_id
+    await _store(runtime, config)
+    return None

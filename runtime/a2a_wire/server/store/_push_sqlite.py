@@ -1,0 +1,241 @@
+"""The :class:`~a2a_wire.server.store._push.PushStore` part of the SQLite task store.
+
+Layout (schema version 2 of :mod:`a2a_wire.server.store._sqlite`; a version 1 file gains these tables
+when it is opened):
+
+* ``push_configs``: primary key ``(task_id, id)``, ``position`` (creation order within the task)
+  and ``body``, the config's ProtoJSON.
+* ``push_outbox``: ``seq`` (``INTEGER PRIMARY KEY AUTOINCREMENT``, so a number is never reused,
+  which the worker's "rows after the last seen number" question relies on), ``delivery_id``,
+  ``task_id``, ``config_id``, ``body`` (the StreamResponse), ``created_at``, ``attempts``,
+  ``next_attempt_at``, ``last_error`` and ``failed``. The index ``(task_id, config_id, failed,
+  seq)`` finds the head of a lane.
+
+Atomicity. The store has one connection in autocommit mode. A write of several statements (a
+task update with its outbox rows, a config deletion with its rows) runs inside ``BEGIN
+IMMEDIATE ... COMMIT`` while holding the store's write lock; every other write takes the same
+lock, so no statement of another coroutine can slip into (and be rolled back with) a
+transaction. Task writes without push work stay single statements: the store keeps the set of
+task ids that have configs, loaded at ``open``, and only a task in it pays for a transaction.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import builtins
+import time
+from collections.abc import Awaitable, Callable, Sequence
+from typing import Any, TypeVar
+
+import aiosqlite
+
+from a2a_wire import codec
+from a2a_wire.server.store._push import Delivery, LaneKey, PushStore
+from a2a_wire.types import TaskPushNotificationConfig
+
+__all__ = ["PUSH_SCHEMA", "SQLitePushStore", "enqueue", "in_transaction"]
+
+T = TypeVar("T")
+
+PUSH_SCHEMA = (
+    "CREATE TABLE push_configs ("
+    " task_id TEXT NOT NULL,"
+    " id TEXT NOT NULL,"
+    " position INTEGER NOT NULL,"
+    " body BLOB NOT NULL,"
+    " PRIMARY KEY (task_id, id))",
+    "CREATE TABLE push_outbox ("
+    " seq INTEGER PRIMARY KEY AUTOINCREMENT,"
+    " delivery_id TEXT NOT NULL,"
+    " task_id TEXT NOT NULL,"
+    " config_id TEXT NOT NULL,"
+    " body BLOB NOT NULL,"
+    " created_at REAL NOT NULL,"
+    " attempts INTEGER NOT NULL DEFAULT 0,"
+    " next_attempt_at REAL NOT NULL DEFAULT 0,"
+    " last_error TEXT NOT NULL DEFAULT '',"
+    " failed INTEGER NOT NULL DEFAULT 0)",
+    "CREATE INDEX push_outbox_by_lane ON push_outbox (task_id, config_id, failed, seq)",
+)
+"""Statements creating the push tables."""
+
+_PUT_CONFIG = (
+    "INSERT INTO push_configs (task_id, id, position, body) VALUES (?, ?,"
+    " (SELECT COALESCE(MAX(position), 0) + 1 FROM push_configs WHERE task_id = ?), ?)"
+    " ON CONFLICT (task_id, id) DO UPDATE SET body = excluded.body"
+)
+_ENQUEUE = (
+    "INSERT INTO push_outbox (delivery_id, task_id, config_id, body, created_at)"
+    " SELECT lower(hex(randomblob(16))), task_id, id, ?, ?"
+    " FROM push_configs WHERE task_id = ? ORDER BY position RETURNING seq"
+)
+_DELIVERY_COLUMNS = (
+    "o.seq, o.delivery_id, o.body, o.created_at, o.attempts, o.next_attempt_at, o.last_error,"
+    " o.failed, c.body"
+)
+_NEXT = (
+    f"SELECT {_DELIVERY_COLUMNS} FROM push_outbox o JOIN push_configs c"
+    " ON c.task_id = o.task_id AND c.id = o.config_id"
+    " WHERE o.task_id = ? AND o.config_id = ? AND o.failed = 0 ORDER BY o.seq LIMIT 1"
+)
+_FAILED = (
+    f"SELECT {_DELIVERY_COLUMNS} FROM push_outbox o JOIN push_configs c"
+    " ON c.task_id = o.task_id AND c.id = o.config_id"
+    " WHERE o.task_id = ? AND o.failed = 1 ORDER BY o.seq"
+)
+_LANES = (
+    "SELECT task_id, config_id, MAX(seq) FROM push_outbox WHERE seq > ? AND failed = 0"
+    " GROUP BY task_id, config_id"
+)
+
+
+async def in_transaction(db: aiosqlite.Connection, work: Callable[[], Awaitable[T]]) -> T:
+    """Run ``work`` inside BEGIN IMMEDIATE ... COMMIT, rolling back if it raises.
+
+    The caller holds the store's write lock.
+    """
+    await db.execute_fetchall("BEGIN IMMEDIATE")
+    try:
+        result = await work()
+    except BaseException:
+        await db.execute_fetchall("ROLLBACK")
+        raise
+    await db.execute_fetchall("COMMIT")
+    return result
+
+
+async def enqueue(db: aiosqlite.Connection, task_id: str, body: bytes) -> int:
+    """Add one outbox row per config of the task; run it inside the task write's transaction.
+
+    Returns:
+        The number of rows added.
+    """
+    rows = await db.execute_fetchall(_ENQUEUE, (body, time.time(), task_id))
+    return len(list(rows))
+
+
+def _delivery(row: Any) -> Delivery:
+    seq, delivery_id, body, created, attempts, next_at, error, failed, config = row
+    return Delivery(
+        seq=seq,
+        delivery_id=delivery_id,
+        config=codec.decode(TaskPushNotificationConfig, config),
+        body=bytes(body),
+        created_at=created,
+        attempts=attempts,
+        next_attempt_at=next_at,
+        last_error=error,
+        failed=bool(failed),
+    )
+
+
+class SQLitePushStore(PushStore):
+    """Push configs and outbox in the SQLite task store's file and connection.
+
+    :class:`~a2a_wire.server.store._sqlite.SQLiteTaskStore` provides ``_conn`` and calls
+    :meth:`_init_push` from its constructor and :meth:`_load_push` from ``open``.
+    """
+
+    _write_lock: asyncio.Lock
+    _push_tasks: set[str]
+
+    @property
+    def _conn(self) -> aiosqlite.Connection:
+        raise NotImplementedError  # pragma: no cover - provided by the task store
+
+    def _init_push(self) -> None:
+        self._write_lock = asyncio.Lock()
+        self._push_tasks = set()
+
+    async def _load_push(self, db: aiosqlite.Connection) -> None:
+        rows = await db.execute_fetchall("SELECT DISTINCT task_id FROM push_configs")
+        self._push_tasks = {row[0] for row in rows}
+
+    async def _put_configs(self, configs: Sequence[TaskPushNotificationConfig]) -> None:
+        """Insert or replace configs; the caller holds the write lock."""
+        for config in configs:
+            row = (config.task_id, config.id, config.task_id, codec.encode(config))
+            await self._conn.execute_fetchall(_PUT_CONFIG, row)
+            self._push_tasks.add(config.task_id)
+
+    async def _enqueue(self, task_id: str, body: bytes) -> int:
+        """Add the outbox rows of one event; the caller runs this inside a transaction."""
+        return await enqueue(self._conn, task_id, body)
+
+    def _has_push(self, task_id: str, push: bytes | None) -> bool:
+        return push is not None and task_id in self._push_tasks
+
+    async def put_push_config(self, config: TaskPushNotificationConfig) -> None:
+        """Store a config, replacing one with the same task and id."""
+        async with self._write_lock:
+            await self._put_configs([config])
+
+    async def get_push_config(
+        self, task_id: str, config_id: str
+    ) -> TaskPushNotificationConfig | None:
+        """The config, or ``None``."""
+        sql = "SELECT body FROM push_configs WHERE task_id = ? AND id = ?"
+        rows = list(await self._conn.execute_fetchall(sql, (task_id, config_id)))
+        return codec.decode(TaskPushNotificationConfig, rows[0][0]) if rows else None
+
+    async def list_push_configs(
+        self, task_id: str
+    ) -> builtins.list[tuple[int, TaskPushNotificationConfig]]:
+        """The task's configs with their positions, in creation order."""
+        sql = "SELECT position, body FROM push_configs WHERE task_id = ? ORDER BY position"
+        rows = await self._conn.execute_fetchall(sql, (task_id,))
+        return [(pos, codec.decode(TaskPushNotificationConfig, body)) for pos, body in rows]
+
+    async def delete_push_config(self, task_id: str, config_id: str) -> bool:
+        """Remove a config and all its outbox rows, in one transaction."""
+        db = self._conn
+
+        async def work() -> bool:
+            key = (task_id, config_id)
+            sql = "DELETE FROM push_configs WHERE task_id = ? AND id = ? RETURNING id"
+            gone = bool(list(await db.execute_fetchall(sql, key)))
+            sql = "DELETE FROM push_outbox WHERE task_id = ? AND config_id = ?"
+            await db.execute_fetchall(sql, key)
+            sql = "SELECT 1 FROM push_configs WHERE task_id = ? LIMIT 1"
+            if not list(await db.execute_fetchall(sql, (task_id,))):
+                self._push_tasks.discard(task_id)
+            return gone
+
+        async with self._write_lock:
+            return await in_transaction(db, work)
+
+    async def pending_lanes(self, after_seq: int) -> tuple[builtins.list[LaneKey], int]:
+        """Lanes with rows above ``after_seq``."""
+        rows = await self._conn.execute_fetchall(_LANES, (after_seq,))
+        lanes = [(task_id, config_id) for task_id, config_id, _ in rows]
+        return lanes, max([after_seq, *(row[2] for row in rows)])
+
+    async def next_delivery(self, task_id: str, config_id: str) -> Delivery | None:
+        """The lane's first undelivered row."""
+        rows = list(await self._conn.execute_fetchall(_NEXT, (task_id, config_id)))
+        return _delivery(rows[0]) if rows else None
+
+    async def delivery_done(self, seq: int) -> None:
+        """Remove a delivered row."""
+        async with self._write_lock:
+            await self._conn.execute_fetchall("DELETE FROM push_outbox WHERE seq = ?", (seq,))
+
+    async def delivery_retry(
+        self, seq: int, *, attempts: int, next_attempt_at: float, error: str
+    ) -> None:
+        """Record a failed attempt."""
+        sql = (
+            "UPDATE push_outbox SET attempts = ?, next_attempt_at = ?, last_error = ? WHERE seq = ?"
+        )
+        async with self._write_lock:
+            await self._conn.execute_fetchall(sql, (attempts, next_attempt_at, error, seq))
+
+    async def delivery_failed(self, seq: int, *, attempts: int, error: str) -> None:
+        """Mark a row given up."""
+        sql = "UPDATE push_outbox SET failed = 1, attempts = ?, last_error = ? WHERE seq = ?"
+        async with self._write_lock:
+            await self._conn.execute_fetchall(sql, (attempts, error, seq))
+
+    async def failed_deliveries(self, task_id: str) -> builtins.list[Delivery]:
+        """The task's given-up rows."""
+        return [_delivery(row) for row in await self._conn.execute_fetchall(_FAILED, (task_id,))]
