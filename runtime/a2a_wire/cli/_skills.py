@@ -36,7 +36,7 @@ from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from a2a_wire._protocol.states import ends_stream, is_terminal
+from a2a_wire._protocol.states import is_settled, is_terminal
 from a2a_wire.client._client import A2AClient, ClientSettings
 from a2a_wire.client._credentials import CredentialProvider, NoCredentials
 from a2a_wire.client._errors import ClientError
@@ -311,7 +311,7 @@ class _Relay:
             answer = await client.send_message(request)
             self._stale_snapshot = False  # a blocking answer is the task after our message
             await self.forward(StreamResponse(task=answer.task, message=answer.message))
-        if self.state is None or not ends_stream(self.state):
+        if self.state is None or not is_settled(self.state):
             await self.updater.fail(
                 f"Remote agent {self.remote.agent.name!r} stopped before its task finished."
             )

@@ -53,6 +53,13 @@ from aiohttp.typedefs import Handler
 from a2a_wire import codec
 from a2a_wire._protocol import jsonrpc as _jsonrpc
 from a2a_wire._protocol.jsonrpc import Call
+from a2a_wire._protocol.wire import (
+    JSON_MEDIA_TYPE,
+    JSON_MEDIA_TYPES,
+    VERSION_HEADER,
+    WELL_KNOWN_PATH,
+    check_version,
+)
 from a2a_wire.errors import (
     ContentTypeNotSupportedError,
     InternalError,
@@ -68,15 +75,10 @@ from a2a_wire.server._admission import (
     public_card,
 )
 from a2a_wire.server._auth import SecurityConfig
-from a2a_wire.server._card import CARD_PATH, CardPublisher
+from a2a_wire.server._card import CardPublisher
 from a2a_wire.server._engine import CallInfo, Runtime
 from a2a_wire.server._executor import AgentExecutor
-from a2a_wire.server._methods import (
-    Capabilities,
-    call_stream,
-    call_unary,
-    check_version,
-)
+from a2a_wire.server._methods import Capabilities, call_stream, call_unary
 from a2a_wire.server._settings import ServerSettings
 from a2a_wire.server._skills import SkillRouter, SkillSet
 from a2a_wire.server._streaming import stream_error, stream_events
@@ -99,13 +101,9 @@ CALLS_KEY: web.RequestKey[tuple[tuple[Call, ...], bool]] = web.RequestKey("a2a_w
 For middleware that reports on requests (the CLI's request log) without parsing the body again.
 """
 
-JSON_TYPES = frozenset({"application/json", "application/a2a+json"})
-VERSION_HEADER = "A2A-Version"
-EXTENSIONS_HEADER = "A2A-Extensions"
-
 
 def _json(value: Any, status: int = 200) -> web.Response:
-    return web.Response(body=codec.dumps(value), status=status, content_type="application/json")
+    return web.Response(body=codec.dumps(value), status=status, content_type=JSON_MEDIA_TYPE)
 
 
 def _error(exc: ProtocolError, status: int = 200) -> web.Response:
@@ -132,10 +130,10 @@ class _RPCEndpoint:
         info = await self.admission.admit(request)  # authentication and rate limits first
         if isinstance(info, web.Response):
             return info
-        if request.content_type not in JSON_TYPES or hdrs.CONTENT_TYPE not in request.headers:
+        if request.content_type not in JSON_MEDIA_TYPES or hdrs.CONTENT_TYPE not in request.headers:
             got = request.headers.get(hdrs.CONTENT_TYPE, "")[:100]
             refused = ContentTypeNotSupportedError(
-                f"Content-Type {got!r} is not supported; send application/json",
+                f"Content-Type {got!r} is not supported; send {JSON_MEDIA_TYPE}",
                 metadata={"contentType": got},
             )
             return _error(refused, 415)
@@ -314,7 +312,7 @@ def create_app(
     app[RUNTIME_KEY] = runtime
     app[STORE_KEY] = store
     app[_SETTINGS] = settings
-    app.router.add_get(CARD_PATH, publisher.handle)
+    app.router.add_get(WELL_KNOWN_PATH, publisher.handle)
     app.on_response_prepare.append(echo_extensions)
     app.router.add_post(settings.rpc_path, endpoint.handle)
     app.cleanup_ctx.append(_storage)

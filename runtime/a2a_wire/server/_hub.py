@@ -44,10 +44,10 @@ from collections.abc import Callable
 from typing import Any
 
 from a2a_wire import codec
+from a2a_wire._protocol.states import is_settled
 from a2a_wire._protocol.tasks import (
     InvalidTransitionError,
     apply,
-    ends_stream,
     new_task,
     with_history,
 )
@@ -430,7 +430,7 @@ class TaskHub:
             self._check_end(task, run)
 
     def _check_end(self, task: Task, run: Run) -> None:
-        if task.status is not None and ends_stream(task.status.state):
+        if task.status is not None and is_settled(task.status.state):
             self.finish_all()
             run.settle()
             if self.active_run is not None:
