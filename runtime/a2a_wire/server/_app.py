@@ -83,7 +83,8 @@ from a2a_wire.server._settings import ServerSettings
 from a2a_wire.server._skills import SkillRouter, SkillSet
 from a2a_wire.server._streaming import stream_error, stream_events
 from a2a_wire.server.push._delivery import PUSH_DELIVERER_KEY, PushDeliverer
-from a2a_wire.server.store._base import InMemoryTaskStore, TaskStore
+from a2a_wire.server.store._base import TaskStore
+from a2a_wire.server.store._memory import InMemoryTaskStore
 from a2a_wire.types import AgentCard
 
 __all__ = ["CALLS_KEY", "RUNTIME_KEY", "STORE_KEY", "create_app"]
@@ -280,8 +281,8 @@ def create_app(
             (spec 3.3.4); its ``supportedInterfaces`` are served with this server's JSON-RPC
             endpoint first (one entry per tenant its JSON-RPC entries name).
         executor: The agent; leave it out when ``security.skills`` names the executors.
-        store: Task storage; an :class:`~a2a_wire.server.store._base.InMemoryTaskStore` when omitted. It is
-            opened (recovery) at startup and closed at cleanup.
+        store: Task storage; an :class:`~a2a_wire.server.store._memory.InMemoryTaskStore` when
+            omitted. It is opened (recovery) at startup and closed at cleanup.
         settings: Limits and addresses; :class:`~a2a_wire.server._settings.ServerSettings` defaults
             when omitted.
         security: Registered clients, skills, extended card and card signing

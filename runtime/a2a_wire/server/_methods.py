@@ -56,7 +56,8 @@ from a2a_wire.server._engine import CallInfo, Runtime, Subscription
 from a2a_wire.server._hub import Run, TaskHub, task_view
 from a2a_wire.server._message_rules import check_message
 from a2a_wire.server.push import _configs as push_configs
-from a2a_wire.server.store._base import DEFAULT_PAGE_SIZE, MAX_PAGE_SIZE, TaskQuery
+from a2a_wire.server.store._base import TaskQuery
+from a2a_wire.server.store._paging import page_size
 from a2a_wire.types import (
     AgentCard,
     CancelTaskRequest,
@@ -242,12 +243,7 @@ async def get_task(
 
 
 def _task_query(request: ListTasksRequest) -> TaskQuery:
-    size = DEFAULT_PAGE_SIZE if request.page_size is None else request.page_size
-    if not 1 <= size <= MAX_PAGE_SIZE:
-        raise InvalidParamsError(
-            f"pageSize must be within 1..{MAX_PAGE_SIZE}",
-            violations=[("pageSize", f"must be within 1..{MAX_PAGE_SIZE}")],
-        )
+    size = page_size(request.page_size)
     _check_history_length(request.history_length, "historyLength")
     status = request.status
     if not status.is_known:
