@@ -15,8 +15,25 @@ Each role has its own package, and importing this package imports neither:
 Specification: https://a2a-protocol.org/v1.0.1/specification/
 """
 
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from a2a_wire._protocol.wire import PROTOCOL_VERSION as PROTOCOL_VERSION
+
 __all__ = ["PROTOCOL_VERSION", "__version__"]
 
 __version__ = "0.1.0"
-PROTOCOL_VERSION = "1.0"
-"""The A2A protocol version this library speaks (``A2A-Version`` header)."""
+
+
+def __getattr__(name: str) -> str:
+    """``PROTOCOL_VERSION``, the version this library speaks, read from its one definition.
+
+    It is looked up on first use so that ``import a2a_wire`` loads nothing else (PEP 562).
+    """
+    if name == "PROTOCOL_VERSION":
+        from a2a_wire._protocol.wire import PROTOCOL_VERSION
+
+        return PROTOCOL_VERSION
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

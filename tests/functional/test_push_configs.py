@@ -122,12 +122,42 @@ async def test_list_pages_in_creation_order(client: Any) -> None:
 
 @pytest.mark.parametrize(
     ("params", "field"),
-    [({"pageSize": -1}, "pageSize"), ({"pageToken": "bogus"}, "pageToken")],
+    [
+        ({"pageSize": -1}, "pageSize"),
+        ({"pageSize": 101}, "pageSize"),  # refused like ListTasks, not cut to 100
+        ({"pageToken": "bogus"}, "pageToken"),
+    ],
 )
 async def test_list_refuses_bad_paging(client: Any, params: Any, field: str) -> None:
     task_id = await new_task(client)
     err = await error(client, "ListTaskPushNotificationConfigs", {"taskId": task_id, **params})
     assert err["code"] == -32602 and violations(err) == [field]
+
+
+async def test_list_page_size_bounds_and_default(client: Any) -> None:
+    task_id = await new_task(client)
+    for _ in range(3):
+        await result(client, "CreateTaskPushNotificationConfig", {"taskId": task_id, "url": HOOK})
+    for size, count in [(0, 3), (1, 1), (100, 3)]:  # 0: the field has no presence, so default
+        params = {"taskId": task_id, "pageSize": size}
+        page = await result(client, "ListTaskPushNotificationConfigs", params)
+        assert len(page["configs"]) == count, size
+
+
+async def test_list_page_tokens_are_bound_to_the_task_and_the_method(client: Any) -> None:
+    task_id, other = await new_task(client), await new_task(client)
+    for tid in (task_id, task_id, other, other):
+        await result(client, "CreateTaskPushNotificationConfig", {"taskId": tid, "url": HOOK})
+    first = {"taskId": task_id, "pageSize": 1}
+    token = (await result(client, "ListTaskPushNotificationConfigs", first))["nextPageToken"]
+    tasks_token = (await result(client, "ListTasks", {"pageSize": 1}))["nextPageToken"]
+    assert token and tasks_token
+    for tid, sent in [(other, token), (task_id, tasks_token)]:
+        params = {"taskId": tid, "pageSize": 1, "pageToken": sent}
+        err = await error(client, "ListTaskPushNotificationConfigs", params)
+        assert err["code"] == -32602 and violations(err) == ["pageToken"]
+    err = await error(client, "ListTasks", {"pageSize": 1, "pageToken": token})
+    assert violations(err) == ["pageToken"]
 
 
 async def test_configs_per_task_are_limited(aiohttp_client: Any) -> None:

@@ -1,7 +1,7 @@
 """Input the server refuses or repairs before any work, found by trying to break it as a user.
 
 See :mod:`a2a_wire.server._message_rules` (role and parts), the version rule in
-:func:`a2a_wire.server._methods.check_version`, and the card's Host rules in :mod:`a2a_wire.server._card`.
+:func:`a2a_wire._protocol.wire.check_version`, and the card's Host rules in :mod:`a2a_wire.server._card`.
 """
 
 from __future__ import annotations

@@ -9,6 +9,7 @@ from aiohttp import web
 from client_fake import LOCAL, FakeAgent, card_json, task_json
 from multidict import CIMultiDict, CIMultiDictProxy
 
+from a2a_wire._protocol.wire import version_matches
 from a2a_wire.client import (
     A2AClient,
     AddressNotAllowedError,
@@ -23,7 +24,7 @@ from a2a_wire.client import (
     card_url,
     select_interface,
 )
-from a2a_wire.client._card_resolver import card_lifetime, version_matches
+from a2a_wire.client._card_resolver import card_lifetime
 from a2a_wire.types import AgentCard, AgentInterface, GetTaskRequest
 
 

@@ -15,6 +15,7 @@ SHARED = {
     "a2a_wire._generated.methods",
     "a2a_wire._generated.types",
     "a2a_wire._protocol",
+    "a2a_wire._protocol.ids",
     "a2a_wire._protocol.jsonrpc",
     "a2a_wire._protocol.sse",
     "a2a_wire._protocol.states",

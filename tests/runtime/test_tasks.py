@@ -9,15 +9,17 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from a2a_wire import codec
-from a2a_wire._protocol.tasks import (
+from a2a_wire._protocol.states import (
     INTERRUPTED_STATES,
     TERMINAL_STATES,
+    is_interrupted,
+    is_settled,
+    is_terminal,
+)
+from a2a_wire._protocol.tasks import (
     TRANSITIONS,
     InvalidTransitionError,
     apply,
-    ends_stream,
-    is_interrupted,
-    is_terminal,
     new_task,
     with_history,
     without_artifacts,
@@ -122,13 +124,13 @@ def test_submitted_unspecified_and_unknown_are_never_targets() -> None:
 def test_predicates(state: TaskState) -> None:
     assert is_terminal(state) == (state in {S.COMPLETED, S.FAILED, S.CANCELED, S.REJECTED})
     assert is_interrupted(state) == (state in {S.INPUT_REQUIRED, S.AUTH_REQUIRED})
-    assert ends_stream(state) == (is_terminal(state) or is_interrupted(state))
+    assert is_settled(state) == (is_terminal(state) or is_interrupted(state))
 
 
 def test_unknown_state_is_neither_terminal_nor_interrupted() -> None:
     assert not PAUSED.is_known
-    assert not is_terminal(PAUSED) and not is_interrupted(PAUSED) and not ends_stream(PAUSED)
-    assert not is_terminal(UNKNOWN_NUMBER) and not ends_stream(UNKNOWN_NUMBER)
+    assert not is_terminal(PAUSED) and not is_interrupted(PAUSED) and not is_settled(PAUSED)
+    assert not is_terminal(UNKNOWN_NUMBER) and not is_settled(UNKNOWN_NUMBER)
 
 
 @pytest.mark.parametrize(

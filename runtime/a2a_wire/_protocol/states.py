@@ -1,7 +1,9 @@
 """Task state classes shared by both roles (spec 4.1.3): terminal, interrupted, neither.
 
-A state this version does not know (a newer peer's enum value, ``is_known`` false) is neither
-terminal nor interrupted, so no helper ever reads it as finished. The server's transition table
+A task is *settled* when it is terminal or interrupted: a blocking SendMessage returns and a
+stream closes there (spec 3.2.2, 9.4.2); :func:`is_settled` is the one test of it. A state this
+version does not know (a newer peer's enum value, ``is_known`` false) is neither terminal nor
+interrupted, so no helper ever reads it as finished. The server's transition table
 lives in :mod:`a2a_wire._protocol.tasks`; the client only needs these classes.
 """
 
@@ -9,7 +11,7 @@ from __future__ import annotations
 
 from a2a_wire.types import TaskState
 
-__all__ = ["INTERRUPTED_STATES", "TERMINAL_STATES", "ends_stream", "is_interrupted", "is_terminal"]
+__all__ = ["INTERRUPTED_STATES", "TERMINAL_STATES", "is_interrupted", "is_settled", "is_terminal"]
 
 _S = TaskState
 
@@ -32,6 +34,9 @@ def is_interrupted(state: TaskState) -> bool:
     return state in INTERRUPTED_STATES
 
 
-def ends_stream(state: TaskState) -> bool:
-    """Whether a blocking call or a stream stops at ``state``: terminal or interrupted (spec 3.2.2)."""
+def is_settled(state: TaskState) -> bool:
+    """Whether ``state`` is terminal or interrupted, where blocking calls and streams stop.
+
+    Spec 3.2.2 (blocking SendMessage) and 9.4.2 (streams); False for a state not known.
+    """
     return state in TERMINAL_STATES or state in INTERRUPTED_STATES

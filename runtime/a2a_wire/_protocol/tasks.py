@@ -45,13 +45,7 @@ from __future__ import annotations
 
 import copy
 
-from a2a_wire._protocol.states import (
-    INTERRUPTED_STATES,
-    TERMINAL_STATES,
-    ends_stream,
-    is_interrupted,
-    is_terminal,
-)
+from a2a_wire._protocol.states import INTERRUPTED_STATES, TERMINAL_STATES, is_terminal
 from a2a_wire.errors import A2AError
 from a2a_wire.types import (
     Artifact,
@@ -65,14 +59,9 @@ from a2a_wire.types import (
 )
 
 __all__ = [
-    "INTERRUPTED_STATES",
-    "TERMINAL_STATES",
     "TRANSITIONS",
     "InvalidTransitionError",
     "apply",
-    "ends_stream",
-    "is_interrupted",
-    "is_terminal",
     "new_task",
     "with_history",
     "without_artifacts",

@@ -1,14 +1,87 @@
-"""Wire constants of the JSON-RPC binding that both roles share (spec 9, 4.3.3).
+"""Wire rules of the JSON-RPC binding that both roles share (spec 3.2.6, 3.6, 4.3.3, 8.2, 9).
 
-Sans-IO: names and strings only. Push notification headers are listed here because the sender
-(:mod:`a2a_wire.server.push`) and the receiver (:mod:`a2a_wire.client`) must agree on them.
+Sans-IO: names, strings and pure functions only. Each rule lives here once; the server, the
+client and push delivery import it from this module, so the two roles cannot drift apart.
+
+Versions (spec 3.6). The version spoken is :data:`PROTOCOL_VERSION`. Two readings keep the
+behaviour the tests pin, and both are here so they are read side by side:
+
+* :func:`check_version` reads a request's ``A2A-Version`` strictly: ``Major.Minor`` with an
+  optional ``.Patch``, each a plain decimal number without leading zeros, surrounding blanks
+  ignored; an absent or blank value means ``0.3`` (spec 3.6.2). So ``1.0`` and ``1.0.5`` are
+  served, ``1.00``, ``01.0``, ``1.0-beta`` and ``0.3`` are -32009.
+* :func:`version_matches` reads a card's ``protocolVersion`` leniently when a client picks an
+  interface (spec 8.3.2): only the first two dot-separated parts count, compared as numbers, so
+  ``1.0``, ``1.0.3``, ``1.0.x`` and ``1.00`` all fit 1.0; ``1``, ``v1.0`` and ``1.1`` do not.
+
+Headers: :data:`VERSION_HEADER` (also accepted as a query parameter by the server) and
+:data:`EXTENSIONS_HEADER`, a comma-separated list of URIs (:func:`parse_extensions`). The push
+notification headers are here too because the sender (:mod:`a2a_wire.server.push`) and the
+receiver (:mod:`a2a_wire.client`) must agree on them.
 """
 
 from __future__ import annotations
 
-__all__ = ["DELIVERY_ID_HEADER", "PUSH_CONTENT_TYPE", "TOKEN_HEADER"]
+import re
+from collections.abc import Sequence
 
-PUSH_CONTENT_TYPE = "application/a2a+json"
+from a2a_wire.errors import VersionNotSupportedError
+
+__all__ = [
+    "A2A_JSON_MEDIA_TYPE",
+    "ABSENT_VERSION",
+    "DELIVERY_ID_HEADER",
+    "EXTENSIONS_HEADER",
+    "JSON_MEDIA_TYPE",
+    "JSON_MEDIA_TYPES",
+    "PROTOCOL_BINDING",
+    "PROTOCOL_VERSION",
+    "PUSH_CONTENT_TYPE",
+    "SSE_MEDIA_TYPE",
+    "SUPPORTED_VERSIONS",
+    "TOKEN_HEADER",
+    "VERSION_HEADER",
+    "WELL_KNOWN_PATH",
+    "check_version",
+    "join_extensions",
+    "parse_extensions",
+    "version_matches",
+]
+
+PROTOCOL_VERSION = "1.0"
+"""The A2A protocol version this library speaks (``A2A-Version``, ``protocolVersion``)."""
+
+SUPPORTED_VERSIONS = (PROTOCOL_VERSION,)
+"""The ``Major.Minor`` versions the server serves (spec 3.6)."""
+
+ABSENT_VERSION = "0.3"
+"""The version a request without ``A2A-Version`` asks for (spec 3.6.2)."""
+
+PROTOCOL_BINDING = "JSONRPC"
+"""``AgentInterface.protocolBinding`` of this binding (spec 8.3.1)."""
+
+WELL_KNOWN_PATH = "/.well-known/agent-card.json"
+"""Where an agent publishes its public card (spec 8.2)."""
+
+VERSION_HEADER = "A2A-Version"
+"""Header naming the protocol version of a request (spec 3.6.1)."""
+
+EXTENSIONS_HEADER = "A2A-Extensions"
+"""Header listing extension URIs: requested by the client, applied by the server (spec 3.2.6)."""
+
+JSON_MEDIA_TYPE = "application/json"
+"""The media type of JSON-RPC requests and responses (spec 9.1)."""
+
+A2A_JSON_MEDIA_TYPE = "application/a2a+json"
+"""The A2A media type for JSON bodies (spec 4.3.3); read wherever JSON is."""
+
+JSON_MEDIA_TYPES = (JSON_MEDIA_TYPE, A2A_JSON_MEDIA_TYPE)
+"""Media types read as JSON, in the order error messages name them."""
+
+SSE_MEDIA_TYPE = "text/event-stream"
+"""The media type of streamed results (spec 9.4.2)."""
+
+PUSH_CONTENT_TYPE = A2A_JSON_MEDIA_TYPE
 """Media type of a webhook body (spec 4.3.3)."""
 
 TOKEN_HEADER = "X-A2A-Notification-Token"
@@ -16,3 +89,62 @@ TOKEN_HEADER = "X-A2A-Notification-Token"
 
 DELIVERY_ID_HEADER = "X-A2A-Delivery-Id"
 """Header carrying the id of one delivery, the same on every retry (an a2a-wire extension)."""
+
+_NUMBER = r"(0|[1-9][0-9]{0,8})"
+_HEADER_VERSION = re.compile(rf"{_NUMBER}\.{_NUMBER}(?:\.{_NUMBER})?\Z")
+
+
+def check_version(value: str | None) -> VersionNotSupportedError | None:
+    """The error for an ``A2A-Version`` value the server does not serve, else ``None``.
+
+    Args:
+        value: The header (or query parameter) value; ``None`` or blank means 0.3 (spec 3.6.2).
+
+    Returns:
+        ``None`` for 1.0 (any patch number), else the -32009 error naming the versions served.
+    """
+    text = (value or "").strip() or ABSENT_VERSION
+    match = _HEADER_VERSION.match(text)
+    if match is not None and f"{int(match[1])}.{int(match[2])}" in SUPPORTED_VERSIONS:
+        return None
+    served = ", ".join(SUPPORTED_VERSIONS)
+    return VersionNotSupportedError(
+        f"A2A-Version {text[:40]!r} is not supported; this server serves {served}",
+        metadata={"requestedVersion": text[:40], "supportedVersions": served},
+    )
+
+
+def version_matches(offered: str, wanted: str = PROTOCOL_VERSION) -> bool:
+    """Compare protocol versions by major.minor only (spec 3.6, 8.3.2).
+
+    Args:
+        offered: A card's ``protocolVersion``, e.g. ``"1.0"`` or ``"1.0.3"``.
+        wanted: The version spoken, ``"major.minor"``.
+
+    Returns:
+        Whether the first two dot-separated parts are the same numbers.
+    """
+    parts = offered.strip().split(".")
+    want = wanted.split(".")[:2]
+    if len(parts) < 2 or not all(p.isascii() and p.isdigit() for p in parts[:2]):
+        return False
+    return [int(p) for p in parts[:2]] == [int(w) for w in want]
+
+
+def parse_extensions(value: str | None) -> tuple[str, ...]:
+    """The extension URIs of an ``A2A-Extensions`` header (comma-separated, spec 3.2.6).
+
+    Args:
+        value: The header value, or ``None`` when absent.
+
+    Returns:
+        The non-blank URIs, stripped, in the order given (duplicates kept).
+    """
+    if not value:
+        return ()
+    return tuple(uri for part in value.split(",") if (uri := part.strip()))
+
+
+def join_extensions(uris: Sequence[str]) -> str:
+    """The ``A2A-Extensions`` value naming ``uris`` (the inverse of :func:`parse_extensions`)."""
+    return ",".join(uris)

@@ -24,7 +24,8 @@ from a2a_wire.cli.config._load import Config, SkillEntry
 from a2a_wire.server._app import create_app
 from a2a_wire.server._auth import SecurityConfig
 from a2a_wire.server._skills import Skill
-from a2a_wire.server.store._base import InMemoryTaskStore, TaskStore
+from a2a_wire.server.store._base import TaskStore
+from a2a_wire.server.store._memory import InMemoryTaskStore
 from a2a_wire.server.store._sqlite import SQLiteTaskStore
 from a2a_wire.types import (
     AgentCapabilities,

@@ -10,12 +10,12 @@ from __future__ import annotations
 import datetime
 import json
 import mimetypes
-import uuid
 from pathlib import Path
 from typing import Any
 
 import click
 
+from a2a_wire._protocol.ids import new_uuid
 from a2a_wire.cli._common import EXIT_TASK_FAILED, ClientOptions, client_command, client_options
 from a2a_wire.cli._output import Printer, TaskView
 from a2a_wire.client._client import A2AClient, EventStream
@@ -84,7 +84,7 @@ def _request(
     if skill:
         meta["skillId"] = skill
     message = Message(
-        message_id=str(uuid.uuid4()),
+        message_id=new_uuid(),
         role=Role.USER,
         parts=parts,
         context_id=context_id or "",

@@ -33,6 +33,7 @@ from aiohttp import web
 from aiohttp.typedefs import Handler
 
 from a2a_wire import codec
+from a2a_wire._protocol.wire import JSON_MEDIA_TYPE
 from a2a_wire.server._app import CALLS_KEY
 from a2a_wire.server._executor import AgentExecutor, EventQueue, RequestContext
 
@@ -155,7 +156,7 @@ def _unavailable() -> web.Response:
     return web.Response(
         body=codec.dumps(body),
         status=503,
-        content_type="application/json",
+        content_type=JSON_MEDIA_TYPE,
         headers={"Connection": "close", "Retry-After": "5"},
     )
 

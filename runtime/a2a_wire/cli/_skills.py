@@ -30,13 +30,13 @@ from __future__ import annotations
 
 import asyncio
 import copy
-import uuid
 from collections import OrderedDict
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from a2a_wire._protocol.states import ends_stream, is_terminal
+from a2a_wire._protocol.ids import new_uuid
+from a2a_wire._protocol.states import is_settled, is_terminal
 from a2a_wire.client._client import A2AClient, ClientSettings
 from a2a_wire.client._credentials import CredentialProvider, NoCredentials
 from a2a_wire.client._errors import ClientError
@@ -149,7 +149,7 @@ def _outgoing(message: Message, remote: _Remote) -> SendMessageRequest:
     if isinstance(remote_skill, str) and remote_skill:
         metadata["skillId"] = remote_skill
     sent = Message(
-        message_id=str(uuid.uuid4()),
+        message_id=new_uuid(),
         role=Role.USER,
         parts=list(message.parts),
         task_id=remote.task_id,
@@ -311,7 +311,7 @@ class _Relay:
             answer = await client.send_message(request)
             self._stale_snapshot = False  # a blocking answer is the task after our message
             await self.forward(StreamResponse(task=answer.task, message=answer.message))
-        if self.state is None or not ends_stream(self.state):
+        if self.state is None or not is_settled(self.state):
             await self.updater.fail(
                 f"Remote agent {self.remote.agent.name!r} stopped before its task finished."
             )

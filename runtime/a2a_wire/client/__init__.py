@@ -11,12 +11,12 @@ Specification: https://a2a-protocol.org/v1.0.1/specification/
 from a2a_wire._protocol.states import (
     INTERRUPTED_STATES,
     TERMINAL_STATES,
-    ends_stream,
     is_interrupted,
+    is_settled,
     is_terminal,
 )
+from a2a_wire._protocol.wire import WELL_KNOWN_PATH
 from a2a_wire.client._card_resolver import (
-    WELL_KNOWN_PATH,
     CachedCard,
     CardCache,
     CardResolver,
@@ -124,8 +124,8 @@ __all__ = [
     "api_key_header",
     "card_url",
     "create_receiver_app",
-    "ends_stream",
     "is_interrupted",
+    "is_settled",
     "is_terminal",
     "register_webhook",
     "remove_webhook",

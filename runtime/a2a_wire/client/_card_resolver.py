@@ -38,6 +38,15 @@ import yarl
 from multidict import CIMultiDictProxy
 
 from a2a_wire import codec
+from a2a_wire._protocol.wire import (
+    JSON_MEDIA_TYPE,
+    JSON_MEDIA_TYPES,
+    PROTOCOL_BINDING,
+    PROTOCOL_VERSION,
+    VERSION_HEADER,
+    WELL_KNOWN_PATH,
+    version_matches,
+)
 from a2a_wire.client._errors import (
     AuthenticationError,
     HTTPStatusError,
@@ -47,13 +56,10 @@ from a2a_wire.client._errors import (
     UnexpectedContentTypeError,
     safe_url,
 )
-from a2a_wire.client._http import JSON_MEDIA_TYPES, ClientSettings, RawResponse, Transport
+from a2a_wire.client._http import ClientSettings, RawResponse, Transport
 from a2a_wire.types import AgentCard, AgentInterface
 
 __all__ = [
-    "PROTOCOL_BINDING",
-    "PROTOCOL_VERSION",
-    "WELL_KNOWN_PATH",
     "CachedCard",
     "CardCache",
     "CardResolver",
@@ -62,12 +68,7 @@ __all__ = [
     "card_url",
     "interface_url",
     "select_interface",
-    "version_matches",
 ]
-
-WELL_KNOWN_PATH = "/.well-known/agent-card.json"
-PROTOCOL_BINDING = "JSONRPC"
-PROTOCOL_VERSION = "1.0"
 
 
 def card_url(base_url: str) -> str:
@@ -81,23 +82,6 @@ def card_url(base_url: str) -> str:
     """
     trimmed = base_url.rstrip("/")
     return trimmed if trimmed.endswith(WELL_KNOWN_PATH) else trimmed + WELL_KNOWN_PATH
-
-
-def version_matches(offered: str, wanted: str = PROTOCOL_VERSION) -> bool:
-    """Compare protocol versions by major.minor only (spec 3.6).
-
-    Args:
-        offered: A card's ``protocolVersion``, e.g. ``"1.0"`` or ``"1.0.3"``.
-        wanted: The version spoken, ``"major.minor"``.
-
-    Returns:
-        Whether the first two dot-separated parts are the same numbers.
-    """
-    parts = offered.strip().split(".")
-    want = wanted.split(".")[:2]
-    if len(parts) < 2 or not all(p.isascii() and p.isdigit() for p in parts[:2]):
-        return False
-    return [int(p) for p in parts[:2]] == [int(w) for w in want]
 
 
 def select_interface(
@@ -347,8 +331,8 @@ class CardResolver:
 
     def _request_headers(self, entry: CachedCard | None) -> Mapping[str, str]:
         headers = {
-            "Accept": "application/json",
-            "A2A-Version": PROTOCOL_VERSION,
+            "Accept": JSON_MEDIA_TYPE,
+            VERSION_HEADER: PROTOCOL_VERSION,
             "User-Agent": self._transport.settings.user_agent,
         }
         if entry is not None and entry.etag:

@@ -9,7 +9,7 @@ interface, spec 8.3.2) or directly from an interface URL.
 Every request carries ``A2A-Version: 1.0`` (spec 3.6.1, 9.2) and ``Content-Type:
 application/json`` (spec 9.1), the interface's ``tenant`` in the request message (spec 8.3.2;
 an explicitly set tenant is kept), and the headers the credential provider returns for that
-agent and method. Results go through the checks of :mod:`a2a_wire.client._results`; a JSON-RPC
+agent and method; :mod:`a2a_wire.client._requests` builds them. Results go through the checks of :mod:`a2a_wire.client._results`; a JSON-RPC
 error becomes the typed exception of :mod:`a2a_wire.errors` (a -32009 answer is
 :class:`~a2a_wire.errors.VersionNotSupportedError`); transport failures and limits raise
 :mod:`a2a_wire.client._errors`. No aiohttp or asyncio exception leaves this API.
@@ -22,13 +22,11 @@ with backoff until the task is terminal or interrupted; an unknown state is not 
 from __future__ import annotations
 
 import asyncio
-import copy
 import itertools
 import logging
-import uuid
 from collections.abc import Sequence
 from types import TracebackType
-from typing import Any, Protocol, TypeVar
+from typing import Any, TypeVar
 
 import aiohttp
 import yarl
@@ -36,8 +34,9 @@ from multidict import CIMultiDict
 
 from a2a_wire import codec
 from a2a_wire._protocol import jsonrpc as _jsonrpc
+from a2a_wire._protocol.states import is_settled
+from a2a_wire._protocol.wire import JSON_MEDIA_TYPE, SSE_MEDIA_TYPE
 from a2a_wire.client._card_resolver import (
-    PROTOCOL_VERSION,
     CardCache,
     CardResolver,
     SignatureCheck,
@@ -54,7 +53,9 @@ from a2a_wire.client._http import (
     Transport,
     json_body,
 )
-from a2a_wire.client._results import is_settled, prepare
+from a2a_wire.client._requests import P, request_headers, with_tenant
+from a2a_wire.client._requests import text_request as _text_request
+from a2a_wire.client._results import prepare
 from a2a_wire.client._stream import EventStream, ResumableStream, refuse_non_stream
 from a2a_wire.methods import (
     CANCEL_TASK,
@@ -81,10 +82,6 @@ from a2a_wire.types import (
     ListTaskPushNotificationConfigsResponse,
     ListTasksRequest,
     ListTasksResponse,
-    Message,
-    Part,
-    Role,
-    SendMessageConfiguration,
     SendMessageRequest,
     SendMessageResponse,
     StreamResponse,
@@ -99,11 +96,6 @@ __all__ = ["A2AClient", "ClientSettings", "EventStream", "ResumableStream"]
 logger = logging.getLogger("a2a_wire.client")
 
 
-class _Request(codec.ProtoMessage, Protocol):
-    tenant: str
-
-
-P = TypeVar("P", bound=_Request)
 R = TypeVar("R", bound=codec.ProtoMessage)
 
 #: Cards fetched by :meth:`A2AClient.connect` when no cache is passed (shared, small, LRU).
@@ -214,28 +206,14 @@ class A2AClient:
 
     # -- plumbing ---------------------------------------------------------------------------
 
-    def _with_tenant(self, request: P) -> P:
-        if not self.tenant or request.tenant:
-            return request
-        clone = copy.copy(request)
-        clone.tenant = self.tenant
-        return clone
-
     async def _headers(self, method: Method[Any, Any], accept: str) -> CIMultiDict[str]:
         extra = await self.credentials.headers(CredentialRequest(self.url, method.name, self.card))
-        headers = CIMultiDict(extra)
-        headers["A2A-Version"] = PROTOCOL_VERSION
-        headers["Content-Type"] = "application/json"
-        headers["Accept"] = accept
-        headers["User-Agent"] = self.settings.user_agent
-        if self.settings.extensions:
-            headers["A2A-Extensions"] = ",".join(self.settings.extensions)
-        return headers
+        return request_headers(extra, self.settings, accept)
 
     async def _call(self, method: Method[P, R], request: P) -> R:
         rid = next(self._ids)
-        body = _jsonrpc.request(rid, method, self._with_tenant(request))
-        headers = await self._headers(method, "application/json")
+        body = _jsonrpc.request(rid, method, with_tenant(request, self.tenant))
+        headers = await self._headers(method, JSON_MEDIA_TYPE)
         logger.debug("%s id=%d -> %s", method.name, rid, safe_url(self.url))
         raw = await self._transport.request("POST", self.url, body, headers)
         result = _jsonrpc.read_response(json_body(raw, self.url), rid, method)
@@ -244,10 +222,10 @@ class A2AClient:
 
     def _stream(self, method: Method[P, StreamResponse], request: P) -> EventStream:
         rid = next(self._ids)
-        body = _jsonrpc.request(rid, method, self._with_tenant(request))
+        body = _jsonrpc.request(rid, method, with_tenant(request, self.tenant))
 
         async def opener() -> StreamConnection:
-            headers = await self._headers(method, "text/event-stream")
+            headers = await self._headers(method, SSE_MEDIA_TYPE)
             logger.debug("%s id=%d -> %s (stream)", method.name, rid, safe_url(self.url))
             opened = await self._transport.open_stream(self.url, body, headers)
             if isinstance(opened, RawResponse):
@@ -317,46 +295,8 @@ class A2AClient:
 
     # -- conveniences -----------------------------------------------------------------------
 
-    @staticmethod
-    def text_request(
-        text: str,
-        *,
-        context_id: str | None = None,
-        task_id: str | None = None,
-        return_immediately: bool = False,
-        history_length: int | None = None,
-        accepted_output_modes: Sequence[str] | None = None,
-        metadata: dict[str, Any] | None = None,
-    ) -> SendMessageRequest:
-        """Build a SendMessageRequest holding one user text part and a fresh uuid4 messageId.
-
-        Args:
-            text: The text to send.
-            context_id: The conversation to continue, if any.
-            task_id: The task to continue (e.g. one in INPUT_REQUIRED), if any.
-            return_immediately: Ask SendMessage not to block (spec 3.2.2).
-            history_length: How much task history to return (spec 3.2.4).
-            accepted_output_modes: Media types the client accepts.
-            metadata: Request metadata.
-
-        Returns:
-            The request, ready for :meth:`send_message` or :meth:`send_streaming_message`.
-        """
-        message = Message(
-            message_id=str(uuid.uuid4()),
-            role=Role.USER,
-            parts=[Part(text=text)],
-            context_id=context_id or "",
-            task_id=task_id or "",
-        )
-        configuration = None
-        if return_immediately or history_length is not None or accepted_output_modes:
-            configuration = SendMessageConfiguration(
-                accepted_output_modes=list(accepted_output_modes or []),
-                history_length=history_length,
-                return_immediately=return_immediately,
-            )
-        return SendMessageRequest(message=message, configuration=configuration, metadata=metadata)
+    text_request = staticmethod(_text_request)
+    """One user text part, fresh id (:func:`a2a_wire.client._requests.text_request`)."""
 
     async def send_text(
         self,

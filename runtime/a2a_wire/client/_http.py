@@ -32,6 +32,7 @@ import aiohttp
 from multidict import CIMultiDict, CIMultiDictProxy
 
 from a2a_wire import codec, errors, netguard
+from a2a_wire._protocol.wire import JSON_MEDIA_TYPES, SSE_MEDIA_TYPE
 from a2a_wire.client._errors import (
     AddressNotAllowedError,
     AuthenticationError,
@@ -48,20 +49,11 @@ from a2a_wire.client._errors import (
     safe_url,
 )
 
-__all__ = [
-    "JSON_MEDIA_TYPES",
-    "ClientSettings",
-    "RawResponse",
-    "StreamConnection",
-    "Transport",
-    "json_body",
-]
+__all__ = ["ClientSettings", "RawResponse", "StreamConnection", "Transport", "json_body"]
 
 logger = logging.getLogger("a2a_wire.client")
 
 MiB = 1024 * 1024
-#: Media types read as JSON-RPC bodies (spec 9.1; the second is accepted leniently).
-JSON_MEDIA_TYPES = ("application/json", "application/a2a+json")
 
 
 @dataclass(frozen=True)
@@ -310,7 +302,7 @@ class Transport:
                 response = await self._start("POST", url, body, headers)
         except TimeoutError as exc:
             raise ReadTimeoutError("read_timeout", self.settings.read_timeout or 0.0, url) from exc
-        if response.status == 200 and response.content_type == "text/event-stream":
+        if response.status == 200 and response.content_type == SSE_MEDIA_TYPE:
             return StreamConnection(response, url, self.settings)
         try:
             async with asyncio.timeout(self.settings.total_timeout):

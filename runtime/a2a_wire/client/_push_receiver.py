@@ -40,7 +40,12 @@ from typing import TYPE_CHECKING, Final
 from aiohttp import web
 
 from a2a_wire import codec
-from a2a_wire._protocol.wire import DELIVERY_ID_HEADER, PUSH_CONTENT_TYPE, TOKEN_HEADER
+from a2a_wire._protocol.wire import (
+    DELIVERY_ID_HEADER,
+    JSON_MEDIA_TYPES,
+    PUSH_CONTENT_TYPE,
+    TOKEN_HEADER,
+)
 from a2a_wire.types import (
     AuthenticationInfo,
     DeleteTaskPushNotificationConfigRequest,
@@ -67,7 +72,6 @@ EventCallback = Callable[[StreamResponse], Awaitable[None]]
 
 _MEMBERS: Final = frozenset({"task", "message", "statusUpdate", "artifactUpdate"})
 _MEMBERS_SNAKE: Final = frozenset({"status_update", "artifact_update"})
-_BODY_TYPES: Final = frozenset({PUSH_CONTENT_TYPE, "application/json"})
 
 
 def _same(given: str | None, expected: str) -> bool:
@@ -169,7 +173,7 @@ class PushReceiver:
         """The aiohttp handler for POSTs to the webhook (see the module docstring)."""
         if not self._authorized(request):
             return web.Response(status=401, text="missing or wrong credentials")
-        if request.content_type not in _BODY_TYPES:
+        if request.content_type not in JSON_MEDIA_TYPES:  # PUSH_CONTENT_TYPE is one of them
             return web.Response(status=415, text=f"send {PUSH_CONTENT_TYPE}")
         if (request.content_length or 0) > self.max_body_bytes:
             return web.Response(status=413)

@@ -21,7 +21,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Iterator
 
-from a2a_wire._protocol.states import INTERRUPTED_STATES, TERMINAL_STATES, ends_stream, is_terminal
+from a2a_wire._protocol.states import is_settled
 from a2a_wire.client._errors import IncompleteStreamError
 from a2a_wire.errors import InvalidAgentResponseError
 from a2a_wire.types import (
@@ -36,23 +36,9 @@ from a2a_wire.types import (
     TaskStatusUpdateEvent,
 )
 
-__all__ = [
-    "INTERRUPTED_STATES",
-    "TERMINAL_STATES",
-    "StreamTracker",
-    "check_result",
-    "drop_unknown_parts",
-    "is_settled",
-    "is_terminal",
-    "prepare",
-]
+__all__ = ["StreamTracker", "check_result", "drop_unknown_parts", "prepare"]
 
 logger = logging.getLogger("a2a_wire.client")
-
-
-def is_settled(state: TaskState) -> bool:
-    """Whether ``state`` is terminal or interrupted (see :mod:`a2a_wire._protocol.states`)."""
-    return ends_stream(state)
 
 
 Member = Task | Message | TaskStatusUpdateEvent | TaskArtifactUpdateEvent

@@ -28,6 +28,8 @@ from typing import Any, NoReturn
 from a2a_wire import codec, errors
 from a2a_wire._protocol import jsonrpc as _jsonrpc
 from a2a_wire._protocol.sse import SSEDecoder, SSEEvent, SSEProtocolError
+from a2a_wire._protocol.states import is_settled
+from a2a_wire._protocol.wire import JSON_MEDIA_TYPES, SSE_MEDIA_TYPE
 from a2a_wire.client._errors import (
     IncompleteStreamError,
     ReadTimeoutError,
@@ -35,8 +37,8 @@ from a2a_wire.client._errors import (
     TransportError,
     UnexpectedContentTypeError,
 )
-from a2a_wire.client._http import JSON_MEDIA_TYPES, RawResponse, StreamConnection, json_body
-from a2a_wire.client._results import StreamTracker, is_settled, prepare
+from a2a_wire.client._http import RawResponse, StreamConnection, json_body
+from a2a_wire.client._results import StreamTracker, prepare
 from a2a_wire.methods import Method
 from a2a_wire.types import StreamResponse, Task, TaskState
 
@@ -61,12 +63,10 @@ def refuse_non_stream(raw: RawResponse, url: str, rid: int, method: Method[Any, 
         ClientError: Any other answer (status, content type, redirect, ...).
     """
     if 200 <= raw.status < 300 and raw.content_type not in JSON_MEDIA_TYPES:
-        raise UnexpectedContentTypeError(
-            raw.content_type, ("text/event-stream",), status=raw.status
-        )
+        raise UnexpectedContentTypeError(raw.content_type, (SSE_MEDIA_TYPE,), status=raw.status)
     obj = json_body(raw, url)
     _jsonrpc.read_response(obj, rid, method)
-    raise UnexpectedContentTypeError(raw.content_type, ("text/event-stream",), status=raw.status)
+    raise UnexpectedContentTypeError(raw.content_type, (SSE_MEDIA_TYPE,), status=raw.status)
 
 
 class EventStream:

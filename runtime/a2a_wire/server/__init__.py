@@ -11,8 +11,8 @@ Specification: https://a2a-protocol.org/v1.0.1/specification/
 from a2a_wire._protocol.states import (
     INTERRUPTED_STATES,
     TERMINAL_STATES,
-    ends_stream,
     is_interrupted,
+    is_settled,
     is_terminal,
 )
 from a2a_wire.server._app import CALLS_KEY, RUNTIME_KEY, STORE_KEY, create_app
@@ -72,9 +72,9 @@ __all__ = [
     "TaskUpdater",
     "agent_message",
     "create_app",
-    "ends_stream",
     "hash_secret",
     "is_interrupted",
+    "is_settled",
     "is_terminal",
     "media_matches",
     "owner_key",

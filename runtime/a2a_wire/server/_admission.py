@@ -35,12 +35,17 @@ from aiohttp import web
 
 from a2a_wire import codec
 from a2a_wire._protocol import jsonrpc as _jsonrpc
+from a2a_wire._protocol.wire import (
+    EXTENSIONS_HEADER,
+    JSON_MEDIA_TYPE,
+    join_extensions,
+    parse_extensions,
+)
 from a2a_wire.errors import ERROR_INFO_TYPE, InvalidRequestError
 from a2a_wire.server._auth import ANONYMOUS, AuthFailure, ClientRegistry, Principal, owner_key
 from a2a_wire.server._card import CardPublisher
 from a2a_wire.server._engine import CallInfo
 from a2a_wire.server._limits import RateLimiter, StreamCounter, retry_after_header
-from a2a_wire.server._methods import parse_extensions
 from a2a_wire.server._settings import ServerSettings
 from a2a_wire.server._skills import SkillSet
 from a2a_wire.types import AgentCard
@@ -52,7 +57,6 @@ log = logging.getLogger("a2a_wire.server")
 APPLIED_EXTENSIONS = web.RequestKey("a2a_wire.applied_extensions", tuple[str, ...])
 """Extensions requested and supported by the card; echoed in ``A2A-Extensions`` (spec 3.2.6)."""
 
-EXTENSIONS_HEADER = "A2A-Extensions"
 DOMAIN = "a2a-wire"
 
 
@@ -62,7 +66,7 @@ def _refusal(status: int, reason: str, message: str, metadata: dict[str, str]) -
         info["metadata"] = metadata
     error = InvalidRequestError(message, data=[info])
     body = codec.dumps(_jsonrpc.error(None, error))
-    return web.Response(body=body, status=status, content_type="application/json")
+    return web.Response(body=body, status=status, content_type=JSON_MEDIA_TYPE)
 
 
 def too_many(wait: float, what: str) -> web.Response:
@@ -176,7 +180,7 @@ async def echo_extensions(request: web.Request, response: web.StreamResponse) ->
     """``on_response_prepare``: name the applied extensions in ``A2A-Extensions``."""
     applied = request.get(APPLIED_EXTENSIONS)
     if applied:
-        response.headers[EXTENSIONS_HEADER] = ",".join(applied)
+        response.headers[EXTENSIONS_HEADER] = join_extensions(applied)
 
 
 def public_card(card: AgentCard, registry: ClientRegistry, skills: SkillSet | None) -> AgentCard:

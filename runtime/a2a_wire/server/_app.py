@@ -53,6 +53,13 @@ from aiohttp.typedefs import Handler
 from a2a_wire import codec
 from a2a_wire._protocol import jsonrpc as _jsonrpc
 from a2a_wire._protocol.jsonrpc import Call
+from a2a_wire._protocol.wire import (
+    JSON_MEDIA_TYPE,
+    JSON_MEDIA_TYPES,
+    VERSION_HEADER,
+    WELL_KNOWN_PATH,
+    check_version,
+)
 from a2a_wire.errors import (
     ContentTypeNotSupportedError,
     InternalError,
@@ -68,20 +75,16 @@ from a2a_wire.server._admission import (
     public_card,
 )
 from a2a_wire.server._auth import SecurityConfig
-from a2a_wire.server._card import CARD_PATH, CardPublisher
+from a2a_wire.server._card import CardPublisher
 from a2a_wire.server._engine import CallInfo, Runtime
 from a2a_wire.server._executor import AgentExecutor
-from a2a_wire.server._methods import (
-    Capabilities,
-    call_stream,
-    call_unary,
-    check_version,
-)
+from a2a_wire.server._methods import Capabilities, call_stream, call_unary
 from a2a_wire.server._settings import ServerSettings
 from a2a_wire.server._skills import SkillRouter, SkillSet
 from a2a_wire.server._streaming import stream_error, stream_events
 from a2a_wire.server.push._delivery import PUSH_DELIVERER_KEY, PushDeliverer
-from a2a_wire.server.store._base import InMemoryTaskStore, TaskStore
+from a2a_wire.server.store._base import TaskStore
+from a2a_wire.server.store._memory import InMemoryTaskStore
 from a2a_wire.types import AgentCard
 
 __all__ = ["CALLS_KEY", "RUNTIME_KEY", "STORE_KEY", "create_app"]
@@ -99,13 +102,9 @@ CALLS_KEY: web.RequestKey[tuple[tuple[Call, ...], bool]] = web.RequestKey("a2a_w
 For middleware that reports on requests (the CLI's request log) without parsing the body again.
 """
 
-JSON_TYPES = frozenset({"application/json", "application/a2a+json"})
-VERSION_HEADER = "A2A-Version"
-EXTENSIONS_HEADER = "A2A-Extensions"
-
 
 def _json(value: Any, status: int = 200) -> web.Response:
-    return web.Response(body=codec.dumps(value), status=status, content_type="application/json")
+    return web.Response(body=codec.dumps(value), status=status, content_type=JSON_MEDIA_TYPE)
 
 
 def _error(exc: ProtocolError, status: int = 200) -> web.Response:
@@ -132,10 +131,10 @@ class _RPCEndpoint:
         info = await self.admission.admit(request)  # authentication and rate limits first
         if isinstance(info, web.Response):
             return info
-        if request.content_type not in JSON_TYPES or hdrs.CONTENT_TYPE not in request.headers:
+        if request.content_type not in JSON_MEDIA_TYPES or hdrs.CONTENT_TYPE not in request.headers:
             got = request.headers.get(hdrs.CONTENT_TYPE, "")[:100]
             refused = ContentTypeNotSupportedError(
-                f"Content-Type {got!r} is not supported; send application/json",
+                f"Content-Type {got!r} is not supported; send {JSON_MEDIA_TYPE}",
                 metadata={"contentType": got},
             )
             return _error(refused, 415)
@@ -282,8 +281,8 @@ def create_app(
             (spec 3.3.4); its ``supportedInterfaces`` are served with this server's JSON-RPC
             endpoint first (one entry per tenant its JSON-RPC entries name).
         executor: The agent; leave it out when ``security.skills`` names the executors.
-        store: Task storage; an :class:`~a2a_wire.server.store._base.InMemoryTaskStore` when omitted. It is
-            opened (recovery) at startup and closed at cleanup.
+        store: Task storage; an :class:`~a2a_wire.server.store._memory.InMemoryTaskStore` when
+            omitted. It is opened (recovery) at startup and closed at cleanup.
         settings: Limits and addresses; :class:`~a2a_wire.server._settings.ServerSettings` defaults
             when omitted.
         security: Registered clients, skills, extended card and card signing
@@ -314,7 +313,7 @@ def create_app(
     app[RUNTIME_KEY] = runtime
     app[STORE_KEY] = store
     app[_SETTINGS] = settings
-    app.router.add_get(CARD_PATH, publisher.handle)
+    app.router.add_get(WELL_KNOWN_PATH, publisher.handle)
     app.on_response_prepare.append(echo_extensions)
     app.router.add_post(settings.rpc_path, endpoint.handle)
     app.cleanup_ctx.append(_storage)

@@ -21,7 +21,8 @@ from __future__ import annotations
 import logging
 from typing import Any
 
-from a2a_wire._protocol.tasks import is_terminal, with_history
+from a2a_wire._protocol.states import is_terminal
+from a2a_wire._protocol.tasks import with_history
 from a2a_wire.errors import ProtocolError, TaskNotCancelableError
 from a2a_wire.server._engine import CallInfo, Runtime
 from a2a_wire.server._executor import RequestContext

@@ -33,21 +33,12 @@ from typing import Any, Protocol
 from aiohttp import web
 
 from a2a_wire import codec
+from a2a_wire._protocol.wire import JSON_MEDIA_TYPE, PROTOCOL_BINDING, PROTOCOL_VERSION
 from a2a_wire.server._settings import ServerSettings
 from a2a_wire.types import AgentCard, AgentInterface
 
-__all__ = [
-    "CARD_PATH",
-    "JSONRPC_BINDING",
-    "PROTOCOL_VERSION",
-    "CardPublisher",
-    "Signer",
-    "served_tenants",
-]
+__all__ = ["CardPublisher", "Signer", "served_tenants"]
 
-CARD_PATH = "/.well-known/agent-card.json"
-JSONRPC_BINDING = "JSONRPC"
-PROTOCOL_VERSION = "1.0"
 _CACHED_ORIGINS = 16  # distinct Host values whose rendering is kept
 
 
@@ -67,7 +58,7 @@ class Signer(Protocol):
 
 def served_tenants(card: AgentCard) -> list[str]:
     """The tenants of the served JSON-RPC entries, in card order (``[""]`` when none)."""
-    named = [i.tenant for i in card.supported_interfaces if i.protocol_binding == JSONRPC_BINDING]
+    named = [i.tenant for i in card.supported_interfaces if i.protocol_binding == PROTOCOL_BINDING]
     tenants = list(dict.fromkeys(t for t in named if t))
     return tenants or [""]
 
@@ -108,7 +99,7 @@ class CardPublisher:
         self._tenants = served_tenants(card)
         self._signer = signer
         self._others = [
-            i.to_dict() for i in card.supported_interfaces if i.protocol_binding != JSONRPC_BINDING
+            i.to_dict() for i in card.supported_interfaces if i.protocol_binding != PROTOCOL_BINDING
         ]
         self._settings = settings
         self._cache: dict[str, _Rendered] = {}
@@ -142,7 +133,7 @@ class CardPublisher:
         ours = [
             AgentInterface(
                 url=origin + self._settings.rpc_path,
-                protocol_binding=JSONRPC_BINDING,
+                protocol_binding=PROTOCOL_BINDING,
                 protocol_version=PROTOCOL_VERSION,
                 tenant=tenant,
             ).to_dict()
@@ -188,4 +179,4 @@ class CardPublisher:
             headers["Vary"] = "Host"
         if self._fresh(request, rendered.etag):
             return web.Response(status=304, headers=headers)
-        return web.Response(body=rendered.body, headers=headers, content_type="application/json")
+        return web.Response(body=rendered.body, headers=headers, content_type=JSON_MEDIA_TYPE)

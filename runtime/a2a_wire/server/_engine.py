@@ -23,7 +23,8 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 from a2a_wire._protocol.ids import new_uuid
-from a2a_wire._protocol.tasks import apply, is_interrupted, is_terminal, with_history
+from a2a_wire._protocol.states import is_interrupted, is_settled, is_terminal
+from a2a_wire._protocol.tasks import apply, with_history
 from a2a_wire.errors import (
     InternalError,
     InvalidParamsError,
@@ -372,7 +373,7 @@ class Runtime:
             if failure is None:
                 if state is None:
                     failure = AGENT_SILENT
-                elif is_terminal(state) or is_interrupted(state):
+                elif is_settled(state):
                     return
                 else:
                     failure = AGENT_RETURNED_EARLY

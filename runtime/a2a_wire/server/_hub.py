@@ -39,15 +39,15 @@ import collections
 import copy
 import enum
 import logging
-import uuid
 from collections.abc import Callable
 from typing import Any
 
 from a2a_wire import codec
+from a2a_wire._protocol.ids import new_uuid
+from a2a_wire._protocol.states import is_settled
 from a2a_wire._protocol.tasks import (
     InvalidTransitionError,
     apply,
-    ends_stream,
     new_task,
     with_history,
 )
@@ -356,7 +356,7 @@ class TaskHub:
         reply = copy.copy(message)
         reply.task_id = ""
         reply.context_id = reply.context_id or run.context_id
-        reply.message_id = reply.message_id or str(uuid.uuid4())
+        reply.message_id = reply.message_id or new_uuid()
         run.reply = reply
         run.closed = True
         frame = codec.dumps({"message": reply.to_dict()}) if self.subscribers else b""
@@ -430,7 +430,7 @@ class TaskHub:
             self._check_end(task, run)
 
     def _check_end(self, task: Task, run: Run) -> None:
-        if task.status is not None and ends_stream(task.status.state):
+        if task.status is not None and is_settled(task.status.state):
             self.finish_all()
             run.settle()
             if self.active_run is not None:

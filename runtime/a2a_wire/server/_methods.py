@@ -12,8 +12,9 @@ with it. Those apply, in this order, before any work is done:
 2. decoding of ``params`` with REQUIRED checks (-32602 with a BadRequest detail);
 3. the method's own validation and work.
 
-Version negotiation (spec 3.6) is :func:`check_version`: ``A2A-Version`` must be ``1.0`` or
-``1.0.x``; an absent or empty value means 0.3, which, like any other version, is -32009.
+Version negotiation (spec 3.6) is :func:`a2a_wire._protocol.wire.check_version`, applied by the
+glue: ``A2A-Version`` must be ``1.0`` or ``1.0.x``; an absent or empty value means 0.3, which,
+like any other version, is -32009.
 
 The push-config methods and SendMessage's inline push config are in
 :mod:`a2a_wire.server.push._configs`; a SendMessage carrying a push config answers -32003 when the card
@@ -33,14 +34,13 @@ tenant and client: data is partitioned by tenant.
 from __future__ import annotations
 
 import asyncio
-import re
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Any
 
 from a2a_wire import methods
 from a2a_wire._protocol import jsonrpc as _jsonrpc
-from a2a_wire._protocol.tasks import is_terminal
+from a2a_wire._protocol.states import is_terminal
 from a2a_wire.errors import (
     ExtendedAgentCardNotConfiguredError,
     ExtensionSupportRequiredError,
@@ -48,7 +48,6 @@ from a2a_wire.errors import (
     PushNotificationNotSupportedError,
     TaskNotFoundError,
     UnsupportedOperationError,
-    VersionNotSupportedError,
 )
 from a2a_wire.methods import Method
 from a2a_wire.server import _cancel
@@ -57,7 +56,8 @@ from a2a_wire.server._engine import CallInfo, Runtime, Subscription
 from a2a_wire.server._hub import Run, TaskHub, task_view
 from a2a_wire.server._message_rules import check_message
 from a2a_wire.server.push import _configs as push_configs
-from a2a_wire.server.store._base import DEFAULT_PAGE_SIZE, MAX_PAGE_SIZE, TaskQuery
+from a2a_wire.server.store._base import TaskQuery
+from a2a_wire.server.store._paging import page_size
 from a2a_wire.types import (
     AgentCard,
     CancelTaskRequest,
@@ -68,19 +68,7 @@ from a2a_wire.types import (
     TaskState,
 )
 
-__all__ = [
-    "SUPPORTED_VERSIONS",
-    "Capabilities",
-    "call_stream",
-    "call_unary",
-    "check_version",
-    "parse_extensions",
-]
-
-SUPPORTED_VERSIONS = ("1.0",)
-"""The ``Major.Minor`` protocol versions this server speaks (spec 3.6)."""
-
-_VERSION = re.compile(r"(0|[1-9][0-9]{0,8})\.(0|[1-9][0-9]{0,8})(?:\.(?:0|[1-9][0-9]{0,8}))?\Z")
+__all__ = ["Capabilities", "call_stream", "call_unary"]
 
 PUSH_METHODS: frozenset[Method[Any, Any]] = frozenset(
     {
@@ -90,33 +78,6 @@ PUSH_METHODS: frozenset[Method[Any, Any]] = frozenset(
         methods.DELETE_TASK_PUSH_NOTIFICATION_CONFIG,
     }
 )
-
-
-def check_version(value: str | None) -> VersionNotSupportedError | None:
-    """The error for an ``A2A-Version`` value this server does not serve, else ``None``.
-
-    Args:
-        value: The header (or query parameter) value; ``None`` or blank means 0.3 (spec 3.6.2).
-
-    Returns:
-        ``None`` for 1.0 (any patch number), else the -32009 error naming the versions served.
-    """
-    text = (value or "").strip() or "0.3"
-    match = _VERSION.match(text)
-    if match is not None and f"{int(match[1])}.{int(match[2])}" in SUPPORTED_VERSIONS:
-        return None
-    served = ", ".join(SUPPORTED_VERSIONS)
-    return VersionNotSupportedError(
-        f"A2A-Version {text[:40]!r} is not supported; this server serves {served}",
-        metadata={"requestedVersion": text[:40], "supportedVersions": served},
-    )
-
-
-def parse_extensions(value: str | None) -> tuple[str, ...]:
-    """The extension URIs of an ``A2A-Extensions`` header (comma-separated, spec 9.2)."""
-    if not value:
-        return ()
-    return tuple(uri for part in value.split(",") if (uri := part.strip()))
 
 
 @dataclass(frozen=True, slots=True)
@@ -282,12 +243,7 @@ async def get_task(
 
 
 def _task_query(request: ListTasksRequest) -> TaskQuery:
-    size = DEFAULT_PAGE_SIZE if request.page_size is None else request.page_size
-    if not 1 <= size <= MAX_PAGE_SIZE:
-        raise InvalidParamsError(
-            f"pageSize must be within 1..{MAX_PAGE_SIZE}",
-            violations=[("pageSize", f"must be within 1..{MAX_PAGE_SIZE}")],
-        )
+    size = page_size(request.page_size)
     _check_history_length(request.history_length, "historyLength")
     status = request.status
     if not status.is_known:

@@ -21,6 +21,7 @@ from a2a_wire import codec
 from a2a_wire._protocol import jsonrpc as _jsonrpc
 from a2a_wire._protocol import sse as _sse
 from a2a_wire._protocol.jsonrpc import RequestId
+from a2a_wire._protocol.wire import SSE_MEDIA_TYPE
 from a2a_wire.errors import ProtocolError
 from a2a_wire.server._engine import Subscription
 from a2a_wire.server._hub import END, KEEPALIVE, Item
@@ -30,7 +31,7 @@ __all__ = ["stream_error", "stream_events"]
 log = logging.getLogger("a2a_wire.server")
 
 SSE_HEADERS = {
-    "Content-Type": "text/event-stream",
+    "Content-Type": SSE_MEDIA_TYPE,
     "Cache-Control": "no-cache",
     "X-Accel-Buffering": "no",
 }

@@ -15,9 +15,10 @@ Rules kept (the capability check, -32003 when the card does not declare
   (:mod:`a2a_wire.netguard`, with ``PushSettings.allowlist``); ``token``, the authentication
   ``scheme`` (an RFC 9110 token) and ``credentials`` must be fit for an HTTP header.
   The delivery worker checks the address again when it connects (spec 13.2).
-* ListTaskPushNotificationConfigs returns the configs in creation order. ``pageSize`` 0 means
-  :data:`DEFAULT_PAGE_SIZE`; larger than :data:`MAX_PAGE_SIZE` is cut to it; negative is -32602.
-  ``pageToken`` is the opaque ``nextPageToken`` of the previous page.
+* ListTaskPushNotificationConfigs returns the configs in creation order, paged like ListTasks
+  (:mod:`a2a_wire.server.store._paging`): ``pageSize`` 1 to 100, and 0 (the field has no
+  presence) means 50; anything else is -32602. ``pageToken`` is the signed ``nextPageToken`` of
+  the previous page, bound to the caller and the task.
 * SendMessage's ``configuration.taskPushNotificationConfig`` (``taskId`` empty or equal to the
   message's) is validated the same way. For a new task it is stored together with the task,
   so its webhook receives the task's first event; for a follow-up it is stored on that task
@@ -27,21 +28,21 @@ Rules kept (the capability check, -32003 when the card does not declare
 from __future__ import annotations
 
 import asyncio
-import base64
-import binascii
 import ipaddress
 import re
 import socket
-import uuid
 from typing import Any
 
 import aiohttp
 import yarl
 
 from a2a_wire import netguard
+from a2a_wire._protocol.ids import new_uuid
 from a2a_wire.errors import FieldViolation, InvalidParamsError, TaskNotFoundError
+from a2a_wire.methods import LIST_TASK_PUSH_NOTIFICATION_CONFIGS
 from a2a_wire.server._engine import CallInfo, Runtime
 from a2a_wire.server.push._settings import PushSettings
+from a2a_wire.server.store._paging import page_size, scope
 from a2a_wire.types import (
     DeleteTaskPushNotificationConfigRequest,
     GetTaskPushNotificationConfigRequest,
@@ -52,8 +53,6 @@ from a2a_wire.types import (
 )
 
 __all__ = [
-    "DEFAULT_PAGE_SIZE",
-    "MAX_PAGE_SIZE",
     "check_config",
     "create_push_config",
     "delete_push_config",
@@ -62,18 +61,12 @@ __all__ = [
     "list_push_configs",
 ]
 
-DEFAULT_PAGE_SIZE = 50
-"""ListTaskPushNotificationConfigs page size when ``pageSize`` is 0 (the spec sets none)."""
-MAX_PAGE_SIZE = 100
-"""Largest ListTaskPushNotificationConfigs page."""
-
 MAX_URL_LENGTH = 2048
 MAX_ID_LENGTH = 256
 MAX_SECRET_LENGTH = 4096
 _SCHEME = re.compile(r"[!#$%&'*+.^_`|~0-9A-Za-z-]+")  # RFC 9110 token
 _HEADER_TEXT = re.compile(r"[\x21-\x7e](?:[\x20-\x7e]*[\x21-\x7e])?")  # visible ASCII
 _INLINE = "configuration.taskPushNotificationConfig."
-_TOKEN_PREFIX = b"push-config-page:"
 
 
 async def check_config(
@@ -166,7 +159,7 @@ async def _check_task(runtime: Runtime, task_id: str, info: CallInfo) -> None:
 
 async def _store(runtime: Runtime, config: TaskPushNotificationConfig) -> None:
     """Give the config an id if it has none, and store it within the per-task limit."""
-    config.id = config.id or str(uuid.uuid4())
+    config.id = config.id or new_uuid()
     limit = runtime.settings.push.max_configs_per_task
     existing = await runtime.store.list_push_configs(config.task_id)
     if len(existing) >= limit and all(c.id != config.id for _, c in existing):
@@ -201,42 +194,20 @@ async def get_push_config(
     return config.to_dict()
 
 
-def _page_token(position: int) -> str:
-    return base64.urlsafe_b64encode(_TOKEN_PREFIX + b"%d" % position).rstrip(b"=").decode()
-
-
-def _read_page_token(token: str) -> int:
-    if not token:
-        return 0
-    bad = InvalidParamsError(
-        "Invalid page token", violations=[("pageToken", "not a token this server issued")]
-    )
-    try:
-        raw = base64.urlsafe_b64decode(token.encode("ascii") + b"=" * (-len(token) % 4))
-    except (binascii.Error, ValueError, UnicodeError):
-        raise bad from None
-    digits = raw.removeprefix(_TOKEN_PREFIX)
-    if digits == raw or not digits.isdigit() or len(digits) > 18:
-        raise bad
-    return int(digits)
-
-
 async def list_push_configs(
     runtime: Runtime, caps: object, request: ListTaskPushNotificationConfigsRequest, info: CallInfo
 ) -> dict[str, Any]:
     """ListTaskPushNotificationConfigs (spec 3.1.9), in creation order, paged."""
     await _check_task(runtime, request.task_id, info)
-    if request.page_size < 0:
-        raise InvalidParamsError(
-            "pageSize must not be negative", violations=[("pageSize", "must be zero or more")]
-        )
-    size = min(request.page_size or DEFAULT_PAGE_SIZE, MAX_PAGE_SIZE)
-    after = _read_page_token(request.page_token)
+    size = page_size(request.page_size or None)  # no presence: 0 is "none named"
+    tokens = runtime.store.page_tokens
+    bound = scope(LIST_TASK_PUSH_NOTIFICATION_CONFIGS, info.caller, request.task_id)
+    after = int(tokens.read(request.page_token, bound)[0]) if request.page_token else -1
     rest = [
         item for item in await runtime.store.list_push_configs(request.task_id) if item[0] > after
     ]
     page = rest[:size]
-    token = _page_token(page[-1][0]) if len(rest) > size else ""
+    token = tokens.issue((page[-1][0],), bound) if len(rest) > size else ""
     response = ListTaskPushNotificationConfigsResponse(
         configs=[config for _, config in page], next_page_token=token
     )
@@ -277,7 +248,7 @@ async def inline_push_config(
             violations=[(_INLINE + "taskId", "must be empty or equal to message.taskId")],
         )
     await check_config(config, runtime.settings.push, _INLINE)
-    config.id = config.id or str(uuid.uuid4())
+    config.id = config.id or new_uuid()
     if not message.task_id:
         return config
     await _check_task(runtime, message.task_id, info)

@@ -146,7 +146,7 @@ class _Row:
 
 
 class InMemoryPushStore(PushStore):
-    """The :class:`PushStore` part of :class:`~a2a_wire.server.store._base.InMemoryTaskStore`.
+    """The :class:`PushStore` part of :class:`~a2a_wire.server.store._memory.InMemoryTaskStore`.
 
     The task store calls :meth:`_init_push` from its constructor and :meth:`_enqueue_push` (and
     :meth:`_put_configs`) inside ``create``/``update``, with no ``await`` in between, which is

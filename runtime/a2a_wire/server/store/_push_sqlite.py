@@ -92,7 +92,9 @@ _LANES = (
 async def in_transaction(db: aiosqlite.Connection, work: Callable[[], Awaitable[T]]) -> T:
     """Run ``work`` inside BEGIN IMMEDIATE ... COMMIT, rolling back if it raises.
 
-    The caller holds the store's write lock.
+    The one transaction helper of the SQLite store (task writes, push writes, schema migration
+    and recovery). The caller holds the store's write lock, or runs inside ``open``, before the
+    connection is shared.
     """
     await db.execute_fetchall("BEGIN IMMEDIATE")
     try:

@@ -41,9 +41,9 @@ from __future__ import annotations
 
 import builtins
 import sqlite3
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any
 
 import aiosqlite
 
@@ -51,25 +51,23 @@ from a2a_wire import codec
 from a2a_wire.errors import TaskNotFoundError
 from a2a_wire.server.store._base import (
     RECOVERED_STATES,
-    PageTokens,
     TaskPage,
     TaskQuery,
     TaskStore,
-    check_page_size,
     fail_after_restart,
+    issue_cursor,
     now_timestamp,
-    query_scope,
+    read_cursor,
     state_filter,
     state_key,
     status_key,
     task_state,
     timestamp_key,
 )
+from a2a_wire.server.store._paging import PageTokens, check_page_size
 from a2a_wire.server.store._push import status_event
 from a2a_wire.server.store._push_sqlite import PUSH_SCHEMA, SQLitePushStore, enqueue, in_transaction
 from a2a_wire.types import Task, TaskPushNotificationConfig
-
-T = TypeVar("T")
 
 __all__ = ["BUSY_TIMEOUT_MS", "SCHEMA_VERSION", "SYNCHRONOUS_MODES", "SQLiteTaskStore"]
 
@@ -123,7 +121,7 @@ class SQLiteTaskStore(SQLitePushStore, TaskStore):
         path: The database file; created with its schema on the first ``open``.
         synchronous: SQLite's ``synchronous`` setting, one of :data:`SYNCHRONOUS_MODES`.
         page_token_key: HMAC key for page tokens; random when ``None`` (see
-            :class:`~a2a_wire.server.store._base.PageTokens`).
+            :class:`~a2a_wire.server.store._paging.PageTokens`).
 
     Raises:
         ValueError: ``synchronous`` is not one of :data:`SYNCHRONOUS_MODES`.
@@ -141,7 +139,7 @@ class SQLiteTaskStore(SQLitePushStore, TaskStore):
             raise ValueError(f"synchronous must be one of {sorted(SYNCHRONOUS_MODES)}")
         self._path = path
         self._synchronous = mode
-        self._tokens = PageTokens(page_token_key)
+        self.page_tokens = PageTokens(page_token_key)
         self._db: aiosqlite.Connection | None = None
         self._init_push()
 
@@ -279,9 +277,8 @@ class SQLiteTaskStore(SQLitePushStore, TaskStore):
             InvalidParamsError: the page token is not valid for this query.
         """
         db = self._conn
-        check_page_size(query)
-        scope = query_scope(query, owner)
-        after = self._tokens.read(query.page_token, scope) if query.page_token else None
+        check_page_size(query.page_size)
+        after = read_cursor(self.page_tokens, query, owner)
         where, params = _filters(query, owner)
         count = list(await db.execute_fetchall(f"SELECT COUNT(*) FROM tasks{where}", params))
         if after is not None:
@@ -293,7 +290,11 @@ class SQLiteTaskStore(SQLitePushStore, TaskStore):
         more = len(rows) > query.page_size
         page = rows[: query.page_size]
         last = page[-1] if more else None
-        token = self._tokens.issue((last[0], last[1], last[2]), scope) if last else ""
+        token = (
+            issue_cursor(self.page_tokens, query, owner, (last[0], last[1], last[2]))
+            if last
+            else ""
+        )
         tasks = [codec.decode(Task, row[3]) for row in page]
         return TaskPage(tasks=tasks, next_page_token=token, total_size=count[0][0])
 
@@ -321,18 +322,6 @@ def _filters(query: TaskQuery, owner: str) -> tuple[str, builtins.list[Any]]:
     return where, params
 
 
-async def _in_transaction(db: aiosqlite.Connection, work: Callable[[], Awaitable[T]]) -> T:
-    """Run ``work`` inside BEGIN IMMEDIATE ... COMMIT, rolling back if it raises."""
-    await db.execute_fetchall("BEGIN IMMEDIATE")
-    try:
-        result = await work()
-    except BaseException:
-        await db.execute_fetchall("ROLLBACK")
-        raise
-    await db.execute_fetchall("COMMIT")
-    return result
-
-
 async def _migrate(db: aiosqlite.Connection) -> None:
     """Create the schema in an empty file, or check the version of an existing one."""
 
@@ -350,7 +339,7 @@ async def _migrate(db: aiosqlite.Connection) -> None:
                 "it was written by another version of a2a-wire"
             )
 
-    await _in_transaction(db, work)
+    await in_transaction(db, work)
 
 
 async def _recover(db: aiosqlite.Connection) -> builtins.list[str]:
@@ -372,4 +361,4 @@ async def _recover(db: aiosqlite.Connection) -> builtins.list[str]:
         await db.executemany(_UPDATE.removesuffix(" RETURNING id"), updates)
         return [update[-1] for update in updates]
 
-    return await _in_transaction(db, work)
+    return await in_transaction(db, work)
