@@ -1,5 +1,4 @@
-{% include "_header.py.j2" %}
-{% raw %}"""Codec support shared by the generated classes: ProtoJSON scalars, well-known types, errors.
+"""Codec support shared by the generated classes: ProtoJSON scalars, well-known types, errors.
 
 The rules kept here (each has a test in ``tests/generated``):
 
@@ -459,7 +458,9 @@ def _short(value: object) -> str:
     if type(value) is str or type(value) is bytes:
         if len(value) <= _REPR_TEXT:
             return repr(value)
-        return f"{value[:_REPR_TEXT]!r}...({len(value)} {'chars' if type(value) is str else 'bytes'})"
+        return (
+            f"{value[:_REPR_TEXT]!r}...({len(value)} {'chars' if type(value) is str else 'bytes'})"
+        )
     if type(value) is list:
         shown = ", ".join(_short(item) for item in value[:_REPR_ITEMS])
         more = len(value) - _REPR_ITEMS
@@ -479,4 +480,3 @@ def message_repr(name: str, fields: Iterable[tuple[str, object, object]]) -> str
     if len(text) > _REPR_TOTAL:
         return f"{text[:_REPR_TOTAL]}...({len(text)} chars)"
     return text
-{% endraw %}
