@@ -5,7 +5,7 @@ BIN := $(VENV)/bin
 PY := $(BIN)/python
 PROTO := fixtures/a2a.proto
 GENERATED := generated/__init__.py generated/types.py generated/methods.py generated/_support.py
-CODEGEN_SOURCES := $(wildcard codegen/*.py codegen/templates/*.j2)
+CODEGEN_SOURCES := $(wildcard codegen/*.py codegen/support/*.py codegen/templates/*.j2)
 SRC := runtime generated codegen tests benchmarks examples
 
 .PHONY: install proto generate check-generated fmt lint typecheck test check serve clean

@@ -2,6 +2,11 @@
 
 The Jinja environment is strict (an undefined name fails the build) and output is deterministic:
 the IR keeps declaration order, and ruff (pinned in pyproject.toml) formats every file.
+
+Besides the rendered files, the plain Python sources of :mod:`codegen.support` are copied into
+``generated/`` under the same stamp (``templates/_header.py.j2``). They are hand-written, so
+they live as ordinary modules that ruff and mypy check; they are never passed through Jinja,
+whose ``{{``/``{%`` markers would clash with f-strings and dict literals.
 """
 
 from __future__ import annotations
@@ -15,13 +20,15 @@ import jinja2
 from codegen.model import Module
 
 TEMPLATES = Path(__file__).parent / "templates"
+SUPPORT = Path(__file__).parent / "support"
 PROJECT = Path(__file__).parent.parent
 OUTPUTS = {
     "__init__.py": "__init__.py.j2",
-    "_support.py": "_support.py.j2",
     "types.py": "types.py.j2",
     "methods.py": "methods.py.j2",
 }
+#: Output file -> hand-written source in ``codegen/support``, copied below the stamp.
+COPIED = {"_support.py": "_support.py"}
 
 
 class FormatError(Exception):
@@ -60,10 +67,14 @@ def render(module: Module) -> dict[str, str]:
         FormatError: a rendered file is not valid Python.
     """
     env = environment()
-    return {
+    files = {
         name: _format(name, env.get_template(template).render(module=module))
         for name, template in OUTPUTS.items()
     }
+    stamp = env.get_template("_header.py.j2").render(module=module)
+    for name, source in COPIED.items():
+        files[name] = _format(name, stamp + (SUPPORT / source).read_text())
+    return files
 
 
 def write(files: dict[str, str], out: Path) -> None:

@@ -16,6 +16,11 @@ The rules kept here (each has a test in ``tests/generated``):
   :data:`JSON_DEPTH_LIMIT` so that whatever decodes can always be encoded again.
 * An enum value this version does not know is kept as a distinct member that is not one of the
   declared ones and encodes back to the same string or number.
+
+The root of the library's exception tree, :class:`A2AError`, is defined here rather than in
+``a2a_wire.errors`` because generated code imports only the standard library and
+:class:`DecodeError` must derive from it; ``a2a_wire.errors`` re-exports the same class object
+and draws the whole tree.
 """
 
 from __future__ import annotations
@@ -26,7 +31,7 @@ import enum
 import math
 import re
 from collections.abc import Callable, Iterable
-from typing import Any, Final, Protocol, Self, TypeVar
+from typing import Any, ClassVar, Final, Protocol, Self, TypeVar
 
 T = TypeVar("T")
 E = TypeVar("E", bound="ProtoEnum")
@@ -50,7 +55,22 @@ class UnsetType(enum.Enum):
 UNSET: Final = UnsetType.UNSET
 
 
-class DecodeError(Exception):
+class A2AError(Exception):
+    """Root of every error a2a-wire raises (the tree is drawn in ``a2a_wire.errors``). Abstract.
+
+    A class is abstract when its own body sets ``_abstract = True``; it then refuses direct
+    instantiation with ``TypeError``, and its subclasses do not inherit the flag.
+    """
+
+    _abstract: ClassVar[bool] = True
+
+    def __init__(self, *args: object) -> None:
+        if type(self).__dict__.get("_abstract", False):
+            raise TypeError(f"{type(self).__name__} is abstract; raise a subclass")
+        super().__init__(*args)
+
+
+class DecodeError(A2AError):
     """A JSON value does not fit the message it is decoded into.
 
     Attributes:

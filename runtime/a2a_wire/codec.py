@@ -2,7 +2,8 @@
 
 Parsing is strict JSON (orjson): ``NaN``/``Infinity`` literals, invalid UTF-8 and lone surrogates
 are rejected as :class:`JSONSyntaxError`, so everything that decodes can be encoded again. The
-mapping itself lives in the generated classes; see ``docs/codec.md`` for its rules.
+mapping itself lives in the generated classes; see ``docs/codec.md`` for its rules. The codec's
+errors are part of the tree drawn in :mod:`a2a_wire.errors`.
 """
 
 from __future__ import annotations
@@ -12,7 +13,7 @@ from typing import Any, TypeVar
 import orjson
 
 from a2a_wire._generated import _support
-from a2a_wire._generated._support import UNSET, DecodeError, ProtoMessage, UnsetType
+from a2a_wire._generated._support import UNSET, A2AError, DecodeError, ProtoMessage, UnsetType
 
 __all__ = [
     "UNSET",
@@ -35,11 +36,11 @@ M = TypeVar("M", bound=ProtoMessage)
 MAX_JSON_DEPTH_LIMIT = 200
 
 
-class JSONSyntaxError(ValueError):
+class JSONSyntaxError(A2AError, ValueError):
     """The text is not strict JSON (RFC 8259 without NaN/Infinity, valid UTF-8, no lone surrogates)."""
 
 
-class EncodeError(ValueError):
+class EncodeError(A2AError, ValueError):
     """A value cannot be written as JSON (a lone surrogate, an integer beyond 64 bits, ...)."""
 
 

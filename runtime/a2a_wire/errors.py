@@ -1,47 +1,99 @@
-"""The exception tree, one class per JSON-RPC and A2A error (spec 3.3.2, 5.4 and 9.5).
+"""The exception tree: every exception a2a-wire raises derives from :class:`A2AError`.
 
-::
+One class per JSON-RPC and A2A error (spec 3.3.2, 5.4, 9.5), plus the errors raised locally by
+each part of the library. This is the only drawing of the tree; the module in brackets defines
+the classes not defined here (``_support`` is ``a2a_wire._generated._support``, ``server``'s
+classes are in ``a2a_wire.server._errors``, ``client``'s in ``a2a_wire.client._errors``)::
 
-    A2AError                                  abstract root; every error the library raises
-    ├── ProtocolError                         abstract: an error with a JSON-RPC wire identity
+    A2AError                         abstract root                                   [_support]
+    ├── ProtocolError                abstract: a JSON-RPC error (code, message, data)
     │   ├── JSONParseError             -32700
+    │   │   └── UnreadableBodyError    HTTP 400: the body could not be read            [server]
     │   ├── InvalidRequestError        -32600
+    │   │   ├── UnauthenticatedError   HTTP 401 + WWW-Authenticate; UNAUTHENTICATED    [server]
+    │   │   ├── RateLimitedError       HTTP 429 + Retry-After; RATE_LIMITED            [server]
+    │   │   ├── RequestTooLargeError   HTTP 413: body over max_body_bytes              [server]
+    │   │   └── HTTPRefusalError       aiohttp's 4xx (404 path, 405 method + Allow)    [server]
     │   ├── MethodNotFoundError        -32601
     │   ├── InvalidParamsError         -32602  carries google.rpc.BadRequest field violations
     │   ├── InternalError              -32603
+    │   │   └── ServerFailureError     HTTP 500: an unexpected exception, logged       [server]
     │   ├── TaskNotFoundError          -32001  ┐
     │   ├── TaskNotCancelableError     -32002  │
     │   ├── PushNotificationNotSupportedError  │ A2A errors: carry google.rpc.ErrorInfo
     │   ├── UnsupportedOperationError  -32004  │ (reason, domain a2a-protocol.org, metadata)
     │   ├── ContentTypeNotSupportedError -32005│
+    │   │   └── UnsupportedMediaTypeError      │ HTTP 415: the request's Content-Type [server]
     │   ├── InvalidAgentResponseError  -32006  │
     │   ├── ExtendedAgentCardNotConfiguredError│
     │   ├── ExtensionSupportRequiredError -32008
     │   ├── VersionNotSupportedError   -32009  ┘
     │   └── UnknownProtocolError       any other code received from a peer
-    └── (client transport errors live in a2a_wire.client._errors)
+    ├── DecodeError                  a JSON value does not fit its message; has a path [_support]
+    ├── JSONSyntaxError (ValueError) the text is not strict JSON                        [codec]
+    ├── EncodeError (ValueError)     a value has no JSON form                           [codec]
+    ├── SSEProtocolError             an event stream broke max_event_bytes      [_protocol.sse]
+    ├── InvalidTransitionError       an event cannot be applied to a task     [_protocol.tasks]
+    ├── AddressGuardError            abstract: an outgoing connection refused        [netguard]
+    │   ├── ForbiddenAddressError    the target is (or resolves to) a forbidden address
+    │   └── ForbiddenURLError        the URL itself: scheme, host, proxy
+    ├── ClientError                  abstract: raised locally by the client            [client]
+    │   ├── TransportError           the HTTP exchange broke (refused, reset, closed)
+    │   │   ├── ConnectError         no connection could be made
+    │   │   └── TruncatedResponseError  the body ended before it was complete
+    │   ├── ClientTimeoutError       abstract: a configured time limit was exceeded
+    │   │   ├── ConnectTimeoutError  ClientSettings.connect_timeout
+    │   │   ├── ReadTimeoutError     read_timeout / stream_idle_timeout
+    │   │   └── TotalTimeoutError    total_timeout (or card_timeout)
+    │   ├── UnexpectedResponseError  abstract: an HTTP answer that is not a usable reply
+    │   │   ├── RedirectRefusedError any 3xx (redirects are never followed)
+    │   │   ├── HTTPStatusError      a non-2xx status without a JSON-RPC error body
+    │   │   │   └── AuthenticationError  401 or 403
+    │   │   ├── UnexpectedContentTypeError
+    │   │   └── ResponseTooLargeError  ClientSettings.max_response_bytes / max_event_bytes
+    │   ├── AddressNotAllowedError   the address guard refused the target (spec 13.2)
+    │   ├── IncompleteStreamError    a stream closed before the task settled (spec 3.1.2)
+    │   ├── WaitTimeoutError         A2AClient.wait gave up
+    │   ├── NoCompatibleInterfaceError  the card offers no JSONRPC 1.0 interface (spec 8.3.2)
+    │   ├── InvalidAgentCardError    the card document does not decode                   [here]
+    │   │   └── CardSignatureError   its signatures do not establish trust (spec 8.4.3)  [here]
+    │   └── CredentialsError         a credential provider could not produce a value
+    ├── ConfigError                  the TOML configuration of serve is unusable   [cli.config]
+    └── StartError                   ``a2a-wire serve`` could not start                   [cli]
 
-Each class carries its wire identity (``code``, default ``message``, ErrorInfo ``reason``) as class
-attributes; the code-to-class table :data:`ERROR_CLASSES` is derived from the classes. Raised
-locally, an error is turned into a JSON-RPC error object by :meth:`ProtocolError.to_wire`; received
-from a peer, :func:`from_wire` rebuilds the registered class, keeping the original ``data``.
+Abstract classes refuse direct instantiation (:class:`A2AError`); a class that also derives from
+a builtin exception (in parentheses) is still caught by ``except ValueError``.
+
+A :class:`ProtocolError` carries its wire identity (``code``, default ``message``, ErrorInfo
+``reason`` and ``domain``) and ``http_status``, the status of a response holding only this
+error, as class attributes; :data:`ERROR_CLASSES` (code to class) is derived from the classes.
+JSON-RPC errors travel with HTTP 200 (spec 5.4's HTTP column is the HTTP+JSON binding's); only
+the server's HTTP-level refusals differ, and its glue takes status and headers from the error.
+Raised locally, an error becomes a JSON-RPC error object through :meth:`ProtocolError.to_wire`;
+received from a peer, :func:`from_wire` rebuilds the registered class, keeping ``data``.
+``ClientError`` and the card errors are defined here, not in :mod:`a2a_wire.client`, because
+the verifier of :mod:`a2a_wire.card_signing` (imported by both roles) raises them.
 """
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any, ClassVar
+
+from a2a_wire._generated._support import A2AError
 
 __all__ = [
     "A2A_DOMAIN",
     "ERROR_CLASSES",
     "A2AError",
+    "CardSignatureError",
     "ClientError",
-    "InvalidAgentCardError",
     "ContentTypeNotSupportedError",
     "ExtendedAgentCardNotConfiguredError",
     "ExtensionSupportRequiredError",
     "FieldViolation",
     "InternalError",
+    "InvalidAgentCardError",
     "InvalidAgentResponseError",
     "InvalidParamsError",
     "InvalidRequestError",
@@ -68,27 +120,8 @@ FieldViolation = tuple[str, str]
 """A ``google.rpc.BadRequest`` field violation: (field path, description)."""
 
 
-class A2AError(Exception):
-    """Root of every error a2a-wire raises. Abstract: raise a subclass.
-
-    A class is abstract when its own body sets ``_abstract = True``; it then refuses direct
-    instantiation, and its subclasses do not inherit the flag.
-    """
-
-    _abstract: ClassVar[bool] = True
-
-    def __init__(self, *args: object) -> None:
-        if type(self).__dict__.get("_abstract", False):
-            raise TypeError(f"{type(self).__name__} is abstract; raise a subclass")
-        super().__init__(*args)
-
-
 class ClientError(A2AError):
-    """A failure detected by the client itself. Abstract: raise a subclass.
-
-    The local client errors are defined in :mod:`a2a_wire.client`; this branch and the card
-    error live here because card signing, used by both roles, raises them.
-    """
+    """A failure detected by the client itself (the rest of the branch: module docstring)."""
 
     _abstract = True
 
@@ -97,8 +130,32 @@ class InvalidAgentCardError(ClientError):
     """The agent card document is not JSON or does not decode into an ``AgentCard``."""
 
 
+class CardSignatureError(InvalidAgentCardError):
+    """A card's signatures do not establish trust (spec 8.4.3); ``reasons`` says why, per signature.
+
+    Raised by :class:`a2a_wire.card_signing.CardVerifier`, hence by the client's card resolver.
+
+    Attributes:
+        reasons: One text per signature tried (or the single reason there were none).
+    """
+
+    def __init__(self, reasons: Sequence[str]) -> None:
+        self.reasons = tuple(reasons)
+        super().__init__("agent card signature not verified: " + "; ".join(self.reasons))
+
+
 class ProtocolError(A2AError):
     """An error with a JSON-RPC identity: a code, a message and ``data`` detail objects.
+
+    The wire identity is class attributes; :class:`UnknownProtocolError` and the server's
+    translations of aiohttp errors set ``code`` or ``http_status`` on the instance instead.
+
+    Attributes:
+        code: The JSON-RPC error code; concrete classes register it in :data:`ERROR_CLASSES`.
+        default_message: The message when none is given.
+        reason: The ErrorInfo ``reason`` (A2A errors); ``""`` sends no ErrorInfo.
+        domain: The ErrorInfo ``domain``: ``a2a-protocol.org`` unless the reason is our own.
+        http_status: The status of a response holding only this error (module docstring).
 
     Args:
         message: Human-readable text; the class default when omitted.
@@ -110,6 +167,8 @@ class ProtocolError(A2AError):
     code: ClassVar[int]
     default_message: ClassVar[str]
     reason: ClassVar[str] = ""
+    domain: ClassVar[str] = A2A_DOMAIN
+    http_status: int = 200
 
     def __init_subclass__(cls, **kwargs: Any) -> None:
         super().__init_subclass__(**kwargs)
@@ -138,10 +197,14 @@ class ProtocolError(A2AError):
         if not self.reason:
             return []
         info: dict[str, Any] = {"@type": ERROR_INFO_TYPE, "reason": self.reason}
-        info["domain"] = A2A_DOMAIN
+        info["domain"] = self.domain
         if self.metadata:
             info["metadata"] = dict(self.metadata)
         return [info]
+
+    def http_headers(self) -> list[tuple[str, str]]:
+        """Headers to add to a response holding only this error (a name may repeat); none here."""
+        return []
 
     def to_wire(self) -> dict[str, Any]:
         """The JSON-RPC error object: ``{"code", "message", "data"?}``."""
@@ -303,10 +366,16 @@ class UnknownProtocolError(ProtocolError):
 
 
 def from_wire(error: object) -> ProtocolError:
-    """Rebuild the registered exception for a received JSON-RPC error object.
+    """Rebuild the registered exception for a received JSON-RPC error object (spec 9.5).
 
-    Unknown codes give :class:`UnknownProtocolError`; a malformed object gives
-    :class:`InvalidAgentResponseError`. ``data`` is kept as received when it is an array.
+    Args:
+        error: The ``error`` member of a response, as parsed JSON.
+
+    Returns:
+        The class registered for the code, or :class:`UnknownProtocolError` for another code,
+        or :class:`InvalidAgentResponseError` for a malformed object. ``data`` is kept verbatim
+        (a value that is not an array is wrapped in one); ErrorInfo ``metadata`` and BadRequest
+        field violations are read back into the error's attributes.
     """
     if not isinstance(error, dict):
         return InvalidAgentResponseError("error member is not an object")

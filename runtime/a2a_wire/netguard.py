@@ -54,6 +54,8 @@ from aiohttp.client_reqrep import ClientRequest
 from aiohttp.connector import Connection
 from aiohttp.tracing import Trace
 
+from a2a_wire.errors import A2AError
+
 IPAddress: TypeAlias = ipaddress.IPv4Address | ipaddress.IPv6Address
 IPNetwork: TypeAlias = ipaddress.IPv4Network | ipaddress.IPv6Network
 
@@ -114,8 +116,13 @@ _LABEL = r"[a-z0-9_](?:[a-z0-9_-]{0,61}[a-z0-9_])?"
 _HOST_NAME: Final = re.compile(rf"(?:{_LABEL}\.)*(?![0-9]+\.?$){_LABEL}\.?", re.IGNORECASE)
 
 
-class AddressGuardError(Exception):
-    """An outgoing request was refused by the guard before anything was sent."""
+class AddressGuardError(A2AError):
+    """An outgoing request was refused by the guard before anything was sent. Abstract.
+
+    The branch is drawn with the rest of the tree in :mod:`a2a_wire.errors`.
+    """
+
+    _abstract = True
 
 
 class ForbiddenAddressError(AddressGuardError):

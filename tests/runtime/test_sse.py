@@ -375,7 +375,7 @@ def test_round_trip_stream(
 # --- module hygiene -------------------------------------------------------------------------
 
 
-def test_imports_only_the_stdlib_basics() -> None:
+def test_imports_only_the_stdlib_basics_and_the_error_root() -> None:
     tree = ast.parse(pathlib.Path(_sse.__file__).read_text(encoding="utf-8"))
     imported: set[str] = set()
     for node in ast.walk(tree):
@@ -384,7 +384,7 @@ def test_imports_only_the_stdlib_basics() -> None:
         elif isinstance(node, ast.ImportFrom):
             assert node.module is not None
             imported.add(node.module)
-    assert imported == {"__future__", "dataclasses"}
+    assert imported == {"__future__", "dataclasses", "a2a_wire.errors"}
 
 
 def test_all_is_sorted_and_complete() -> None:
@@ -392,5 +392,6 @@ def test_all_is_sorted_and_complete() -> None:
     public = {name for name in vars(_sse) if not name.startswith("_")} - {
         "annotations",
         "dataclass",
+        "A2AError",
     }
     assert set(_sse.__all__) == public

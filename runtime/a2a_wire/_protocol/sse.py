@@ -33,6 +33,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from a2a_wire.errors import A2AError
+
 __all__ = [
     "DEFAULT_MAX_EVENT_BYTES",
     "SSEDecoder",
@@ -49,8 +51,8 @@ _BOM = b"\xef\xbb\xbf"
 _MAX_RETRY_DIGITS = 18
 
 
-class SSEProtocolError(Exception):
-    """The event stream broke a limit this decoder enforces."""
+class SSEProtocolError(A2AError):
+    """The event stream broke a limit this decoder enforces (tree: :mod:`a2a_wire.errors`)."""
 
 
 @dataclass(frozen=True, slots=True)

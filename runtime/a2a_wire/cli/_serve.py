@@ -29,7 +29,7 @@ from aiohttp import web
 from a2a_wire.cli._app import build_app
 from a2a_wire.cli._logging import RequestLog
 from a2a_wire.cli.config._load import Config
-from a2a_wire.errors import InternalError
+from a2a_wire.errors import A2AError, InternalError
 from a2a_wire.server._app import RUNTIME_KEY
 
 __all__ = ["StartError", "serve"]
@@ -37,7 +37,7 @@ __all__ = ["StartError", "serve"]
 log = logging.getLogger("a2a_wire.serve")
 
 
-class StartError(Exception):
+class StartError(A2AError):
     """The server could not start (address in use, data directory unusable, store locked)."""
 
 

@@ -5,29 +5,8 @@ errors an agent sends back (spec 3.3.2, 9.5) keep their classes from :mod:`a2a_w
 Every foreign exception (aiohttp, asyncio timeouts, the address guard) is translated into one of
 these at a single boundary in the client's HTTP layer, with the original kept as ``__cause__``.
 
-::
-
-    A2AError
-    └── ClientError                      abstract: raised locally by the client
-        ├── TransportError               the HTTP exchange broke (refused, reset, closed)
-        │   ├── ConnectError             no connection could be made
-        │   └── TruncatedResponseError   the body ended before it was complete
-        ├── ClientTimeoutError           abstract: a configured time limit was exceeded
-        │   ├── ConnectTimeoutError      ClientSettings.connect_timeout
-        │   ├── ReadTimeoutError         read_timeout / stream_idle_timeout
-        │   └── TotalTimeoutError        total_timeout (or card_timeout)
-        ├── UnexpectedResponseError      abstract: an HTTP answer that is not a usable reply
-        │   ├── RedirectRefusedError     any 3xx (redirects are never followed)
-        │   ├── HTTPStatusError          a non-2xx status without a JSON-RPC error body
-        │   │   └── AuthenticationError  401 or 403
-        │   ├── UnexpectedContentTypeError
-        │   └── ResponseTooLargeError    ClientSettings.max_response_bytes / max_event_bytes
-        ├── AddressNotAllowedError       the address guard refused the target (spec 13.2)
-        ├── IncompleteStreamError        a stream closed before the task settled (spec 3.1.2)
-        ├── WaitTimeoutError             A2AClient.wait gave up
-        ├── NoCompatibleInterfaceError   the card offers no JSONRPC 1.0 interface (spec 8.3.2)
-        ├── InvalidAgentCardError        the card document does not decode
-        └── CredentialsError             a credential provider could not produce a value
+Their place in the exception tree is drawn, with every other error, in :mod:`a2a_wire.errors`;
+``ClientError`` and ``InvalidAgentCardError`` are defined there (card signing raises them too).
 
 Messages never contain credentials: they name settings, statuses, URLs without user info or
 query, environment variable names and file paths, never header values.

@@ -16,10 +16,9 @@
 Streams take a slot per client (:meth:`Admission.stream_slot`) for as long as they are open;
 over ``max_streams_per_client`` the call is HTTP 429.
 
-Refusals carry a JSON-RPC error with id ``null``: code -32600 (the request is not acceptable as
-sent; A2A assigns no code to these, docs/prose-and-proto.md row 39) and a
-``google.rpc.ErrorInfo`` in the ``a2a-wire`` domain whose reason is ``UNAUTHENTICATED`` or
-``RATE_LIMITED``.
+A refusal is raised as :class:`~a2a_wire.server._errors.UnauthenticatedError` or
+:class:`~a2a_wire.server._errors.RateLimitedError`, which carry their HTTP status, headers and
+JSON-RPC error (id ``null``, -32600 with an ``a2a-wire`` ErrorInfo); the glue answers them.
 
 This module also assembles the cards: the public card with the security declarations and public
 skills, and the extended card of a caller (spec 3.1.11, 13.3).
@@ -33,19 +32,12 @@ from typing import Any
 
 from aiohttp import web
 
-from a2a_wire import codec
-from a2a_wire._protocol import jsonrpc as _jsonrpc
-from a2a_wire._protocol.wire import (
-    EXTENSIONS_HEADER,
-    JSON_MEDIA_TYPE,
-    join_extensions,
-    parse_extensions,
-)
-from a2a_wire.errors import ERROR_INFO_TYPE, InvalidRequestError
+from a2a_wire._protocol.wire import EXTENSIONS_HEADER, join_extensions, parse_extensions
 from a2a_wire.server._auth import ANONYMOUS, AuthFailure, ClientRegistry, Principal, owner_key
 from a2a_wire.server._card import CardPublisher
 from a2a_wire.server._engine import CallInfo
-from a2a_wire.server._limits import RateLimiter, StreamCounter, retry_after_header
+from a2a_wire.server._errors import RateLimitedError, UnauthenticatedError
+from a2a_wire.server._limits import RateLimiter, StreamCounter
 from a2a_wire.server._settings import ServerSettings
 from a2a_wire.server._skills import SkillSet
 from a2a_wire.types import AgentCard
@@ -56,27 +48,6 @@ log = logging.getLogger("a2a_wire.server")
 
 APPLIED_EXTENSIONS = web.RequestKey("a2a_wire.applied_extensions", tuple[str, ...])
 """Extensions requested and supported by the card; echoed in ``A2A-Extensions`` (spec 3.2.6)."""
-
-DOMAIN = "a2a-wire"
-
-
-def _refusal(status: int, reason: str, message: str, metadata: dict[str, str]) -> web.Response:
-    info: dict[str, Any] = {"@type": ERROR_INFO_TYPE, "reason": reason, "domain": DOMAIN}
-    if metadata:
-        info["metadata"] = metadata
-    error = InvalidRequestError(message, data=[info])
-    body = codec.dumps(_jsonrpc.error(None, error))
-    return web.Response(body=body, status=status, content_type=JSON_MEDIA_TYPE)
-
-
-def too_many(wait: float, what: str) -> web.Response:
-    """HTTP 429 with ``Retry-After`` and a JSON-RPC error body."""
-    retry = retry_after_header(wait)
-    response = _refusal(
-        429, "RATE_LIMITED", f"Too many {what}; retry after {retry} s", {"retryAfterSeconds": retry}
-    )
-    response.headers["Retry-After"] = retry
-    return response
 
 
 class Admission:
@@ -118,35 +89,34 @@ class Admission:
             return "source:" + (request.remote or "")
         return ""
 
-    async def _principal(self, request: web.Request) -> Principal | web.Response:
+    async def _principal(self, request: web.Request) -> Principal:
         if not self.registry.enabled:
             return ANONYMOUS
         source = request.remote or ""
         wait = self.failures.wait(source)
         if wait > 0:
-            return too_many(wait, "failed authentications from this address")
+            raise RateLimitedError("failed authentications from this address", wait)
         result = await self.registry.authenticate(request.headers)
         if isinstance(result, AuthFailure):
             self.failures.take(source)
             log.warning("authentication refused from %s: %s", source or "?", result.reason)
-            response = _refusal(401, "UNAUTHENTICATED", "Authentication required", {})
-            for challenge in self.registry.challenges(result):
-                response.headers.add("WWW-Authenticate", challenge)
-            return response
+            raise UnauthenticatedError(self.registry.challenges(result))
         return result
 
-    async def admit(self, request: web.Request) -> CallInfo | web.Response:
-        """The request's :class:`CallInfo`, or the response that refuses it.
+    async def admit(self, request: web.Request) -> CallInfo:
+        """The request's :class:`CallInfo`, once the request is admitted.
 
         Args:
             request: The HTTP request (its body is not read).
 
         Returns:
-            The call info, or a 401/429 response.
+            The call info.
+
+        Raises:
+            UnauthenticatedError: Clients are registered and the credentials do not match one.
+            RateLimitedError: Over the failed-authentication or the request rate.
         """
         principal = await self._principal(request)
-        if isinstance(principal, web.Response):
-            return principal
         skills = None
         if self.skills is not None:
             skills = self.skills.allowed_ids(principal.skills, principal.authenticated)
@@ -165,14 +135,18 @@ class Admission:
         if key:
             wait = self.requests.take(key)
             if wait > 0:
-                return too_many(wait, "requests")
+                raise RateLimitedError("requests", wait)
         return info
 
-    def stream_slot(self, request: web.Request, info: CallInfo) -> str | web.Response:
-        """Take a stream slot: the key to release afterwards (``""``: none), or a 429 refusal."""
+    def stream_slot(self, request: web.Request, info: CallInfo) -> str:
+        """Take a stream slot: the key to release afterwards (``""``: none).
+
+        Raises:
+            RateLimitedError: The caller already holds ``max_streams_per_client`` streams.
+        """
         key = self.limit_key(request, info)
         if key and not self.streams.acquire(key):
-            return too_many(1.0, "open streams")
+            raise RateLimitedError("open streams", 1.0)
         return key
 
 

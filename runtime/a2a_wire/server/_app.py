@@ -22,6 +22,10 @@ HTTP-level rules kept here:
   with a -32600 JSON-RPC error body. Any unexpected exception is logged and answered with HTTP
   500 and a -32603 body that holds no detail. No answer is ever an HTML page.
 * JSON-RPC errors found while answering a call use HTTP 200 (as the reference SDK does).
+* Every error that answers a whole request is raised, and the middleware turns it into the
+  response: its status and headers are the error's own (``http_status``, ``http_headers``;
+  the refusals are in :mod:`a2a_wire.server._errors`), aiohttp's HTTP exceptions are
+  translated there, and nothing here picks a status for an error.
 * ``A2A-Version`` (header, else query parameter) is checked for every call (spec 3.6): -32009.
 * Notifications (requests without ``id``) are executed and never answered; a body holding only
   notifications gets HTTP 204 with no body (JSON-RPC 2.0 section 6), once they have run (a
@@ -61,10 +65,8 @@ from a2a_wire._protocol.wire import (
     check_version,
 )
 from a2a_wire.errors import (
-    ContentTypeNotSupportedError,
     InternalError,
     InvalidRequestError,
-    JSONParseError,
     MethodNotFoundError,
     ProtocolError,
 )
@@ -77,6 +79,13 @@ from a2a_wire.server._admission import (
 from a2a_wire.server._auth import SecurityConfig
 from a2a_wire.server._card import CardPublisher
 from a2a_wire.server._engine import CallInfo, Runtime
+from a2a_wire.server._errors import (
+    RequestTooLargeError,
+    ServerFailureError,
+    UnreadableBodyError,
+    UnsupportedMediaTypeError,
+    from_http,
+)
 from a2a_wire.server._executor import AgentExecutor
 from a2a_wire.server._methods import Capabilities, call_stream, call_unary
 from a2a_wire.server._settings import ServerSettings
@@ -107,8 +116,12 @@ def _json(value: Any, status: int = 200) -> web.Response:
     return web.Response(body=codec.dumps(value), status=status, content_type=JSON_MEDIA_TYPE)
 
 
-def _error(exc: ProtocolError, status: int = 200) -> web.Response:
-    return _json(_jsonrpc.error(None, exc), status)
+def _error(exc: ProtocolError) -> web.Response:
+    """The response holding only ``exc``: its HTTP status and headers, a JSON-RPC error body."""
+    response = _json(_jsonrpc.error(None, exc), exc.http_status)
+    for name, value in exc.http_headers():
+        response.headers.add(name, value)
+    return response
 
 
 class _RPCEndpoint:
@@ -127,32 +140,22 @@ class _RPCEndpoint:
         self.admission = admission
 
     async def handle(self, request: web.Request) -> web.StreamResponse:
-        """Answer one JSON-RPC POST."""
+        """Answer one JSON-RPC POST; errors that refuse the whole request are raised."""
         info = await self.admission.admit(request)  # authentication and rate limits first
-        if isinstance(info, web.Response):
-            return info
         if request.content_type not in JSON_MEDIA_TYPES or hdrs.CONTENT_TYPE not in request.headers:
-            got = request.headers.get(hdrs.CONTENT_TYPE, "")[:100]
-            refused = ContentTypeNotSupportedError(
-                f"Content-Type {got!r} is not supported; send {JSON_MEDIA_TYPE}",
-                metadata={"contentType": got},
-            )
-            return _error(refused, 415)
+            raise UnsupportedMediaTypeError(request.headers.get(hdrs.CONTENT_TYPE, "")[:100])
         limit = self.settings.max_body_bytes
         if request.content_length is not None and request.content_length > limit:
-            raise web.HTTPRequestEntityTooLarge(max_size=limit, actual_size=request.content_length)
+            raise RequestTooLargeError(limit)
         try:
             body = await request.read()
         except web.RequestPayloadError as exc:  # e.g. a Content-Encoding that does not decode
-            return _error(JSONParseError(f"Request body could not be read: {exc}"), 400)
-        try:
-            calls, is_batch = _jsonrpc.parse_body(body)
-        except ProtocolError as exc:
-            return _error(exc)
+            raise UnreadableBodyError(exc) from exc
+        calls, is_batch = _jsonrpc.parse_body(body)
         request[CALLS_KEY] = (tuple(calls), is_batch)
         if is_batch and len(calls) > self.settings.max_batch_size:
             limit = self.settings.max_batch_size
-            return _error(InvalidRequestError(f"Batch of {len(calls)} calls exceeds {limit}"))
+            raise InvalidRequestError(f"Batch of {len(calls)} calls exceeds {limit}")
         version = request.headers.get(VERSION_HEADER) or request.query.get(VERSION_HEADER)
         refusal = check_version(version)
         if not is_batch:
@@ -170,8 +173,6 @@ class _RPCEndpoint:
         self, request: web.Request, call: Call, info: CallInfo, refusal: ProtocolError | None
     ) -> web.StreamResponse:
         slot = self.admission.stream_slot(request, info)
-        if isinstance(slot, web.Response):
-            return slot
         try:
             return await self._open_stream(request, call, info, refusal)
         finally:
@@ -239,31 +240,21 @@ def _refusal(call: Call, version: ProtocolError | None) -> ProtocolError | None:
 
 @web.middleware
 async def _json_errors(request: web.Request, handler: Handler) -> web.StreamResponse:
-    """Answer HTTP errors and unexpected exceptions with JSON-RPC error bodies."""
+    """Answer every error with a JSON-RPC error body, with the error's own status (module doc)."""
     try:
         return await handler(request)
+    except ProtocolError as exc:
+        return _error(exc)
     except web.HTTPException as exc:
         if exc.status < 400:
             raise
-        if exc.status == 413:
-            message = (
-                f"Request body too large (limit {request.app[_SETTINGS].max_body_bytes} bytes)"
-            )
-        else:
-            message = f"HTTP {exc.status} {exc.reason}: {request.method} {request.path[:200]}"
-        error: ProtocolError = (
-            InvalidRequestError(message) if exc.status < 500 else InternalError(message)
-        )
-        response = _error(error, exc.status)
-        if hdrs.ALLOW in exc.headers:
-            response.headers[hdrs.ALLOW] = exc.headers[hdrs.ALLOW]
-        return response
+        return _error(from_http(exc, request, request.app[_SETTINGS].max_body_bytes))
     except ConnectionResetError:  # the client went away; aiohttp drops the connection quietly
         log.debug("client disconnected during %s %s", request.method, request.path)
         raise
     except Exception:  # the outermost server boundary: log, answer -32603 without detail
         log.exception("unhandled error serving %s %s", request.method, request.path)
-        return _error(InternalError(), 500)
+        return _error(ServerFailureError())
 
 
 def create_app(
