@@ -126,7 +126,9 @@ async def test_the_extended_card_is_signed_as_served(aiohttp_client: Any) -> Non
         card_signer=CardSigner([OLD]),
     )
     settings = ServerSettings(public_url="http://127.0.0.1:1")
-    app = create_app(make_card(extended=True), ScriptedAgent(), settings=settings, security=security)
+    app = create_app(
+        make_card(extended=True), ScriptedAgent(), settings=settings, security=security
+    )
     client = await aiohttp_client(app)
     headers = {"Authorization": "Bearer tok-alice"}
     card = await result(client, "GetExtendedAgentCard", None, headers=headers)
