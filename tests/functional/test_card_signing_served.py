@@ -8,7 +8,7 @@ from typing import Any
 import pytest
 from aiohttp import web
 from aiohttp.test_utils import TestServer, unused_port
-from server_support import ScriptedAgent, make_card
+from server_support import ScriptedAgent, make_card, result
 
 from a2a_wire.card_signing import (
     CardSignatureError,
@@ -18,8 +18,14 @@ from a2a_wire.card_signing import (
     TrustedKeys,
 )
 from a2a_wire.client import A2AClient, CardCache, CardResolver, ClientSettings
-from a2a_wire.server import SecurityConfig, ServerSettings, create_app
-from a2a_wire.types import TaskState
+from a2a_wire.server import (
+    RegisteredClient,
+    SecurityConfig,
+    ServerSettings,
+    create_app,
+    hash_secret,
+)
+from a2a_wire.types import AgentCard, TaskState
 
 LOCAL = ClientSettings(allow=["127.0.0.1"])
 ServerFactory = Callable[..., Awaitable[TestServer]]
@@ -111,6 +117,23 @@ async def test_unsigned_card_is_refused_when_verification_is_required(
         with pytest.raises(CardSignatureError) as caught:
             await resolver.resolve(str(server.make_url("/")))
     assert caught.value.reasons == ("the card has no signatures",)
+
+
+async def test_the_extended_card_is_signed_as_served(aiohttp_client: Any) -> None:
+    security = SecurityConfig(
+        clients=[RegisteredClient("alice", token_hash=hash_secret("tok-alice", log2_n=4))],
+        extended_card=True,
+        card_signer=CardSigner([OLD]),
+    )
+    settings = ServerSettings(public_url="http://127.0.0.1:1")
+    app = create_app(
+        make_card(extended=True), ScriptedAgent(), settings=settings, security=security
+    )
+    client = await aiohttp_client(app)
+    headers = {"Authorization": "Bearer tok-alice"}
+    card = await result(client, "GetExtendedAgentCard", None, headers=headers)
+    assert AgentCard.from_dict(card).to_dict() == card  # verified as received, no normalising
+    assert trusting(OLD).verify(card) == "2025-old"
 
 
 def test_signing_needs_a_public_url() -> None:

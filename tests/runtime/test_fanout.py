@@ -1,4 +1,4 @@
-"""Unit tests of the per-task fan-out (a2a_wire.server._hub): bounded subscriber queues, ordering,
+"""Unit tests of the per-task fan-out (a2a_wire.server._hub, _subscriber): bounded subscriber queues, ordering,
 snapshots, and the events the hub refuses."""
 
 from __future__ import annotations
@@ -10,7 +10,9 @@ import pytest
 
 from a2a_wire import codec
 from a2a_wire.errors import InternalError, InvalidParamsError
-from a2a_wire.server._hub import END, KEEPALIVE, Run, Subscriber, TaskHub
+from a2a_wire.server._hub import TaskHub
+from a2a_wire.server._run import Run
+from a2a_wire.server._subscriber import END, KEEPALIVE, Subscriber
 from a2a_wire.server.store import InMemoryTaskStore
 from a2a_wire.types import (
     Artifact,
@@ -164,3 +166,62 @@ async def test_late_subscriber_sees_snapshot_then_each_event_once(store: InMemor
     assert "history" not in late_frames[0]["task"]
     assert late_frames[1:] == early_frames[-2:]
     assert not hub.subscribers
+
+
+def idle_hub(store: InMemoryTaskStore, idle: list[TaskHub]) -> TaskHub:
+    return TaskHub("t1", None, "", store, 10, on_idle=idle.append)
+
+
+async def test_a_hub_is_idle_once_the_last_hold_ends(store: InMemoryTaskStore) -> None:
+    idle: list[TaskHub] = []
+    hub = idle_hub(store, idle)
+    with hub.hold():
+        with hub.hold():
+            pass
+        assert idle == []
+    assert idle == [hub]
+
+
+async def test_a_running_agent_keeps_the_hub_in_use(store: InMemoryTaskStore) -> None:
+    idle: list[TaskHub] = []
+    hub = idle_hub(store, idle)
+    run = Run(hub, user_message(), "c1", "")
+    gate = asyncio.Event()
+
+    async def execute() -> None:
+        await gate.wait()
+
+    task = asyncio.create_task(execute())
+    with hub.hold():
+        hub.start_run(run, task)
+    assert idle == [] and hub.run_task is task
+    gate.set()
+    await task
+    hub.end_run(run, task)
+    assert idle == [hub] and hub.run_task is None
+    assert run.closed and run.settled.done()
+
+
+async def test_a_stream_holds_the_hub_until_it_is_closed(store: InMemoryTaskStore) -> None:
+    idle: list[TaskHub] = []
+    hub = idle_hub(store, idle)
+    with hub.hold():
+        subscription = hub.open_stream()
+    assert idle == [] and hub.subscribers == (subscription.subscriber,)
+    subscription.close()
+    subscription.close()  # idempotent
+    assert idle == [hub] and not hub.subscribers and subscription.subscriber.closed
+
+
+async def test_while_cancelling_the_end_of_the_run_waits_for_the_cancel(
+    store: InMemoryTaskStore,
+) -> None:
+    hub = TaskHub("t1", None, "", store, 10)
+    run = Run(hub, user_message(), "c1", "")
+    task = asyncio.create_task(asyncio.sleep(0))
+    hub.start_run(run, task)
+    with hub.cancelling():
+        await task
+        hub.end_run(run, task)
+        assert run.closed and not run.settled.done()
+    assert run.settled.done()

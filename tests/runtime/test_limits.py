@@ -1,4 +1,4 @@
-"""Sans-IO limits: token buckets, stream slots, history trimming, parts per message."""
+"""Sans-IO limits: token buckets, stream slots, parts per message."""
 
 from __future__ import annotations
 
@@ -12,9 +12,8 @@ from a2a_wire.server._limits import (
     StreamCounter,
     check_parts,
     retry_after_header,
-    trim_history,
 )
-from a2a_wire.types import Message, Part, Role, Task
+from a2a_wire.types import Message, Part, Role
 
 
 class FakeClock:
@@ -100,31 +99,6 @@ def test_stream_counter() -> None:
     for _ in range(3):
         counter.release("a")
     assert counter.open_streams("a") == 0
-
-
-def _msg(n: int) -> Message:
-    return Message(message_id=f"m{n}", role=Role.USER, parts=[Part(text=str(n))])
-
-
-@pytest.mark.parametrize(
-    ("size", "limit", "kept"),
-    [
-        (5, None, [0, 1, 2, 3, 4]),
-        (5, 5, [0, 1, 2, 3, 4]),
-        (5, 3, [0, 3, 4]),
-        (5, 2, [0, 4]),
-        (5, 1, [0]),
-        (0, 1, []),
-    ],
-)
-def test_trim_history_keeps_the_first_and_the_newest(
-    size: int, limit: int | None, kept: list[int]
-) -> None:
-    task = Task(id="t", history=[_msg(i) for i in range(size)])
-    before = task.history
-    trim_history(task, limit)
-    assert [m.message_id for m in task.history] == [f"m{i}" for i in kept]
-    assert len(before) == size  # the old list is not mutated
 
 
 def test_check_parts() -> None:

@@ -18,7 +18,7 @@ import pytest
 
 from a2a_wire import codec
 from a2a_wire._protocol.ids import new_uuid
-from a2a_wire.server._hub import END, Subscriber
+from a2a_wire.server._subscriber import END, Subscriber
 from a2a_wire.server.store import SQLiteTaskStore
 from a2a_wire.types import Message, Part, Role, Task, TaskState, TaskStatus
 

@@ -10,7 +10,7 @@
 2. The caller's request rate (a token bucket per client id, :class:`a2a_wire.server._limits.RateLimiter`):
    over it, HTTP 429 with ``Retry-After``. Anonymous callers are limited per source address only
    with ``ServerSettings.limit_anonymous``.
-3. The :class:`~a2a_wire.server._engine.CallInfo` of the request: owner (before the tenant is known),
+3. The :class:`~a2a_wire.server._call.CallInfo` of the request: owner (before the tenant is known),
    client id, permitted skills, requested extensions, and the public origin.
 
 Streams take a slot per client (:meth:`Admission.stream_slot`) for as long as they are open;
@@ -28,14 +28,13 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable
-from typing import Any
 
 from aiohttp import web
 
 from a2a_wire._protocol.wire import EXTENSIONS_HEADER, join_extensions, parse_extensions
 from a2a_wire.server._auth import ANONYMOUS, AuthFailure, ClientRegistry, Principal, owner_key
+from a2a_wire.server._call import CallInfo
 from a2a_wire.server._card import CardPublisher
-from a2a_wire.server._engine import CallInfo
 from a2a_wire.server._errors import RateLimitedError, UnauthenticatedError
 from a2a_wire.server._limits import RateLimiter, StreamCounter
 from a2a_wire.server._settings import ServerSettings
@@ -180,7 +179,7 @@ def public_card(card: AgentCard, registry: ClientRegistry, skills: SkillSet | No
 
 def extended_card_builder(
     publisher: CardPublisher, skills: SkillSet | None
-) -> Callable[[CallInfo], dict[str, Any]]:
+) -> Callable[[CallInfo], AgentCard]:
     """The GetExtendedAgentCard answer for a caller: the served card with its skills.
 
     Args:
@@ -188,14 +187,14 @@ def extended_card_builder(
         skills: The skill set; without one the extended card lists the card's own skills.
 
     Returns:
-        A function of the call info giving the card's JSON object.
+        A function of the call info giving the card.
     """
 
-    def build(info: CallInfo) -> dict[str, Any]:
+    def build(info: CallInfo) -> AgentCard:
         listed = None
         if skills is not None:
             allowed = info.skills if info.skills is not None else frozenset(skills.by_id)
             listed = [s.to_dict() for s in skills.card_skills(allowed)]
-        return publisher.document(info.origin, skills=listed)
+        return AgentCard.from_dict(publisher.document(info.origin, skills=listed))
 
     return build

@@ -77,8 +77,9 @@ from a2a_wire.server._admission import (
     public_card,
 )
 from a2a_wire.server._auth import SecurityConfig
+from a2a_wire.server._call import CallInfo, Services
 from a2a_wire.server._card import CardPublisher
-from a2a_wire.server._engine import CallInfo, Runtime
+from a2a_wire.server._engine import Runtime
 from a2a_wire.server._errors import (
     RequestTooLargeError,
     ServerFailureError,
@@ -127,16 +128,10 @@ def _error(exc: ProtocolError) -> web.Response:
 class _RPCEndpoint:
     """The POST handler of one application."""
 
-    def __init__(
-        self,
-        runtime: Runtime,
-        caps: Capabilities,
-        settings: ServerSettings,
-        admission: Admission,
-    ) -> None:
-        self.runtime = runtime
+    def __init__(self, services: Services, caps: Capabilities, admission: Admission) -> None:
+        self.services = services
         self.caps = caps
-        self.settings = settings
+        self.settings = services.settings
         self.admission = admission
 
     async def handle(self, request: web.Request) -> web.StreamResponse:
@@ -187,7 +182,7 @@ class _RPCEndpoint:
             if refusal is not None:
                 raise refusal
             subscription = await call_stream(
-                self.runtime, self.caps, call.method, call.params, info
+                self.services, self.caps, call.method, call.params, info
             )
         except ProtocolError as exc:
             return await stream_error(request, call.id, exc)
@@ -205,14 +200,15 @@ class _RPCEndpoint:
         if exc is None:
             assert call.method is not None
             try:
-                value = await call_unary(self.runtime, self.caps, call.method, call.params, info)
+                value = await call_unary(self.services, self.caps, call.method, call.params, info)
+                encoded = value.to_dict()  # the one place a unary result becomes JSON
             except ProtocolError as error:
                 exc = error
             except Exception:  # outermost boundary of a call: log, answer -32603 without detail
                 log.exception("%s failed", call.method_name)
                 exc = InternalError()
             else:
-                return None if call.notification else _jsonrpc.result(call.id, value)
+                return None if call.notification else _jsonrpc.result(call.id, encoded)
         return None if call.notification else _jsonrpc.error(call.id, exc)
 
 
@@ -293,13 +289,14 @@ def create_app(
     registry = security.registry()
     agent, skills = _agent(card, executor, security)
     card = public_card(card, registry, skills)
-    runtime = Runtime(agent, store, settings, skills)
     caps = Capabilities.of(card)
+    deliverer = PushDeliverer(store, settings.push) if caps.push_notifications else None
+    runtime = Runtime(agent, store, settings, skills, deliverer.wake if deliverer else None)
     publisher = CardPublisher(card, settings, security.card_signer)
-    if security.extended_card:
-        runtime.extended_card = extended_card_builder(publisher, skills)
+    extended = extended_card_builder(publisher, skills) if security.extended_card else None
+    services = Services(runtime, store, settings, caps.push_notifications, extended)
     admission = Admission(registry, settings, skills, caps.extensions)
-    endpoint = _RPCEndpoint(runtime, caps, settings, admission)
+    endpoint = _RPCEndpoint(services, caps, admission)
     app = web.Application(client_max_size=settings.max_body_bytes, middlewares=[_json_errors])
     app[RUNTIME_KEY] = runtime
     app[STORE_KEY] = store
@@ -308,9 +305,7 @@ def create_app(
     app.on_response_prepare.append(echo_extensions)
     app.router.add_post(settings.rpc_path, endpoint.handle)
     app.cleanup_ctx.append(_storage)
-    if caps.push_notifications:  # after the store: started once it is open, closed before it
-        deliverer = PushDeliverer(store, settings.push)
-        runtime.on_push = deliverer.wake
+    if deliverer is not None:  # after the store: started once it is open, closed before it
         app[PUSH_DELIVERER_KEY] = deliverer
         app.cleanup_ctx.append(deliverer.lifecycle)
     app.on_shutdown.append(_stop_runtime)

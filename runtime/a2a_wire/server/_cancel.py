@@ -18,20 +18,15 @@ Rules kept:
 
 from __future__ import annotations
 
-import logging
-from typing import Any
-
 from a2a_wire._protocol.states import is_terminal
-from a2a_wire._protocol.tasks import with_history
-from a2a_wire.errors import ProtocolError, TaskNotCancelableError
-from a2a_wire.server._engine import CallInfo, Runtime
-from a2a_wire.server._executor import RequestContext
-from a2a_wire.server._hub import Run, TaskHub, task_view
-from a2a_wire.types import Task, TaskState, TaskStatus, TaskStatusUpdateEvent
+from a2a_wire.errors import TaskNotCancelableError
+from a2a_wire.server import _history
+from a2a_wire.server._call import MethodCall, request_context
+from a2a_wire.server._hub import TaskHub
+from a2a_wire.server._run import Run
+from a2a_wire.types import CancelTaskRequest, Task, TaskState, TaskStatus, TaskStatusUpdateEvent
 
 __all__ = ["cancel_task"]
-
-log = logging.getLogger("a2a_wire.server")
 
 
 def _state(task: Task) -> TaskState:
@@ -46,16 +41,11 @@ def _not_cancelable(task: Task) -> TaskNotCancelableError:
     )
 
 
-async def cancel_task(
-    runtime: Runtime, task_id: str, info: CallInfo, metadata: dict[str, Any] | None
-) -> Any:
-    """Cancel a task and return its JSON as it ends up.
+async def cancel_task(call: MethodCall[CancelTaskRequest]) -> Task:
+    """CancelTask (spec 3.1.5): cancel a task and return it as it ends up.
 
     Args:
-        runtime: The server's runtime.
-        task_id: The task to cancel.
-        info: The caller.
-        metadata: ``CancelTaskRequest.metadata``, handed to the agent's hook.
+        call: The call; ``request.metadata`` is handed to the agent's hook.
 
     Returns:
         The CANCELED task.
@@ -65,49 +55,31 @@ async def cancel_task(
         TaskNotCancelableError: the task is terminal, ended otherwise meanwhile, or the agent
             refused.
     """
-    hub = await runtime.acquire(task_id, info.caller)
-    execute_run = hub.active_run
-    run: Run | None = None
-    try:
-        task = hub.task
-        assert task is not None
-        if is_terminal(_state(task)):
-            raise _not_cancelable(task)
-        hub.canceling = True
-        run = Run(hub, None, task.context_id, info.caller)
-        context = RequestContext(
-            message=None,
-            task_id=task.id,
-            context_id=task.context_id,
-            task=with_history(task, None),
-            caller=info.client_id,
-            requested_extensions=info.extensions,
-            metadata=metadata,
-            tenant=info.tenant,
-            skill_id=runtime.skill_for_task(task, info),
-        )
-        await _cancel_hook(runtime, context, run)
-        await runtime.stop_run(hub)
-        return await _record_cancel(hub, run)
-    finally:
-        hub.canceling = False
-        if run is not None:
-            run.closed = True
-        if execute_run is not None:
-            execute_run.settle()
-        runtime.release(hub)
+    runtime, caller = call.runtime, call.caller
+    async with runtime.hub(call.request.id, caller.owner) as hub:
+        with hub.cancelling():
+            task = hub.task
+            assert task is not None
+            if is_terminal(_state(task)):
+                raise _not_cancelable(task)
+            run = Run(hub, None, task.context_id, caller.owner)
+            try:
+                context = request_context(
+                    caller,
+                    task.id,
+                    task.context_id,
+                    task=task,
+                    metadata=call.request.metadata,
+                    skill_id=runtime.skill_for_task(task, caller),
+                )
+                await runtime.cancel_hook(context, run)
+                await hub.stop_run(call.settings.cancel_grace_seconds)
+                return await _record_cancel(hub, run)
+            finally:
+                run.close()
 
 
-async def _cancel_hook(runtime: Runtime, context: RequestContext, run: Run) -> None:
-    try:
-        await runtime.executor.cancel(context, run)
-    except ProtocolError:
-        raise
-    except Exception:  # the agent's code is a boundary; a broken hook must not block cancel
-        log.exception("cancel hook failed on task %s; canceling anyway", context.task_id)
-
-
-async def _record_cancel(hub: TaskHub, run: Run) -> Any:
+async def _record_cancel(hub: TaskHub, run: Run) -> Task:
     async with hub.lock:
         task = hub.task
         assert task is not None
@@ -116,4 +88,4 @@ async def _record_cancel(hub: TaskHub, run: Run) -> Any:
             await hub.publish_locked(TaskStatusUpdateEvent(status=status), run)
         if _state(task) != TaskState.CANCELED:
             raise _not_cancelable(task)
-        return task_view(task, None)
+        return _history.view(task)

@@ -7,7 +7,10 @@ context it does not contradict (-32602 on ``message.contextId``; a missing conte
 from the task). While the agent still runs on a task, a follow-up waits for that run if the
 task is interrupted (the agent is about to return), and is refused with -32004 otherwise.
 
-CancelTask is in :mod:`a2a_wire.server._cancel`.
+CancelTask is in :mod:`a2a_wire.server._cancel`. Every call and every open stream that uses a
+task's hub holds it (``async with runtime.hub(...)``, :meth:`Runtime.send`); a hub nobody holds
+and no agent runs on is forgotten. :func:`request_context` is the one builder of what the agent
+is given.
 
 Every agent run is an asyncio task kept in :attr:`Runtime.runs` until it finishes; :meth:`close`
 cancels and awaits them on shutdown. Nothing is fire-and-forget.
@@ -16,31 +19,34 @@ cancels and awaits them on shutdown. Nothing is fire-and-forget.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import functools
 import logging
-from collections.abc import Callable
-from dataclasses import dataclass, replace
-from typing import Any
+from collections.abc import AsyncIterator, Callable
+from dataclasses import dataclass
 
 from a2a_wire._protocol.ids import new_uuid
 from a2a_wire._protocol.states import is_interrupted, is_settled, is_terminal
-from a2a_wire._protocol.tasks import apply, with_history
 from a2a_wire.errors import (
     InternalError,
     InvalidParamsError,
+    ProtocolError,
     TaskNotFoundError,
     UnsupportedOperationError,
 )
-from a2a_wire.server._auth import owner_key
+from a2a_wire.server import _history
+from a2a_wire.server._call import CallInfo, request_context
 from a2a_wire.server._executor import AgentExecutor, RequestContext, agent_message
-from a2a_wire.server._hub import Run, Subscriber, TaskHub, task_view
-from a2a_wire.server._limits import trim_history
+from a2a_wire.server._hub import TaskHub
+from a2a_wire.server._run import Run
 from a2a_wire.server._settings import ServerSettings
 from a2a_wire.server._skills import SkillSet
-from a2a_wire.server.store._base import TaskStore, now_timestamp
+from a2a_wire.server._subscriber import Subscription
+from a2a_wire.server.store._base import TaskStore
 from a2a_wire.types import (
     Message,
     SendMessageRequest,
+    SendMessageResponse,
     Task,
     TaskPushNotificationConfig,
     TaskState,
@@ -48,7 +54,7 @@ from a2a_wire.types import (
     TaskStatusUpdateEvent,
 )
 
-__all__ = ["CallInfo", "Runtime", "Subscription"]
+__all__ = ["Runtime", "Started"]
 
 log = logging.getLogger("a2a_wire.server")
 
@@ -58,55 +64,31 @@ AGENT_RETURNED_EARLY = "The agent stopped before the task was finished."
 
 
 @dataclass(frozen=True, slots=True)
-class CallInfo:
-    """Who calls and with which service parameters (spec 3.2.6); one per call.
-
-    The server makes it per HTTP request (:mod:`a2a_wire.server._admission`) and scopes it to the call's
-    ``tenant`` once the params are decoded (:meth:`with_tenant`), before any handler runs.
+class Started:
+    """A message the agent now works on (:meth:`Runtime.send`).
 
     Attributes:
-        caller: The owner key everything the call creates or reads is scoped by (spec 13.1):
-            :func:`a2a_wire.server._auth.owner_key` of the tenant and the client id. Pass it as
-            ``owner=`` to every store call.
-        extensions: URIs from the ``A2A-Extensions`` header.
-        client_id: The registered client's id; ``""`` when anonymous.
-        tenant: The request's ``tenant``.
-        skills: Ids of the skills the caller may use; ``None`` for no restriction.
-        origin: Scheme and authority clients use to reach the server (for the extended card).
+        hub: The task's hub.
+        run: The agent's run on the message.
+        stream: The stream of the task, when one was asked for.
     """
 
-    caller: str = ""
-    extensions: tuple[str, ...] = ()
-    client_id: str = ""
-    tenant: str = ""
-    skills: frozenset[str] | None = None
-    origin: str = ""
-
-    @property
-    def owner(self) -> str:
-        """The owner key (same as :attr:`caller`)."""
-        return self.caller
-
-    def with_tenant(self, tenant: str) -> CallInfo:
-        """This call info scoped to ``tenant``: owner key recomputed."""
-        return replace(self, tenant=tenant, caller=owner_key(tenant, self.client_id))
-
-
-@dataclass(slots=True)
-class Subscription:
-    """An open stream of one task; :meth:`close` it when the HTTP response ends."""
-
-    subscriber: Subscriber
     hub: TaskHub
-    runtime: Runtime
-    open: bool = True
+    run: Run
+    stream: Subscription | None
 
-    def close(self) -> None:
-        """Detach from the task (idempotent); the task and other streams carry on."""
-        if self.open:
-            self.open = False
-            self.hub.unsubscribe(self.subscriber)
-            self.runtime.release(self.hub)
+    async def outcome(self, history_length: int | None) -> SendMessageResponse:
+        """The SendMessage result once the run settled: the agent's Message or the task.
+
+        Raises:
+            InternalError: the run ended without a task or a reply (the server shut down).
+        """
+        async with self.hub.lock:
+            if self.run.reply is not None:
+                return SendMessageResponse(message=self.run.reply)
+            if self.hub.task is None:
+                raise InternalError("The agent stopped without replying")
+            return SendMessageResponse(task=_history.view(self.hub.task, history_length))
 
 
 def _state(task: Task) -> TaskState:
@@ -124,6 +106,8 @@ class Runtime:
         executor: The agent.
         store: Task storage.
         settings: Server settings.
+        skills: The skill set routing messages, if the server has skills.
+        on_push: Wakes the push delivery worker; ``None`` when push notifications are off.
     """
 
     def __init__(
@@ -132,26 +116,30 @@ class Runtime:
         store: TaskStore,
         settings: ServerSettings,
         skills: SkillSet | None = None,
+        on_push: Callable[[], None] | None = None,
     ) -> None:
         self.executor = executor
         self.store = store
         self.settings = settings
         self.skills = skills
-        self.extended_card: Callable[[CallInfo], dict[str, Any]] | None = None
-        """Builds GetExtendedAgentCard's answer; ``None`` when no extended card is served."""
         self.hubs: dict[str, TaskHub] = {}
         self.runs: set[asyncio.Task[None]] = set()
-        self.on_push: Callable[[], None] | None = None
-        """Wakes the push delivery worker; set when the card declares push notifications."""
+        self.on_push = on_push
 
     # -- hubs ---------------------------------------------------------------------------------
 
-    async def acquire(self, task_id: str, owner: str) -> TaskHub:
-        """The hub of an existing task, with a reference the caller must :meth:`release`.
+    @contextlib.asynccontextmanager
+    async def hub(self, task_id: str, owner: str) -> AsyncIterator[TaskHub]:
+        """The hub of an existing task, held for the ``async with`` block.
 
         Raises:
             TaskNotFoundError: no such task is visible to ``owner``.
         """
+        hub = await self._find(task_id, owner)
+        with hub.hold():
+            yield hub
+
+    async def _find(self, task_id: str, owner: str) -> TaskHub:
         hub = self.hubs.get(task_id)
         if hub is None:
             task = await self.store.get(task_id, owner=owner) if task_id else None
@@ -159,7 +147,7 @@ class Runtime:
                 raise _not_found(task_id)
             hub = self.hubs.get(task_id)  # another request may have loaded it meanwhile
             if hub is None:
-                hub = self.hubs[task_id] = self._hub(task_id, task, owner)
+                hub = self._new_hub(task_id, task, owner)
         elif hub.owner != owner:
             # Another owner's live task: the same owner-scoped lookup as for an unknown id
             # (it finds nothing), so the answer takes no measurably different path (spec 13.1).
@@ -167,14 +155,32 @@ class Runtime:
             raise _not_found(task_id)
         if hub.task is None or hub.owner != owner:
             raise _not_found(task_id)
-        hub.refs += 1
         return hub
 
-    def _hub(self, task_id: str, task: Task | None, owner: str) -> TaskHub:
-        queue_size = self.settings.stream_queue_size
-        hub = TaskHub(task_id, task, owner, self.store, queue_size, self.on_push)
-        hub.history_limit = self.settings.max_history_per_task
+    def _new_hub(
+        self,
+        task_id: str,
+        task: Task | None,
+        owner: str,
+        push_config: TaskPushNotificationConfig | None = None,
+    ) -> TaskHub:
+        """A hub, registered; it is forgotten once nothing holds it and no agent runs on it."""
+        hub = self.hubs[task_id] = TaskHub(
+            task_id,
+            task,
+            owner,
+            self.store,
+            self.settings.stream_queue_size,
+            self.on_push,
+            history_limit=self.settings.max_history_per_task,
+            push_config=push_config,
+            on_idle=self._forget,
+        )
         return hub
+
+    def _forget(self, hub: TaskHub) -> None:
+        if self.hubs.get(hub.task_id) is hub:
+            del self.hubs[hub.task_id]
 
     def _route(
         self, message: Message, task: Task | None, info: CallInfo, request: SendMessageRequest
@@ -194,30 +200,28 @@ class Runtime:
         allowed = info.skills if info.skills is not None else frozenset(self.skills.by_id)
         return self.skills.task_skill_id(task, allowed)
 
-    def release(self, hub: TaskHub) -> None:
-        """Drop one reference; a hub nobody uses is forgotten (its task is in the store)."""
-        hub.refs -= 1
-        if hub.refs <= 0 and self.hubs.get(hub.task_id) is hub:
-            del self.hubs[hub.task_id]
-
     # -- messages -----------------------------------------------------------------------------
 
-    async def begin_message(
+    @contextlib.asynccontextmanager
+    async def send(
         self,
         request: SendMessageRequest,
         info: CallInfo,
         *,
-        stream: bool,
+        stream: bool = False,
+        history_length: int | None = None,
         push_config: TaskPushNotificationConfig | None = None,
-    ) -> tuple[TaskHub, Run, Subscriber | None]:
-        """Start the agent on a message (spec 3.1.1, 3.1.2, 3.4).
+    ) -> AsyncIterator[Started]:
+        """Start the agent on a message (spec 3.1.1, 3.1.2, 3.4); the hub is held for the block.
 
-        ``push_config``, already validated, is stored with the task the message creates (a
-        follow-up's config is stored by the handler before this is called).
-
-        Returns:
-            The hub (with a reference for the caller to release), the run, and the stream's
-            subscriber when ``stream`` is set.
+        Args:
+            request: The SendMessage params, checked.
+            info: The caller.
+            stream: Open a stream of the task (:attr:`Started.stream`, which holds the hub on
+                its own until it is closed).
+            history_length: The stream's ``historyLength``, checked.
+            push_config: Already validated; stored with the task the message creates (a
+                follow-up's config is stored by the handler before this is called).
 
         Raises:
             TaskNotFoundError: ``message.taskId`` names no visible task.
@@ -226,39 +230,27 @@ class Runtime:
         """
         message = request.message
         assert message is not None  # REQUIRED, checked when the params were decoded
-        config = request.configuration
-        history_length = config.history_length if config is not None else None
         if message.task_id:
-            hub = await self.acquire(message.task_id, info.caller)
-            try:
-                run, sub = await self._continue(hub, request, message, info, stream, history_length)
-            except BaseException:
-                self.release(hub)
-                raise
-            return hub, run, sub
+            async with self.hub(message.task_id, info.caller) as hub:
+                yield await self._continue(hub, request, message, info, stream, history_length)
+            return
         skill_id = self._route(message, None, info, request)
         task_id = new_uuid()
         message.context_id = message.context_id or new_uuid()
-        hub = self.hubs[task_id] = self._hub(task_id, None, info.caller)
-        hub.refs = 1
-        if push_config is not None:
-            push_config.task_id = task_id
-            hub.new_push_configs.append(push_config)
-        run = Run(hub, message, message.context_id, info.caller)
-        sub = hub.subscribe(history_length) if stream else None
-        context = RequestContext(
-            message=message,
-            task_id=task_id,
-            context_id=message.context_id,
-            caller=info.client_id,
-            requested_extensions=info.extensions,
-            configuration=config,
-            metadata=request.metadata,
-            tenant=info.tenant,
-            skill_id=skill_id,
-        )
-        self._start(hub, run, context)
-        return hub, run, sub
+        hub = self._new_hub(task_id, None, info.caller, push_config)
+        with hub.hold():
+            run = Run(hub, message, message.context_id, info.caller)
+            context = request_context(
+                info,
+                task_id,
+                message.context_id,
+                message=message,
+                configuration=request.configuration,
+                metadata=request.metadata,
+                skill_id=skill_id,
+            )
+            self._start(hub, run, context)
+            yield Started(hub, run, hub.open_stream(history_length) if stream else None)
 
     async def _continue(
         self,
@@ -268,7 +260,7 @@ class Runtime:
         info: CallInfo,
         stream: bool,
         history_length: int | None,
-    ) -> tuple[Run, Subscriber | None]:
+    ) -> Started:
         """Add a follow-up message to a task and start the agent on it."""
         await self._wait_idle(hub)
         async with hub.lock:
@@ -279,25 +271,20 @@ class Runtime:
                 raise self._busy(task)
             skill_id = self._route(message, task, info, request)
             message.context_id = task.context_id
-            apply(task, message, now=now_timestamp())
-            trim_history(task, self.settings.max_history_per_task)
-            await self.store.update(task)
+            await hub.add_message(message)
             run = Run(hub, message, task.context_id, info.caller)
-            sub = hub.subscribe(history_length) if stream else None
-            context = RequestContext(
+            context = request_context(
+                info,
+                task.id,
+                task.context_id,
                 message=message,
-                task_id=task.id,
-                context_id=task.context_id,
-                task=with_history(task, None),
-                caller=info.client_id,
-                requested_extensions=info.extensions,
+                task=hub.task,
                 configuration=request.configuration,
                 metadata=request.metadata,
-                tenant=info.tenant,
                 skill_id=skill_id,
             )
             self._start(hub, run, context)
-        return run, sub
+            return Started(hub, run, hub.open_stream(history_length) if stream else None)
 
     @staticmethod
     def _check_open(task: Task, message: Message) -> None:
@@ -330,26 +317,11 @@ class Runtime:
             raise self._busy(hub.task)
         await asyncio.wait({running})  # the agent asked for input and is about to return
 
-    async def result_of(self, hub: TaskHub, run: Run, history_length: int | None) -> dict[str, Any]:
-        """The SendMessage result once ``run`` settled: the agent's Message or the task.
-
-        Raises:
-            InternalError: the run ended without a task or a reply (the server shut down).
-        """
-        async with hub.lock:
-            if run.reply is not None:
-                return {"message": run.reply.to_dict()}
-            if hub.task is None:
-                raise InternalError("The agent stopped without replying")
-            return {"task": task_view(hub.task, history_length)}
-
     # -- agent runs ---------------------------------------------------------------------------
 
     def _start(self, hub: TaskHub, run: Run, context: RequestContext) -> None:
-        hub.refs += 1
-        hub.active_run = run
         task = asyncio.create_task(self._execute(hub, run, context))
-        hub.run_task = task
+        hub.start_run(run, task)
         self.runs.add(task)
         task.add_done_callback(functools.partial(self._run_done, hub, run))
 
@@ -384,28 +356,20 @@ class Runtime:
 
     def _run_done(self, hub: TaskHub, run: Run, task: asyncio.Task[None]) -> None:
         self.runs.discard(task)
-        run.closed = True
-        if hub.run_task is task:
-            hub.run_task = None
-            hub.active_run = None
-        if not task.cancelled() and (exc := task.exception()) is not None:
-            log.error("agent run of task %s ended with an error", hub.task_id, exc_info=exc)
-            hub.finish_all(InternalError("The server could not record the task's progress"))
-        elif hub.task is None:
-            hub.finish_all(InternalError("The agent stopped without replying"))
-        if not hub.canceling:
-            run.settle()
-        self.release(hub)
+        hub.end_run(run, task)
 
-    async def stop_run(self, hub: TaskHub) -> None:
-        """Cancel the agent run of ``hub``, if any, and wait for it (bounded)."""
-        running = hub.run_task
-        if running is None or running.done():
-            return
-        running.cancel()
-        done, _ = await asyncio.wait({running}, timeout=self.settings.cancel_grace_seconds)
-        if not done:
-            log.warning("agent run of task %s ignores cancellation", hub.task_id)
+    async def cancel_hook(self, context: RequestContext, run: Run) -> None:
+        """Give the agent's ``cancel`` hook its say (see :mod:`a2a_wire.server._cancel`).
+
+        Raises:
+            ProtocolError: the hook refused the cancel; any other failure is logged.
+        """
+        try:
+            await self.executor.cancel(context, run)
+        except ProtocolError:
+            raise
+        except Exception:  # the agent's code is a boundary; a broken hook must not block cancel
+            log.exception("cancel hook failed on task %s; canceling anyway", context.task_id)
 
     # -- shutdown -----------------------------------------------------------------------------
 

@@ -1,4 +1,4 @@
-"""Sans-IO limits of the server: request rates, open streams, parts and history (spec 13.4).
+"""Sans-IO limits of the server: request rates, open streams and parts (spec 13.4).
 
 The HTTP glue in :mod:`a2a_wire.server._app` asks these objects whether a request may go on; nothing
 here does I/O or imports asyncio or aiohttp, and every clock is injected, so tests drive them
@@ -14,13 +14,11 @@ Theory of operation
   ever errs towards letting a request through.
 * :class:`StreamCounter` counts the open streams of each key and refuses one more beyond the
   limit; the server releases the slot when the stream's response ends, however it ends.
-* :func:`trim_history` bounds the history a task keeps: beyond ``limit`` messages the oldest are
-  dropped, except the first one, the message that started the task (it names what was asked,
-  and the skill router reads it, see :mod:`a2a_wire.server._skills`).
 * :func:`check_parts` bounds the parts of one message (-32602 on ``message.parts``).
 
 Keys are chosen by the server: the authenticated client id, or the source address for
-authentication failures (see :mod:`a2a_wire.server._auth`).
+authentication failures (see :mod:`a2a_wire.server._auth`). The history a task keeps is bounded
+by :func:`a2a_wire.server._history.trim`.
 """
 
 from __future__ import annotations
@@ -31,7 +29,7 @@ from collections import OrderedDict
 from collections.abc import Callable
 
 from a2a_wire.errors import InvalidParamsError
-from a2a_wire.types import Message, Task
+from a2a_wire.types import Message
 
 __all__ = [
     "DEFAULT_MAX_KEYS",
@@ -39,7 +37,6 @@ __all__ = [
     "StreamCounter",
     "check_parts",
     "retry_after_header",
-    "trim_history",
 ]
 
 DEFAULT_MAX_KEYS = 10_000
@@ -171,24 +168,6 @@ class StreamCounter:
     def open_streams(self, key: str) -> int:
         """How many streams ``key`` holds open."""
         return self._open.get(key, 0)
-
-
-def trim_history(task: Task, limit: int | None) -> None:
-    """Keep at most ``limit`` messages in ``task.history``: the first and the newest.
-
-    The list is replaced, never mutated, so snapshots sharing the old one stay intact
-    (see :mod:`a2a_wire._protocol.tasks`).
-
-    Args:
-        task: The task to trim in place.
-        limit: Most messages kept; ``None`` keeps everything. At least 1.
-    """
-    if limit is None or len(task.history) <= limit:
-        return
-    if limit == 1:
-        task.history = task.history[:1]
-    else:
-        task.history = [task.history[0], *task.history[len(task.history) - (limit - 1) :]]
 
 
 def check_parts(message: Message, limit: int, field: str = "message.parts") -> None:

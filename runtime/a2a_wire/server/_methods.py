@@ -27,7 +27,7 @@ serve one (``SecurityConfig.extended_card``).
 Tenants (spec 8.3.2; the spec does not say what a server does with a tenant it does not serve):
 after decoding, a request's ``tenant`` must be one the served JSON-RPC interfaces name (``""``
 only when an interface has none), else -32602 on ``tenant``. The call info is then scoped to it
-(:meth:`~a2a_wire.server._engine.CallInfo.with_tenant`), so every handler sees the owner key of its
+(:meth:`~a2a_wire.server._call.CallInfo.with_tenant`), so every handler sees the owner key of its
 tenant and client: data is partitioned by tenant.
 """
 
@@ -41,6 +41,7 @@ from typing import Any
 from a2a_wire import methods
 from a2a_wire._protocol import jsonrpc as _jsonrpc
 from a2a_wire._protocol.states import is_terminal
+from a2a_wire.codec import ProtoMessage
 from a2a_wire.errors import (
     ExtendedAgentCardNotConfiguredError,
     ExtensionSupportRequiredError,
@@ -50,21 +51,25 @@ from a2a_wire.errors import (
     UnsupportedOperationError,
 )
 from a2a_wire.methods import Method
-from a2a_wire.server import _cancel
+from a2a_wire.server import _cancel, _history
+from a2a_wire.server._call import CallInfo, MethodCall, Services
 from a2a_wire.server._card import served_tenants
-from a2a_wire.server._engine import CallInfo, Runtime, Subscription
-from a2a_wire.server._hub import Run, TaskHub, task_view
+from a2a_wire.server._engine import Started
 from a2a_wire.server._message_rules import check_message
+from a2a_wire.server._subscriber import Subscription
 from a2a_wire.server.push import _configs as push_configs
 from a2a_wire.server.store._base import TaskQuery
 from a2a_wire.server.store._paging import page_size
 from a2a_wire.types import (
     AgentCard,
-    CancelTaskRequest,
+    GetExtendedAgentCardRequest,
     GetTaskRequest,
     ListTasksRequest,
+    ListTasksResponse,
     SendMessageRequest,
+    SendMessageResponse,
     SubscribeToTaskRequest,
+    Task,
     TaskState,
 )
 
@@ -148,103 +153,85 @@ class Capabilities:
                 )
 
 
-def _check_history_length(value: int | None, field: str) -> None:
-    if value is not None and value < 0:
-        raise InvalidParamsError(
-            f"{field} must not be negative", violations=[(field, "must be zero or more")]
-        )
-
-
-def _check_send(caps: Capabilities, request: SendMessageRequest) -> int | None:
-    config = request.configuration
+def _check_send(call: MethodCall[SendMessageRequest]) -> int | None:
+    """The checks of SendMessage and SendStreamingMessage; the validated ``historyLength``."""
+    config = call.request.configuration
     if config is None:
         return None
-    _check_history_length(config.history_length, "configuration.historyLength")
-    if config.task_push_notification_config is not None and not caps.push_notifications:
+    length = _history.requested_length(config.history_length, "configuration.historyLength")
+    if config.task_push_notification_config is not None and not call.push_notifications:
         raise PushNotificationNotSupportedError()
-    return config.history_length
+    return length
 
 
-async def send_message(
-    runtime: Runtime, caps: Capabilities, request: SendMessageRequest, info: CallInfo
-) -> dict[str, Any]:
+async def send_message(call: MethodCall[SendMessageRequest]) -> SendMessageResponse:
     """SendMessage (spec 3.1.1): the agent's Message, or its task.
 
     Waits until the task is terminal or interrupted, unless ``returnImmediately`` is set.
     """
-    history_length = _check_send(caps, request)
-    config = request.configuration
+    history_length = _check_send(call)
+    request = call.request
     assert request.message is not None  # REQUIRED, checked when the params were decoded
-    check_message(request.message, runtime.settings.max_parts_per_message)
-    push = await push_configs.inline_push_config(runtime, request, info)
-    hub, run, _ = await runtime.begin_message(request, info, stream=False, push_config=push)
-    try:
+    check_message(request.message, call.settings.max_parts_per_message)
+    push = await push_configs.inline_push_config(call)
+    async with call.runtime.send(request, call.caller, push_config=push) as started:
+        config = request.configuration
         if config is not None and config.return_immediately:
-            await _first_or_submitted(hub, run, runtime.settings.first_event_seconds)
+            await _first_or_submitted(started, call.settings.first_event_seconds)
         else:
-            await run.settled
-        return await runtime.result_of(hub, run, history_length)
-    finally:
-        runtime.release(hub)
+            await started.run.settled
+        return await started.outcome(history_length)
 
 
-async def _first_or_submitted(hub: TaskHub, run: Run, seconds: float) -> None:
+async def _first_or_submitted(started: Started, seconds: float) -> None:
     """Wait for the agent's first event, or after ``seconds`` make the SUBMITTED task."""
     try:
-        await asyncio.wait_for(asyncio.shield(run.first), seconds)
+        await asyncio.wait_for(asyncio.shield(started.run.first), seconds)
     except TimeoutError:
-        await hub.ensure_task(run)
-        await run.first
+        await started.hub.ensure_task(started.run)
+        await started.run.first
 
 
-async def send_streaming_message(
-    runtime: Runtime, caps: Capabilities, request: SendMessageRequest, info: CallInfo
-) -> Subscription:
+async def send_streaming_message(call: MethodCall[SendMessageRequest]) -> Subscription:
     """SendStreamingMessage (spec 3.1.2): a stream of the task (or the one Message)."""
-    _check_send(caps, request)
+    history_length = _check_send(call)
+    request = call.request
     assert request.message is not None  # REQUIRED, checked when the params were decoded
-    check_message(request.message, runtime.settings.max_parts_per_message)
-    push = await push_configs.inline_push_config(runtime, request, info)
-    hub, _, sub = await runtime.begin_message(request, info, stream=True, push_config=push)
-    assert sub is not None
-    return Subscription(sub, hub, runtime)
+    check_message(request.message, call.settings.max_parts_per_message)
+    push = await push_configs.inline_push_config(call)
+    async with call.runtime.send(
+        request, call.caller, stream=True, history_length=history_length, push_config=push
+    ) as started:
+        assert started.stream is not None
+        return started.stream
 
 
-async def subscribe_to_task(
-    runtime: Runtime, caps: Capabilities, request: SubscribeToTaskRequest, info: CallInfo
-) -> Subscription:
+async def subscribe_to_task(call: MethodCall[SubscribeToTaskRequest]) -> Subscription:
     """SubscribeToTask (spec 3.1.6): the task now, then its events; terminal tasks -32004."""
-    hub = await runtime.acquire(request.id, info.caller)
-    try:
-        async with hub.lock:
-            task = hub.task
-            assert task is not None and task.status is not None
-            if is_terminal(task.status.state):
-                raise UnsupportedOperationError(
-                    f"Task {task.id} is {task.status.state.value}; there is nothing to subscribe to",
-                    metadata={"taskId": task.id},
-                )
-            sub = hub.subscribe()
-    except BaseException:
-        runtime.release(hub)
-        raise
-    return Subscription(sub, hub, runtime)
+    async with call.runtime.hub(call.request.id, call.caller.owner) as hub, hub.lock:
+        task = hub.task
+        assert task is not None and task.status is not None
+        if is_terminal(task.status.state):
+            raise UnsupportedOperationError(
+                f"Task {task.id} is {task.status.state.value}; there is nothing to subscribe to",
+                metadata={"taskId": task.id},
+            )
+        return hub.open_stream()
 
 
-async def get_task(
-    runtime: Runtime, caps: Capabilities, request: GetTaskRequest, info: CallInfo
-) -> dict[str, Any]:
+async def get_task(call: MethodCall[GetTaskRequest]) -> Task:
     """GetTask (spec 3.1.3)."""
-    _check_history_length(request.history_length, "historyLength")
-    task = await runtime.store.get(request.id, owner=info.caller)
+    request = call.request
+    history_length = _history.requested_length(request.history_length)
+    task = await call.store.get(request.id, owner=call.caller.owner)
     if task is None:
         raise TaskNotFoundError(f"Task not found: {request.id!r}", metadata={"taskId": request.id})
-    return task_view(task, request.history_length)  # type: ignore[no-any-return]
+    return _history.view(task, history_length)
 
 
 def _task_query(request: ListTasksRequest) -> TaskQuery:
     size = page_size(request.page_size)
-    _check_history_length(request.history_length, "historyLength")
+    _history.requested_length(request.history_length)
     status = request.status
     if not status.is_known:
         raise InvalidParamsError(
@@ -259,79 +246,78 @@ def _task_query(request: ListTasksRequest) -> TaskQuery:
     )
 
 
-async def list_tasks(
-    runtime: Runtime, caps: Capabilities, request: ListTasksRequest, info: CallInfo
-) -> dict[str, Any]:
+async def list_tasks(call: MethodCall[ListTasksRequest]) -> ListTasksResponse:
     """ListTasks (spec 3.1.4): filters, cursor pages, newest status first."""
+    request = call.request
     query = _task_query(request)
-    page = await runtime.store.list(query, owner=info.caller)
+    page = await call.store.list(query, owner=call.caller.owner)
     artifacts = bool(request.include_artifacts)
-    history = request.history_length
-    return {
-        "tasks": [task_view(task, history, artifacts) for task in page.tasks],
-        "nextPageToken": page.next_page_token,
-        "pageSize": query.page_size,
-        "totalSize": page.total_size,
-    }
+    shown = [_history.view(t, request.history_length, artifacts=artifacts) for t in page.tasks]
+    return ListTasksResponse(
+        tasks=shown,
+        next_page_token=page.next_page_token,
+        page_size=query.page_size,
+        total_size=page.total_size,
+    )
 
 
-async def cancel_task(
-    runtime: Runtime, caps: Capabilities, request: CancelTaskRequest, info: CallInfo
-) -> dict[str, Any]:
-    """CancelTask (spec 3.1.5)."""
-    return await _cancel.cancel_task(runtime, request.id, info, request.metadata)  # type: ignore[no-any-return]
-
-
-async def extended_card(
-    runtime: Runtime, caps: Capabilities, request: object, info: CallInfo
-) -> dict[str, Any]:
+async def extended_card(call: MethodCall[GetExtendedAgentCardRequest]) -> AgentCard:
     """GetExtendedAgentCard (spec 3.1.11, 13.3): the caller's card, or -32007."""
-    if runtime.extended_card is None or not info.client_id:
+    if call.extended_card is None or not call.caller.client_id:
         raise ExtendedAgentCardNotConfiguredError()
-    return runtime.extended_card(info)
+    return call.extended_card(call.caller)
 
 
-UnaryHandler = Callable[[Runtime, Capabilities, Any, CallInfo], Awaitable[dict[str, Any]]]
-StreamHandler = Callable[[Runtime, Capabilities, Any, CallInfo], Awaitable[Subscription]]
+UnaryHandler = Callable[[MethodCall[Any]], Awaitable[ProtoMessage]]
+StreamHandler = Callable[[MethodCall[Any]], Awaitable[Subscription]]
 
 UNARY: dict[Method[Any, Any], UnaryHandler] = {
     methods.SEND_MESSAGE: send_message,
     methods.GET_TASK: get_task,
     methods.LIST_TASKS: list_tasks,
-    methods.CANCEL_TASK: cancel_task,
+    methods.CANCEL_TASK: _cancel.cancel_task,
     methods.GET_EXTENDED_AGENT_CARD: extended_card,
     methods.CREATE_TASK_PUSH_NOTIFICATION_CONFIG: push_configs.create_push_config,
     methods.GET_TASK_PUSH_NOTIFICATION_CONFIG: push_configs.get_push_config,
     methods.LIST_TASK_PUSH_NOTIFICATION_CONFIGS: push_configs.list_push_configs,
     methods.DELETE_TASK_PUSH_NOTIFICATION_CONFIG: push_configs.delete_push_config,
 }
+"""The handler of each non-streaming method; it returns the method's ``result`` type."""
 STREAMING: dict[Method[Any, Any], StreamHandler] = {
     methods.SEND_STREAMING_MESSAGE: send_streaming_message,
     methods.SUBSCRIBE_TO_TASK: subscribe_to_task,
 }
 
 
+def _call(
+    services: Services, caps: Capabilities, method: Method[Any, Any], params: object, info: CallInfo
+) -> MethodCall[Any]:
+    """Check the capabilities, decode ``params`` and scope the caller to its tenant."""
+    caps.check(method, info)
+    request = _jsonrpc.decode_params(method, params)
+    return MethodCall(request, caps.scope(request, info), services)
+
+
 async def call_unary(
-    runtime: Runtime, caps: Capabilities, method: Method[Any, Any], params: object, info: CallInfo
-) -> dict[str, Any]:
-    """Check, decode and run a non-streaming method; the result is its JSON value.
+    services: Services, caps: Capabilities, method: Method[Any, Any], params: object, info: CallInfo
+) -> ProtoMessage:
+    """Check, decode and run a non-streaming method.
+
+    Returns:
+        The method's result (its ``Method.result`` type), for the caller to encode.
 
     Raises:
         ProtocolError: the JSON-RPC or A2A error that answers the call.
     """
-    caps.check(method, info)
-    request = _jsonrpc.decode_params(method, params)
-    return await UNARY[method](runtime, caps, request, caps.scope(request, info))
+    return await UNARY[method](_call(services, caps, method, params, info))
 
 
 async def call_stream(
-    runtime: Runtime, caps: Capabilities, method: Method[Any, Any], params: object, info: CallInfo
+    services: Services, caps: Capabilities, method: Method[Any, Any], params: object, info: CallInfo
 ) -> Subscription:
     """Check, decode and open a streaming method.
 
     Raises:
         ProtocolError: the JSON-RPC or A2A error that answers the call.
     """
-    caps.check(method, info)
-    request = _jsonrpc.decode_params(method, params)
-    return await STREAMING[method](runtime, caps, request, caps.scope(request, info))
+    return await STREAMING[method](_call(services, caps, method, params, info))

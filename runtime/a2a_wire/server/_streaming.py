@@ -23,8 +23,7 @@ from a2a_wire._protocol import sse as _sse
 from a2a_wire._protocol.jsonrpc import RequestId
 from a2a_wire._protocol.wire import SSE_MEDIA_TYPE
 from a2a_wire.errors import ProtocolError
-from a2a_wire.server._engine import Subscription
-from a2a_wire.server._hub import END, KEEPALIVE, Item
+from a2a_wire.server._subscriber import END, KEEPALIVE, Item, Subscription
 
 __all__ = ["stream_error", "stream_events"]
 

@@ -40,11 +40,12 @@ from a2a_wire import netguard
 from a2a_wire._protocol.ids import new_uuid
 from a2a_wire.errors import FieldViolation, InvalidParamsError, TaskNotFoundError
 from a2a_wire.methods import LIST_TASK_PUSH_NOTIFICATION_CONFIGS
-from a2a_wire.server._engine import CallInfo, Runtime
+from a2a_wire.server._call import MethodCall
 from a2a_wire.server.push._settings import PushSettings
 from a2a_wire.server.store._paging import page_size, scope
 from a2a_wire.types import (
     DeleteTaskPushNotificationConfigRequest,
+    Empty,
     GetTaskPushNotificationConfigRequest,
     ListTaskPushNotificationConfigsRequest,
     ListTaskPushNotificationConfigsResponse,
@@ -150,81 +151,80 @@ async def _resolved_problem(host: str, port: int, settings: PushSettings) -> str
     return None
 
 
-async def _check_task(runtime: Runtime, task_id: str, info: CallInfo) -> None:
+async def _check_task(call: MethodCall[Any], task_id: str) -> None:
     if not task_id:
         raise InvalidParamsError("taskId is required", violations=[("taskId", "required")])
-    if await runtime.store.get(task_id, owner=info.caller) is None:
+    if await call.store.get(task_id, owner=call.caller.owner) is None:
         raise TaskNotFoundError(f"Task not found: {task_id!r}", metadata={"taskId": task_id})
 
 
-async def _store(runtime: Runtime, config: TaskPushNotificationConfig) -> None:
+async def _store(call: MethodCall[Any], config: TaskPushNotificationConfig) -> None:
     """Give the config an id if it has none, and store it within the per-task limit."""
     config.id = config.id or new_uuid()
-    limit = runtime.settings.push.max_configs_per_task
-    existing = await runtime.store.list_push_configs(config.task_id)
+    limit = call.settings.push.max_configs_per_task
+    existing = await call.store.list_push_configs(config.task_id)
     if len(existing) >= limit and all(c.id != config.id for _, c in existing):
         raise InvalidParamsError(
             f"Task {config.task_id} has {limit} push notification configs; delete one first",
             violations=[("taskId", f"at most {limit} push notification configs per task")],
         )
-    await runtime.store.put_push_config(config)
+    await call.store.put_push_config(config)
 
 
 async def create_push_config(
-    runtime: Runtime, caps: object, request: TaskPushNotificationConfig, info: CallInfo
-) -> dict[str, Any]:
+    call: MethodCall[TaskPushNotificationConfig],
+) -> TaskPushNotificationConfig:
     """CreateTaskPushNotificationConfig (spec 3.1.7): the stored config, with its ``id``."""
-    await _check_task(runtime, request.task_id, info)
-    await check_config(request, runtime.settings.push)
-    await _store(runtime, request)
-    return request.to_dict()
+    request = call.request
+    await _check_task(call, request.task_id)
+    await check_config(request, call.settings.push)
+    await _store(call, request)
+    return request
 
 
 async def get_push_config(
-    runtime: Runtime, caps: object, request: GetTaskPushNotificationConfigRequest, info: CallInfo
-) -> dict[str, Any]:
+    call: MethodCall[GetTaskPushNotificationConfigRequest],
+) -> TaskPushNotificationConfig:
     """GetTaskPushNotificationConfig (spec 3.1.8); a missing config is -32001."""
-    await _check_task(runtime, request.task_id, info)
-    config = await runtime.store.get_push_config(request.task_id, request.id)
+    request = call.request
+    await _check_task(call, request.task_id)
+    config = await call.store.get_push_config(request.task_id, request.id)
     if config is None:
         raise TaskNotFoundError(
             f"Push notification config not found: {request.id[:100]!r}",
             metadata={"taskId": request.task_id, "configId": request.id[:MAX_ID_LENGTH]},
         )
-    return config.to_dict()
+    return config
 
 
 async def list_push_configs(
-    runtime: Runtime, caps: object, request: ListTaskPushNotificationConfigsRequest, info: CallInfo
-) -> dict[str, Any]:
+    call: MethodCall[ListTaskPushNotificationConfigsRequest],
+) -> ListTaskPushNotificationConfigsResponse:
     """ListTaskPushNotificationConfigs (spec 3.1.9), in creation order, paged."""
-    await _check_task(runtime, request.task_id, info)
+    request = call.request
+    await _check_task(call, request.task_id)
     size = page_size(request.page_size or None)  # no presence: 0 is "none named"
-    tokens = runtime.store.page_tokens
-    bound = scope(LIST_TASK_PUSH_NOTIFICATION_CONFIGS, info.caller, request.task_id)
+    tokens = call.store.page_tokens
+    bound = scope(LIST_TASK_PUSH_NOTIFICATION_CONFIGS, call.caller.owner, request.task_id)
     after = int(tokens.read(request.page_token, bound)[0]) if request.page_token else -1
-    rest = [
-        item for item in await runtime.store.list_push_configs(request.task_id) if item[0] > after
-    ]
+    rest = [item for item in await call.store.list_push_configs(request.task_id) if item[0] > after]
     page = rest[:size]
     token = tokens.issue((page[-1][0],), bound) if len(rest) > size else ""
-    response = ListTaskPushNotificationConfigsResponse(
+    return ListTaskPushNotificationConfigsResponse(
         configs=[config for _, config in page], next_page_token=token
     )
-    return response.to_dict()
 
 
-async def delete_push_config(
-    runtime: Runtime, caps: object, request: DeleteTaskPushNotificationConfigRequest, info: CallInfo
-) -> dict[str, Any]:
+async def delete_push_config(call: MethodCall[DeleteTaskPushNotificationConfigRequest]) -> Empty:
     """DeleteTaskPushNotificationConfig (spec 3.1.10): ``{}``, also for a missing config."""
-    await _check_task(runtime, request.task_id, info)
-    await runtime.store.delete_push_config(request.task_id, request.id)
-    return {}
+    request = call.request
+    await _check_task(call, request.task_id)
+    await call.store.delete_push_config(request.task_id, request.id)
+    return Empty()
 
 
 async def inline_push_config(
-    runtime: Runtime, request: SendMessageRequest, info: CallInfo
+    call: MethodCall[SendMessageRequest],
 ) -> TaskPushNotificationConfig | None:
     """Validate SendMessage's inline config; store it now for a follow-up message.
 
@@ -236,6 +236,7 @@ async def inline_push_config(
         InvalidParamsError: the config is invalid, or names another task.
         TaskNotFoundError: the message's task is not visible to the caller.
     """
+    request = call.request
     configuration = request.configuration
     config = configuration.task_push_notification_config if configuration else None
     if config is None:
@@ -247,11 +248,11 @@ async def inline_push_config(
             "The inline push notification config names another task",
             violations=[(_INLINE + "taskId", "must be empty or equal to message.taskId")],
         )
-    await check_config(config, runtime.settings.push, _INLINE)
+    await check_config(config, call.settings.push, _INLINE)
     config.id = config.id or new_uuid()
     if not message.task_id:
         return config
-    await _check_task(runtime, message.task_id, info)
+    await _check_task(call, message.task_id)
     config.task_id = message.task_id
-    await _store(runtime, config)
+    await _store(call, config)
     return None

@@ -1,0 +1,84 @@
+"""The event queue an agent writes to: one :class:`Run` per ``execute`` call or cancel.
+
+A run is a source of events for one :class:`~a2a_wire.server._hub.TaskHub`: its
+:meth:`Run.enqueue_event` hands each event to the hub, which applies, stores and streams it.
+The futures of a run are what a SendMessage call waits on: :attr:`Run.first` (the task exists,
+or the agent replied) and :attr:`Run.settled` (the task is terminal or interrupted, the agent
+replied, or the run ended). Once closed, a run takes no more events.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from typing import TYPE_CHECKING
+
+from a2a_wire.server._executor import AgentEvent
+from a2a_wire.types import Message
+
+if TYPE_CHECKING:  # the hub imports this module; a run only calls its hub
+    from a2a_wire.server._hub import TaskHub
+
+__all__ = ["Run"]
+
+
+class Run:
+    """One source of events for a hub: an ``execute`` call, or a cancel (an :class:`EventQueue`).
+
+    Attributes:
+        message: The client's message that started the run (``None`` for a cancel).
+        context_id: The context of the task the run works on.
+        owner: The caller that owns a task this run creates.
+        first: Resolved when the task exists or the agent replied with a Message.
+        settled: Resolved when the task is terminal or interrupted, the agent replied with a
+            Message, or the run ended.
+    """
+
+    __slots__ = ("_closed", "_reply", "context_id", "first", "hub", "message", "owner", "settled")
+
+    def __init__(self, hub: TaskHub, message: Message | None, context_id: str, owner: str) -> None:
+        loop = asyncio.get_running_loop()
+        self.hub = hub
+        self.message = message
+        self.context_id = context_id
+        self.owner = owner
+        self.first: asyncio.Future[None] = loop.create_future()
+        self.settled: asyncio.Future[None] = loop.create_future()
+        self._reply: Message | None = None
+        self._closed = False
+        if hub.task is not None:
+            self.first.set_result(None)
+
+    @property
+    def reply(self) -> Message | None:
+        """The agent's direct Message reply, if it gave one."""
+        return self._reply
+
+    @property
+    def closed(self) -> bool:
+        """No more events are taken from this run."""
+        return self._closed
+
+    async def enqueue_event(self, event: AgentEvent) -> bool:
+        """Apply, store and stream one event (see :meth:`TaskHub.publish`)."""
+        return await self.hub.publish(event, self)
+
+    def close(self) -> None:
+        """Take no more events from this run."""
+        self._closed = True
+
+    def answered(self, reply: Message) -> None:
+        """The agent replied with ``reply`` instead of making a task: the run is over."""
+        self._reply = reply
+        self._closed = True
+        self.settle()
+
+    def task_made(self) -> None:
+        """Release whoever waits for the task to exist."""
+        if not self.first.done():
+            self.first.set_result(None)
+
+    def settle(self) -> None:
+        """Release whoever waits on this run."""
+        for future in (self.first, self.settled):
+            if not future.done():
+                future.set_result(None)
