@@ -21,7 +21,7 @@ from a2a_wire.server import AgentExecutor, EventQueue, RequestContext, TaskUpdat
 
 PYTHON = sys.executable
 SCRIPT = Path(PYTHON).parent / "a2a-wire"
-TESTS = Path(__file__).resolve().parents[1]
+TESTS = Path(__file__).resolve().parent
 
 
 def free_port() -> int:
@@ -34,7 +34,7 @@ def free_port() -> int:
 def environment(**extra: str) -> dict[str, str]:
     """The environment for subprocesses: no inherited credentials, tests/ importable."""
     env = {k: v for k, v in os.environ.items() if not k.startswith("A2A_WIRE_")}
-    env["PYTHONPATH"] = os.pathsep.join([str(TESTS / "functional"), env.get("PYTHONPATH", "")])
+    env["PYTHONPATH"] = os.pathsep.join([str(TESTS), env.get("PYTHONPATH", "")])
     env.update(extra)
     return env
 
