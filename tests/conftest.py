@@ -1,4 +1,4 @@
-"""Shared test configuration: Hypothesis profiles.
+"""Shared test configuration: Hypothesis profiles, and the app the server and functional tests serve.
 
 Profiles: ``dev`` (default) explores with fresh random examples; ``ci`` (selected when the ``CI``
 environment variable is set, or with ``HYPOTHESIS_PROFILE=ci``) is derandomized so that a failure
@@ -12,7 +12,11 @@ import os
 from collections.abc import Iterator
 
 import pytest
+from aiohttp import web
 from hypothesis import HealthCheck, settings
+from server_support import ScriptedAgent, make_card
+
+from a2a_wire.server import create_app
 
 settings.register_profile(
     "dev",
@@ -41,3 +45,17 @@ def _fresh_shared_card_cache() -> Iterator[None]:
     SHARED_CARD_CACHE.clear()
     yield
     SHARED_CARD_CACHE.clear()
+
+
+@pytest.fixture
+def agent() -> ScriptedAgent:
+    """The executor of ``app``, a fresh :class:`ScriptedAgent` (tests/client/ overrides ``agent``
+    with the fake HTTP agent its client talks to)."""
+    return ScriptedAgent()
+
+
+@pytest.fixture
+def app(agent: ScriptedAgent) -> web.Application:
+    """The server under test: ``agent`` behind the default card and settings. A module that needs
+    other settings, a security config or another executor overrides this fixture."""
+    return create_app(make_card(), agent)

@@ -5,7 +5,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import uuid
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import Awaitable, Callable
 from typing import Any
 
 import pytest
@@ -13,7 +13,7 @@ from aiohttp import web
 from client_fake import LOCAL, FakeAgent, card_json, message_json, task_json
 
 from a2a_wire import errors
-from a2a_wire.client import A2AClient, StaticCredentials, WaitTimeoutError
+from a2a_wire.client import A2AClient, WaitTimeoutError
 from a2a_wire.methods import METHODS
 from a2a_wire.types import (
     AuthenticationInfo,
@@ -29,14 +29,6 @@ from a2a_wire.types import (
     TaskPushNotificationConfig,
     TaskState,
 )
-
-
-@pytest.fixture
-async def client(agent: FakeAgent) -> AsyncIterator[A2AClient]:
-    async with A2AClient(
-        agent.url, tenant="acme", settings=LOCAL, credentials=StaticCredentials("tok-1")
-    ) as c:
-        yield c
 
 
 def assert_common_headers(agent: FakeAgent, method: str) -> dict[str, Any]:

@@ -4,13 +4,11 @@ from __future__ import annotations
 
 import json
 import logging
-from collections.abc import AsyncIterator
 from typing import Any
 
 import pytest
 from aiohttp import web
 from client_fake import (
-    LOCAL,
     FakeAgent,
     artifact_update,
     message_json,
@@ -26,7 +24,6 @@ from a2a_wire.client import (
     IncompleteStreamError,
     ReadTimeoutError,
     ResponseTooLargeError,
-    StaticCredentials,
     TransportError,
     UnexpectedContentTypeError,
 )
@@ -34,14 +31,6 @@ from a2a_wire.client._stream import EventStream
 from a2a_wire.types import StreamResponse, SubscribeToTaskRequest, TaskState
 
 Body = dict[str, Any]
-
-
-@pytest.fixture
-async def client(agent: FakeAgent) -> AsyncIterator[A2AClient]:
-    async with A2AClient(
-        agent.url, tenant="acme", settings=LOCAL, credentials=StaticCredentials("tok")
-    ) as c:
-        yield c
 
 
 def kinds(events: list[StreamResponse]) -> list[str | None]:
@@ -76,7 +65,7 @@ async def test_streaming_message_happy_path(client: A2AClient, agent: FakeAgent)
     assert sent.headers["Accept"] == "text/event-stream"
     assert sent.headers["A2A-Version"] == "1.0"
     assert sent.headers["Content-Type"] == "application/json"
-    assert sent.headers["Authorization"] == "Bearer tok"
+    assert sent.headers["Authorization"] == "Bearer tok-1"
     assert sent.params["tenant"] == "acme"
 
 

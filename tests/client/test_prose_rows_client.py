@@ -5,7 +5,6 @@ The client talks to the scripted fake agent of client_fake on 127.0.0.1; each te
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
 from typing import Any
 
 import pytest
@@ -22,9 +21,9 @@ from a2a_wire.types import (
 
 
 @pytest.fixture
-async def client(agent: FakeAgent) -> AsyncIterator[A2AClient]:
-    async with A2AClient(agent.url, settings=LOCAL) as c:
-        yield c
+def client_options() -> dict[str, Any]:
+    """No tenant and no credentials: the params and headers below are the bare ones."""
+    return {}
 
 
 async def stream_of(client: A2AClient, agent: FakeAgent, events: list[Any]) -> list[Any]:

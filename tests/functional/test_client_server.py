@@ -7,13 +7,13 @@ selects its JSON-RPC interface and is allowlisted for 127.0.0.1 only.
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator, Callable
+from collections.abc import Callable
 
 import pytest
 from aiohttp.test_utils import TestServer
-from server_support import ScriptedAgent, make_card
+from server_support import ScriptedAgent
 
-from a2a_wire.client import A2AClient, AddressNotAllowedError, ClientSettings
+from a2a_wire.client import A2AClient, AddressNotAllowedError
 from a2a_wire.errors import (
     InvalidParamsError,
     PushNotificationNotSupportedError,
@@ -21,7 +21,6 @@ from a2a_wire.errors import (
     TaskNotFoundError,
     UnsupportedOperationError,
 )
-from a2a_wire.server import create_app
 from a2a_wire.types import (
     CancelTaskRequest,
     DeleteTaskPushNotificationConfigRequest,
@@ -33,27 +32,6 @@ from a2a_wire.types import (
     TaskPushNotificationConfig,
     TaskState,
 )
-
-ALLOW = ClientSettings(allow=("127.0.0.1",))
-
-
-@pytest.fixture
-async def agent() -> ScriptedAgent:
-    return ScriptedAgent()
-
-
-@pytest.fixture
-async def server(agent: ScriptedAgent) -> AsyncIterator[TestServer]:
-    test_server = TestServer(create_app(make_card(), agent), host="127.0.0.1")
-    await test_server.start_server()
-    yield test_server
-    await test_server.close()
-
-
-@pytest.fixture
-async def client(server: TestServer) -> AsyncIterator[A2AClient]:
-    async with await A2AClient.connect(str(server.make_url("/")), settings=ALLOW) as a2a:
-        yield a2a
 
 
 async def test_connect_selects_the_served_jsonrpc_interface(

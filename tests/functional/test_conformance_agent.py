@@ -50,17 +50,13 @@ S = TaskState
 
 
 @pytest.fixture
-async def server() -> AsyncIterator[TestServer]:
-    test_server = TestServer(conformance_app(resubscribe_hold_seconds=0.2), host="127.0.0.1")
-    await test_server.start_server()
-    yield test_server
-    await test_server.close()
+def app() -> web.Application:
+    return conformance_app(resubscribe_hold_seconds=0.2)
 
 
 @pytest.fixture
-async def client(server: TestServer) -> AsyncIterator[A2AClient]:
-    async with await A2AClient.connect(str(server.make_url("/")), settings=SETTINGS) as a2a:
-        yield a2a
+def client_settings() -> ClientSettings:
+    return SETTINGS
 
 
 def request(

@@ -17,16 +17,6 @@ from a2a_wire.server.push import PushSettings
 from a2a_wire.types import Part
 
 
-@pytest.fixture
-def agent() -> ScriptedAgent:
-    return ScriptedAgent()
-
-
-@pytest.fixture
-async def client(aiohttp_client: Any, agent: ScriptedAgent) -> Any:
-    return await aiohttp_client(create_app(make_card(), agent))
-
-
 async def test_row07_an_unknown_role_spelling_is_refused(client: Any) -> None:
     err = await error(client, "SendMessage", send_params("echo", role="user"))
     assert err["code"] == -32602 and violations(err) == ["message.role"]

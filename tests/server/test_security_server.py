@@ -8,6 +8,7 @@ import uuid
 from typing import Any
 
 import pytest
+from aiohttp import web
 from server_support import (
     ScriptedAgent,
     envelope,
@@ -45,15 +46,9 @@ def clients() -> list[RegisteredClient]:
 
 
 @pytest.fixture
-def agent() -> ScriptedAgent:
-    return ScriptedAgent()
-
-
-@pytest.fixture
-async def client(aiohttp_client: Any, agent: ScriptedAgent) -> Any:
+def app(agent: ScriptedAgent) -> web.Application:
     security = SecurityConfig(clients=clients(), extended_card=True)
-    app = create_app(make_card(push=True, extended=True), agent, security=security)
-    return await aiohttp_client(app)
+    return create_app(make_card(push=True, extended=True), agent, security=security)
 
 
 # -- authentication -------------------------------------------------------------------------------

@@ -15,11 +15,6 @@ from a2a_wire.types import AgentCard, AgentInterface
 PATH = "/.well-known/agent-card.json"
 
 
-@pytest.fixture
-async def client(aiohttp_client: Any) -> Any:
-    return await aiohttp_client(create_app(make_card(), ScriptedAgent()))
-
-
 async def test_card_lists_this_server_as_jsonrpc_1_0(client: Any) -> None:
     response = await client.get(PATH)
     assert response.status == 200

@@ -15,11 +15,6 @@ from server_support import ScriptedAgent, make_card, message, post, result, rpc
 from a2a_wire.server import ServerSettings, create_app
 
 
-@pytest.fixture
-async def client(aiohttp_client: Any) -> Any:
-    return await aiohttp_client(create_app(make_card(), ScriptedAgent()))
-
-
 def _violations(answer: dict[str, Any]) -> list[str]:
     return [v["field"] for d in answer["error"]["data"] for v in d.get("fieldViolations", [])]
 

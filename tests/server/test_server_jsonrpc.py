@@ -7,6 +7,7 @@ import logging
 from typing import Any
 
 import pytest
+from aiohttp import web
 from server_support import (
     ScriptedAgent,
     envelope,
@@ -27,14 +28,9 @@ from a2a_wire.types import Task
 
 
 @pytest.fixture
-def agent() -> ScriptedAgent:
-    return ScriptedAgent()
-
-
-@pytest.fixture
-async def client(aiohttp_client: Any, agent: ScriptedAgent) -> Any:
+def app(agent: ScriptedAgent) -> web.Application:
     settings = ServerSettings(max_body_bytes=4096, max_batch_size=6)
-    return await aiohttp_client(create_app(make_card(), agent, settings=settings))
+    return create_app(make_card(), agent, settings=settings)
 
 
 async def answer(client: Any, body: Any, **kwargs: Any) -> Any:

@@ -7,15 +7,9 @@ import asyncio
 from typing import Any
 
 import pytest
-from server_support import ScriptedAgent, error, make_card, result, send_params, violations
+from server_support import error, result, send_params, violations
 
-from a2a_wire.server import create_app
 from a2a_wire.types import Timestamp
-
-
-@pytest.fixture
-async def client(aiohttp_client: Any) -> Any:
-    return await aiohttp_client(create_app(make_card(), ScriptedAgent()))
 
 
 async def make_tasks(client: Any, script: list[str], context: str = "") -> list[Any]:

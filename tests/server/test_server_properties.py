@@ -7,6 +7,7 @@ import copy
 from typing import Any
 
 import pytest
+from aiohttp import web
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from server_support import V1, make_card, post, result, send_params
@@ -48,9 +49,8 @@ class QuickAgent(AgentExecutor):
 
 
 @pytest.fixture
-async def client(aiohttp_client: Any) -> Any:
-    app = create_app(make_card(), QuickAgent(), settings=ServerSettings(max_batch_size=8))
-    return await aiohttp_client(app)
+def app() -> web.Application:
+    return create_app(make_card(), QuickAgent(), settings=ServerSettings(max_batch_size=8))
 
 
 JSON = st.recursive(

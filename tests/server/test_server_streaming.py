@@ -31,16 +31,6 @@ from a2a_wire.server import (
 )
 
 
-@pytest.fixture
-def agent() -> ScriptedAgent:
-    return ScriptedAgent()
-
-
-@pytest.fixture
-async def client(aiohttp_client: Any, agent: ScriptedAgent) -> Any:
-    return await aiohttp_client(create_app(make_card(), agent))
-
-
 def results(events: list[dict[str, Any]]) -> list[Any]:
     return [e["result"] for e in events]
 

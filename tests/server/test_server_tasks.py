@@ -27,16 +27,6 @@ from a2a_wire.server.store import InMemoryTaskStore, SQLiteTaskStore
 from a2a_wire.types import Message, Part, Role, Task, TaskState, TaskStatus
 
 
-@pytest.fixture
-def agent() -> ScriptedAgent:
-    return ScriptedAgent()
-
-
-@pytest.fixture
-async def client(aiohttp_client: Any, agent: ScriptedAgent) -> Any:
-    return await aiohttp_client(create_app(make_card(), agent))
-
-
 async def send(client: Any, text: str, configuration: Any = None, **fields: Any) -> Any:
     return await result(client, "SendMessage", send_params(text, configuration, **fields))
 

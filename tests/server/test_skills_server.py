@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
+from aiohttp import web
 from server_support import ScriptedAgent, error, make_card, result, send_params
 
 from a2a_wire.server import (
@@ -76,9 +77,10 @@ def clients() -> list[RegisteredClient]:
 
 
 @pytest.fixture
-async def client(aiohttp_client: Any) -> Any:
+def app() -> web.Application:
+    """No executor: the skills answer."""
     security = SecurityConfig(clients=clients(), skills=SKILLS, extended_card=True)
-    return await aiohttp_client(create_app(make_card(extended=True), security=security))
+    return create_app(make_card(extended=True), security=security)
 
 
 def artifact(task: dict[str, Any]) -> str:

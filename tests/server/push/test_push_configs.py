@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
+from aiohttp import web
 from push_support import PUBLIC_IP, FakeResolver, local_settings
 from server_support import (
     ScriptedAgent,
@@ -35,15 +36,18 @@ RESOLVER = FakeResolver(
 )
 
 
-async def start(aiohttp_client: Any, push: PushSettings | None = None, **kwargs: Any) -> Any:
+def push_app(push: PushSettings | None = None, **kwargs: Any) -> web.Application:
     settings = ServerSettings(push=push or local_settings(resolver=RESOLVER))
-    app = create_app(make_card(push=True), ScriptedAgent(), settings=settings, **kwargs)
-    return await aiohttp_client(app)
+    return create_app(make_card(push=True), ScriptedAgent(), settings=settings, **kwargs)
+
+
+async def start(aiohttp_client: Any, push: PushSettings | None = None, **kwargs: Any) -> Any:
+    return await aiohttp_client(push_app(push, **kwargs))
 
 
 @pytest.fixture
-async def client(aiohttp_client: Any) -> Any:
-    return await start(aiohttp_client)
+def app() -> web.Application:
+    return push_app()
 
 
 async def new_task(client: Any) -> str:
