@@ -37,6 +37,15 @@ settings.load_profile(
 )
 
 
+def pytest_addoption(parser: pytest.Parser) -> None:
+    """Options of this suite (declared here, at the root, so they parse for any selection)."""
+    parser.addoption(
+        "--write-interop-table",
+        action="store_true",
+        help="write docs/interop.md from the interop tests' outcomes (make interop-table)",
+    )
+
+
 @pytest.fixture(autouse=True)
 def _fresh_shared_card_cache() -> Iterator[None]:
     """Tests reuse ports, so a card cached by URL in one test must not leak into the next."""
