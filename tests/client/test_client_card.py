@@ -209,7 +209,7 @@ async def test_card_errors(agent: FakeAgent) -> None:
 
 async def test_card_fetch_is_address_guarded(agent: FakeAgent) -> None:
     agent.card(card_json(agent.base))
-    with pytest.raises(AddressNotAllowedError):
+    with pytest.raises(AddressNotAllowedError, match="127.0.0.1: loopback"):
         await A2AClient.connect(agent.base, card_cache=CardCache())
     assert agent.card_requests == []
 

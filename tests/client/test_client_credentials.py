@@ -15,19 +15,24 @@ from client_fake import LOCAL, FakeAgent, task_json
 from a2a_wire.client import (
     BEARER,
     A2AClient,
+    AuthenticationError,
     ClientError,
     ClientSettings,
     CredentialRequest,
     CredentialsError,
     EnvCredentials,
     FileCredentials,
+    HTTPStatusError,
     NoCredentials,
     PerAgentCredentials,
+    RedirectRefusedError,
     Secret,
     StaticCredentials,
+    TotalTimeoutError,
+    TransportError,
     api_key_header,
 )
-from a2a_wire.errors import A2AError
+from a2a_wire.errors import A2AError, TaskNotFoundError
 from a2a_wire.types import GetTaskRequest
 
 SECRET = "s3cr3t-Tok3n-do-not-leak"
@@ -72,7 +77,7 @@ async def test_file_provider(tmp_path: Path) -> None:
 
 async def test_values_unfit_for_a_header_are_refused_without_quoting_them() -> None:
     for bad in (SECRET + "\r\nX-Evil: 1", SECRET + "\x00", SECRET + "\u2603"):
-        with pytest.raises(CredentialsError) as caught:
+        with pytest.raises(CredentialsError, match="not allowed in an HTTP header") as caught:
             await StaticCredentials(bad).headers(REQUEST)
         assert SECRET not in str(caught.value)
 
@@ -192,9 +197,18 @@ def failing_handlers(agent: FakeAgent) -> dict[str, Callable[..., Awaitable[web.
     }
 
 
-@pytest.mark.parametrize(
-    "failure", ["unauthorized", "server_error", "redirect", "hang_up", "rpc_error", "stall"]
-)
+# The error each failing handler ends in (any of them must keep the secret out of its text).
+FAILURE_ERRORS: dict[str, type[A2AError]] = {
+    "unauthorized": AuthenticationError,
+    "server_error": HTTPStatusError,
+    "redirect": RedirectRefusedError,
+    "hang_up": TransportError,
+    "rpc_error": TaskNotFoundError,
+    "stall": TotalTimeoutError,
+}
+
+
+@pytest.mark.parametrize("failure", list(FAILURE_ERRORS))
 @pytest.mark.parametrize("source", ["static", "env", "file"])
 async def test_secret_never_in_logs_reprs_or_errors(
     agent: FakeAgent,
@@ -218,6 +232,7 @@ async def test_secret_never_in_logs_reprs_or_errors(
         with pytest.raises(A2AError) as caught:
             await client.get_task(GetTaskRequest(id="t1"))
         text = all_text(caught.value) + repr(client) + repr(provider)
+    assert type(caught.value) is FAILURE_ERRORS[failure]
     assert agent.requests[-1].headers["Authorization"] == f"Bearer {SECRET}", "it was sent"
     assert SECRET not in text
     logged = "\n".join(r.getMessage() + repr(r.args) for r in caplog.records)
@@ -230,6 +245,6 @@ async def test_secret_never_in_logs_reprs_or_errors(
 async def test_credential_failure_stops_the_request(agent: FakeAgent) -> None:
     agent.reply("GetTask", task_json())
     async with A2AClient(agent.url, settings=LOCAL, credentials=EnvCredentials("A2A_NOPE_X")) as c:
-        with pytest.raises(CredentialsError):
+        with pytest.raises(CredentialsError, match="^environment variable A2A_NOPE_X is not set$"):
             await c.get_task(GetTaskRequest(id="t1"))
     assert agent.requests == []

@@ -213,7 +213,7 @@ async def test_json_rpc_error_with_http_error_status_is_still_typed(
     client: A2AClient, agent: FakeAgent
 ) -> None:
     agent.error("GetTask", -32001, "no such task", status=404)
-    with pytest.raises(errors.TaskNotFoundError):
+    with pytest.raises(errors.TaskNotFoundError, match="^no such task$"):
         await client.get_task(GetTaskRequest(id="t1"))
 
 
@@ -224,22 +224,29 @@ async def test_unknown_error_code(client: A2AClient, agent: FakeAgent) -> None:
     assert caught.value.code == -32077 and caught.value.data == [{"detail": 1}]
 
 
+LACKS = r"^Task from the agent lacks required fields: "
+NOT_FIT = r"^result does not fit GetTask: "
+
+
 @pytest.mark.parametrize(
-    "result",
+    ("result", "message"),
     [
-        {"id": "t1"},  # status missing
-        {"id": "t1", "status": {"state": "TASK_STATE_UNSPECIFIED"}},
-        {"status": {"state": "TASK_STATE_WORKING"}},  # id missing
-        {"id": "t1", "status": {"state": 42.5}},  # wrong type
-        ["not", "an", "object"],
-        {"id": "t1", "status": {"state": "TASK_STATE_WORKING"}, "history": [{"parts": []}]},
+        ({"id": "t1"}, LACKS + "status$"),
+        ({"id": "t1", "status": {"state": "TASK_STATE_UNSPECIFIED"}}, LACKS + r"status\.state$"),
+        ({"status": {"state": "TASK_STATE_WORKING"}}, LACKS + "id$"),
+        ({"id": "t1", "status": {"state": 42.5}}, NOT_FIT + r"status\.state: expected TaskState"),
+        (["not", "an", "object"], NOT_FIT + "expected object, got array$"),
+        (
+            {"id": "t1", "status": {"state": "TASK_STATE_WORKING"}, "history": [{"parts": []}]},
+            LACKS + r"history\[0\]\.messageId, history\[0\]\.role, history\[0\]\.parts$",
+        ),
     ],
 )
 async def test_result_that_does_not_fit_is_invalid_agent_response(
-    client: A2AClient, agent: FakeAgent, result: Any
+    client: A2AClient, agent: FakeAgent, result: Any, message: str
 ) -> None:
     agent.reply("GetTask", result)
-    with pytest.raises(errors.InvalidAgentResponseError):
+    with pytest.raises(errors.InvalidAgentResponseError, match=message):
         await client.get_task(GetTaskRequest(id="t1"))
 
 
@@ -330,14 +337,14 @@ async def test_wait_does_not_finish_on_an_unknown_state(
 
 async def test_wait_raises_typed_errors(client: A2AClient, agent: FakeAgent) -> None:
     agent.error("GetTask", -32001, "gone")
-    with pytest.raises(errors.TaskNotFoundError):
+    with pytest.raises(errors.TaskNotFoundError, match="^gone$"):
         await client.wait("t1", timeout=2)
 
 
 async def test_connect_from_constructor_rejects_relative_urls() -> None:
-    with pytest.raises(ValueError):
+    with pytest.raises(ValueError, match=r"^not an absolute http\(s\) URL: '/rpc'$"):
         A2AClient("/rpc")
-    with pytest.raises(ValueError):
+    with pytest.raises(ValueError, match=r"^not an absolute http\(s\) URL: 'ftp:"):
         A2AClient("ftp://example.com/rpc")
 
 

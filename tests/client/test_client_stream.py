@@ -180,7 +180,7 @@ async def test_error_before_the_stream_is_a_plain_json_rpc_error(
     client: A2AClient, agent: FakeAgent
 ) -> None:
     agent.error("SubscribeToTask", -32004, "task is terminal")
-    with pytest.raises(errors.UnsupportedOperationError):
+    with pytest.raises(errors.UnsupportedOperationError, match="^task is terminal$"):
         await collect(client.subscribe_to_task(SubscribeToTaskRequest(id="t1")))
 
 
@@ -221,6 +221,8 @@ async def test_early_end_is_an_incomplete_stream(
     if results:
         assert caught.value.task_id == "t1" and caught.value.last_state is not None
         assert not caught.value.cut_mid_event
+    else:
+        assert str(caught.value) == "stream ended early: no task or message"
 
 
 async def test_end_inside_an_event_is_reported(client: A2AClient, agent: FakeAgent) -> None:
@@ -352,7 +354,7 @@ async def test_cut_connection_is_a_transport_error(client: A2AClient, agent: Fak
     agent.stream(
         "SendStreamingMessage", [{"task": task_json(state="TASK_STATE_WORKING")}], cut=True
     )
-    with pytest.raises(TransportError):
+    with pytest.raises(TransportError, match="is incomplete$"):
         await collect(client.send_streaming_message(A2AClient.text_request("go")))
 
 
@@ -393,7 +395,7 @@ async def test_resumable_gives_up_after_max_resubscribes(
         max_resubscribes=2,
         retry_delay=0,
     )
-    with pytest.raises(IncompleteStreamError):
+    with pytest.raises(IncompleteStreamError, match="'t1' last seen in state TASK_STATE_WORKING$"):
         await collect(stream)
     assert [r.method for r in agent.requests].count("SubscribeToTask") == 2
 
@@ -418,7 +420,7 @@ async def test_resumable_does_not_retry_without_a_task(client: A2AClient, agent:
     stream = client.resumable(
         client.send_streaming_message(A2AClient.text_request("go")), retry_delay=0
     )
-    with pytest.raises(IncompleteStreamError):
+    with pytest.raises(IncompleteStreamError, match="^stream ended early: no task or message$"):
         await collect(stream)
     assert [r.method for r in agent.requests] == ["SendStreamingMessage"]
 
@@ -430,5 +432,5 @@ async def test_resumable_passes_protocol_errors_through(
     stream = client.resumable(
         client.send_streaming_message(A2AClient.text_request("go")), retry_delay=0
     )
-    with pytest.raises(errors.UnsupportedOperationError):
+    with pytest.raises(errors.UnsupportedOperationError, match="^streaming not supported$"):
         await collect(stream)

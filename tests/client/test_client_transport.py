@@ -117,7 +117,9 @@ async def test_missing_content_type(agent: FakeAgent) -> None:
         return resp
 
     agent.on("GetTask", handler)
-    with pytest.raises(UnexpectedContentTypeError):  # aiohttp's server fills in octet-stream
+    with pytest.raises(
+        UnexpectedContentTypeError, match="got application/octet-stream"
+    ):  # aiohttp's server fills in octet-stream
         await get_task(agent)
 
 
@@ -162,7 +164,7 @@ async def test_connection_closed_without_answer(agent: FakeAgent) -> None:
         return web.Response()
 
     agent.on("GetTask", handler)
-    with pytest.raises(TransportError):
+    with pytest.raises(TransportError, match=r"^request to http://127\.0\.0\.1:\d+/rpc failed: "):
         await get_task(agent)
 
 
@@ -188,7 +190,7 @@ async def test_chunked_oversized_body_is_cut_off(agent: FakeAgent) -> None:
         return resp
 
     agent.on("GetTask", handler)
-    with pytest.raises(ResponseTooLargeError):
+    with pytest.raises(ResponseTooLargeError, match="max_response_bytes=10000 bytes"):
         await get_task(agent, fast(max_response_bytes=10_000))
 
 
@@ -227,7 +229,7 @@ async def test_trickling_body_hits_total_timeout(agent: FakeAgent) -> None:
         return resp
 
     agent.on("GetTask", handler)
-    with pytest.raises(TotalTimeoutError):
+    with pytest.raises(TotalTimeoutError, match="^total_timeout=0.2s exceeded"):
         await get_task(agent, fast(read_timeout=0.5, total_timeout=0.2))
 
 
@@ -286,7 +288,7 @@ async def test_injected_session_still_checks_ip_literals(agent: FakeAgent) -> No
     agent.reply("GetTask", task_json())
     async with aiohttp.ClientSession() as session:
         async with A2AClient(agent.url, session=session) as client:
-            with pytest.raises(AddressNotAllowedError):
+            with pytest.raises(AddressNotAllowedError, match="127.0.0.1: loopback"):
                 await client.get_task(GetTaskRequest(id="t1"))
         async with A2AClient(agent.url, session=session, settings=LOCAL) as client:
             assert (await client.get_task(GetTaskRequest(id="t1"))).id == "t1"
@@ -312,14 +314,17 @@ async def test_no_foreign_exception_escapes(agent: FakeAgent) -> None:
     with pytest.raises(A2AError) as caught:
         await get_task(agent)
     assert not isinstance(caught.value, aiohttp.ClientError | TimeoutError)
+    assert isinstance(caught.value, TransportError), "the aborted connection is a transport error"
 
 
 def test_settings_validation() -> None:
-    with pytest.raises(TypeError):
+    with pytest.raises(TypeError, match="not one string$"):
         ClientSettings(allow="127.0.0.1")
-    with pytest.raises(ValueError):
+    with pytest.raises(
+        ValueError, match="^not an IP address, network or host name: 'not an address!'$"
+    ):
         ClientSettings(allow=["not an address!"])
-    with pytest.raises(ValueError):
+    with pytest.raises(ValueError, match="^max_response_bytes must be positive$"):
         ClientSettings(max_response_bytes=0)
     assert ClientSettings().total_timeout == 300.0 and ClientSettings().connect_timeout == 10.0
 

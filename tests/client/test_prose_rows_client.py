@@ -98,7 +98,7 @@ async def test_row38_error_data_of_any_shape_is_tolerated(
     client: A2AClient, agent: FakeAgent, data: Any
 ) -> None:
     agent.error("GetTask", -32001, "Task not found", data)
-    with pytest.raises(errors.TaskNotFoundError) as caught:
+    with pytest.raises(errors.TaskNotFoundError, match="^Task not found$") as caught:
         await client.get_task(GetTaskRequest(id="t1"))
     assert caught.value.code == -32001
 
@@ -111,7 +111,7 @@ async def test_row46_empty_result_may_be_null(
     request = DeleteTaskPushNotificationConfigRequest(task_id="t1", id="c1")
     assert await client.delete_task_push_notification_config(request) is None
     agent.reply("GetTask", None)  # null stays invalid where a message is expected
-    with pytest.raises(errors.InvalidAgentResponseError):
+    with pytest.raises(errors.InvalidAgentResponseError, match="expected object, got null$"):
         await client.get_task(GetTaskRequest(id="t1"))
 
 

@@ -218,7 +218,7 @@ def test_close_is_idempotent_and_feed_after_close_fails() -> None:
 
 def test_event_is_frozen_and_slotted() -> None:
     event = E("x")
-    with pytest.raises(dataclasses.FrozenInstanceError):
+    with pytest.raises(dataclasses.FrozenInstanceError, match="cannot assign to field 'data'"):
         event.data = "y"  # type: ignore[misc]
     assert not hasattr(event, "__dict__")
     assert event == SSEEvent(data="x", event="message", id=None, retry=None)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import itertools
+import re
 
 import pytest
 from hypothesis import given
@@ -143,7 +144,8 @@ def test_every_pair(current: TaskState, target: TaskState) -> None:
         assert task.status == TaskStatus(state=target, timestamp=NOW)
         assert len(task.history) == 1
     else:
-        with pytest.raises(InvalidTransitionError):
+        moving = re.escape(f"{current} to {target}")
+        with pytest.raises(InvalidTransitionError, match=f"^task 't1' cannot move from {moving}$"):
             apply(task, event, now=NOW)
         assert codec.encode(task) == before
 
@@ -172,34 +174,49 @@ def test_progress_messages_in_the_same_state() -> None:
 
 def test_status_update_without_status_is_refused() -> None:
     task = task_in(S.WORKING)
-    with pytest.raises(InvalidTransitionError):
+    with pytest.raises(InvalidTransitionError, match="^status update without a status$"):
         apply(task, TaskStatusUpdateEvent(task_id="t1", context_id="c1"), now=NOW)
 
 
 def test_task_without_status_accepts_no_status_update() -> None:
     task = Task(id="t1")
-    with pytest.raises(InvalidTransitionError):
+    with pytest.raises(
+        InvalidTransitionError, match=r"from TaskState\.UNSPECIFIED to TaskState\.WORKING$"
+    ):
         apply(task, status_event(S.WORKING), now=NOW)
     assert task.status is None
 
 
 @pytest.mark.parametrize(
-    "event",
+    ("event", "message"),
     [
-        TaskStatusUpdateEvent(task_id="t2", context_id="c1", status=TaskStatus(state=S.WORKING)),
-        TaskStatusUpdateEvent(task_id="t1", context_id="c2", status=TaskStatus(state=S.WORKING)),
-        TaskArtifactUpdateEvent(task_id="t2", artifact=Artifact(artifact_id="a")),
-        msg(task_id="t2"),
-        msg(context_id="c9"),
+        (
+            TaskStatusUpdateEvent(
+                task_id="t2", context_id="c1", status=TaskStatus(state=S.WORKING)
+            ),
+            "^status update for task 't2' applied to task 't1'$",
+        ),
+        (
+            TaskStatusUpdateEvent(
+                task_id="t1", context_id="c2", status=TaskStatus(state=S.WORKING)
+            ),
+            "^status update for context 'c2' applied to a task in context 'c1'$",
+        ),
+        (
+            TaskArtifactUpdateEvent(task_id="t2", artifact=Artifact(artifact_id="a")),
+            "^artifact update for task 't2' applied to task 't1'$",
+        ),
+        (msg(task_id="t2"), "^message for task 't2' applied to task 't1'$"),
+        (msg(context_id="c9"), "^message for context 'c9' applied to a task in context 'c1'$"),
     ],
     ids=["status-task", "status-context", "artifact-task", "message-task", "message-context"],
 )
 def test_events_for_another_task_are_refused(
-    event: TaskStatusUpdateEvent | TaskArtifactUpdateEvent | Message,
+    event: TaskStatusUpdateEvent | TaskArtifactUpdateEvent | Message, message: str
 ) -> None:
     task = task_in(S.WORKING)
     before = codec.encode(task)
-    with pytest.raises(InvalidTransitionError):
+    with pytest.raises(InvalidTransitionError, match=message):
         apply(task, event, now=NOW)
     assert codec.encode(task) == before
 
@@ -270,7 +287,9 @@ def test_last_chunk_is_a_hint_only() -> None:
 )
 def test_artifact_update_needs_an_identified_artifact(event: TaskArtifactUpdateEvent) -> None:
     task = task_in(S.WORKING)
-    with pytest.raises(InvalidTransitionError):
+    with pytest.raises(
+        InvalidTransitionError, match="^artifact update without an artifact or an artifactId$"
+    ):
         apply(task, event, now=NOW)
     assert task.artifacts == []
 
@@ -279,8 +298,13 @@ def test_artifact_update_needs_an_identified_artifact(event: TaskArtifactUpdateE
 def test_nothing_is_added_after_a_terminal_state(state: TaskState) -> None:
     task = task_in(state)
     before = codec.encode(task)
-    for event in (artifact_event("a", "x"), msg("late", mid="m2")):
-        with pytest.raises(InvalidTransitionError):
+    for event, added in (
+        (artifact_event("a", "x"), "an artifact"),
+        (msg("late", mid="m2"), "a message"),
+    ):
+        with pytest.raises(
+            InvalidTransitionError, match=re.escape(f"is {state}; cannot add {added}")
+        ):
             apply(task, event, now=NOW)
     assert codec.encode(task) == before
 
@@ -347,7 +371,7 @@ def test_with_history_copy_is_independent() -> None:
 
 
 def test_negative_history_length_is_a_bug() -> None:
-    with pytest.raises(ValueError):
+    with pytest.raises(ValueError, match="^history_length must not be negative$"):
         with_history(history_task(1), -1)
 
 

@@ -75,11 +75,11 @@ def test_granted_requests_never_exceed_rate_times_time_plus_burst(gaps: list[flo
 
 
 def test_bad_limiter_settings() -> None:
-    with pytest.raises(ValueError):
+    with pytest.raises(ValueError, match="^rate must be positive, burst and max_keys at least 1$"):
         RateLimiter(0, 1)
-    with pytest.raises(ValueError):
+    with pytest.raises(ValueError, match="^rate must be positive, burst and max_keys at least 1$"):
         RateLimiter(1, 0)
-    with pytest.raises(ValueError):
+    with pytest.raises(ValueError, match="^limit must be at least 1$"):
         StreamCounter(0)
 
 
@@ -130,6 +130,8 @@ def test_trim_history_keeps_the_first_and_the_newest(
 def test_check_parts() -> None:
     message = Message(message_id="m", role=Role.USER, parts=[Part(text="x")] * 3)
     check_parts(message, 3)
-    with pytest.raises(InvalidParamsError) as caught:
+    with pytest.raises(
+        InvalidParamsError, match="^A message may have at most 2 parts; this one has 3$"
+    ) as caught:
         check_parts(message, 2)
     assert "message.parts" in str(caught.value.details())

@@ -315,7 +315,7 @@ async def test_store_is_opened_and_closed_with_the_app(aiohttp_client: Any) -> N
     client = await aiohttp_client(create_app(make_card(), ScriptedAgent(), store=store))
     await send(client, "echo")
     await client.close()
-    with pytest.raises(RuntimeError):
+    with pytest.raises(RuntimeError, match=r"^the task store is not open; call open\(\) first$"):
         await store.get("x")
 
 

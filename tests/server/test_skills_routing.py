@@ -60,11 +60,11 @@ ALL = frozenset({"echo", "image", "secret"})
 
 
 def test_set_rules() -> None:
-    with pytest.raises(ValueError):
+    with pytest.raises(ValueError, match="^a skill set needs at least one skill$"):
         SkillSet([])
-    with pytest.raises(ValueError):
+    with pytest.raises(ValueError, match="^skill id 'a' is used twice$"):
         SkillSet([skill("a"), skill("a")])
-    with pytest.raises(ValueError):
+    with pytest.raises(ValueError, match="^at most one skill may be the default$"):
         SkillSet([skill("a", default=True), skill("b", default=True)])
 
 
@@ -91,7 +91,7 @@ def test_unknown_and_forbidden_look_the_same(skills: SkillSet, name: str) -> Non
 
 @pytest.mark.parametrize("bad", ["", 7, ["echo"]])
 def test_skill_id_must_be_a_string(skills: SkillSet, bad: Any) -> None:
-    with pytest.raises(InvalidParamsError):
+    with pytest.raises(InvalidParamsError, match="^metadata.skillId must be a non-empty string$"):
         skills.select(msg(skill_id=bad), ALL)
 
 
@@ -101,7 +101,7 @@ def test_fallbacks(skills: SkillSet) -> None:
     with pytest.raises(InvalidParamsError) as caught:
         skills.select(msg(), frozenset({"image", "secret"}))
     assert "image, secret" in caught.value.message
-    with pytest.raises(InvalidParamsError):
+    with pytest.raises(InvalidParamsError, match="^No skill is available to this caller$"):
         skills.select(msg(), frozenset())
 
 
@@ -110,7 +110,9 @@ def test_follow_up_stays_with_the_tasks_skill(skills: SkillSet) -> None:
     task = Task(id="t1", history=[first, msg(role=Role.AGENT)])
     assert skills.select(msg(), ALL, task=task).id == "secret"
     assert skills.select(msg(skill_id="secret"), ALL, task=task).id == "secret"
-    with pytest.raises(InvalidParamsError):
+    with pytest.raises(
+        InvalidParamsError, match="^Task t1 is served by skill 'secret', not 'echo'$"
+    ):
         skills.select(msg(skill_id="echo"), ALL, task=task)
     plain = Task(id="t2", history=[msg()])
     assert skills.select(msg(), ALL, task=plain).id == "echo"
@@ -140,14 +142,19 @@ def test_input_modes(skills: SkillSet, part: Part, ok: bool) -> None:
 
 
 def test_card_default_modes_apply_to_skills_without_their_own(skills: SkillSet) -> None:
-    with pytest.raises(ContentTypeNotSupportedError):
+    with pytest.raises(
+        ContentTypeNotSupportedError, match="^Skill 'echo' does not accept 'application/json'$"
+    ):
         skills.select(msg(Part(data=None)), ALL)  # echo: defaults text/plain
     assert skills.select(msg(Part(text="x", media_type="text/plain")), ALL).id == "echo"
 
 
 def test_accepted_output_modes(skills: SkillSet) -> None:
     assert skills.select(msg(), ALL, accepted_output_modes=["text/*"]).id == "echo"
-    with pytest.raises(ContentTypeNotSupportedError):
+    with pytest.raises(
+        ContentTypeNotSupportedError,
+        match="^Skill 'echo' produces none of the accepted output modes$",
+    ):
         skills.select(msg(), ALL, accepted_output_modes=["image/png"])
 
 

@@ -177,7 +177,9 @@ async def test_without_clients_only_public_skills_are_usable(aiohttp_client: Any
 
 
 def test_executor_and_skills_are_exclusive() -> None:
-    with pytest.raises(ValueError):
+    with pytest.raises(
+        ValueError, match="^pass the agent either as executor or through SecurityConfig.skills$"
+    ):
         create_app(make_card(), ScriptedAgent(), security=SecurityConfig(skills=SKILLS))
-    with pytest.raises(ValueError):
+    with pytest.raises(ValueError, match="^create_app needs an executor or SecurityConfig.skills$"):
         create_app(make_card())

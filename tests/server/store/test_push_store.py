@@ -143,8 +143,9 @@ async def test_deleting_a_config_drops_its_rows(store: TaskStore) -> None:
 async def test_an_update_of_a_missing_task_adds_no_rows(store: TaskStore) -> None:
     await store.create(task(), push_configs=[config("a")])
     await store.put_push_config(config("a", task_id="ghost"))
-    with pytest.raises(TaskNotFoundError):
+    with pytest.raises(TaskNotFoundError, match="^Task not found$") as caught:
         await store.update(task("ghost"), push=EVENT)
+    assert caught.value.metadata == {"taskId": "ghost"}
     assert await store.next_delivery("ghost", "a") is None
     with pytest.raises(ValueError, match="already stored"):
         await store.create(task(), push_configs=[config("b")], push=EVENT)

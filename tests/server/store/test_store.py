@@ -171,9 +171,9 @@ async def test_returned_objects_are_copies(store: TaskStore) -> None:
 
 async def test_create_rejects_duplicates_and_missing_ids(store: TaskStore) -> None:
     await store.create(make_task("t1"), owner="alice")
-    with pytest.raises(ValueError):
+    with pytest.raises(ValueError, match="^task 't1' is already stored$"):
         await store.create(make_task("t1"), owner="bob")
-    with pytest.raises(ValueError):
+    with pytest.raises(ValueError, match="^a task needs an id to be stored$"):
         await store.create(Task(status=TaskStatus(state=S.SUBMITTED)))
     assert await store.get("t1", owner="bob") is None
 
@@ -187,15 +187,15 @@ async def test_update_of_a_missing_task(store: TaskStore) -> None:
 
 async def test_store_must_be_open(backend: Backend) -> None:
     store = backend.new()
-    with pytest.raises(RuntimeError):
+    with pytest.raises(RuntimeError, match=r"^the task store is not open; call open\(\) first$"):
         await store.get("t1")
-    with pytest.raises(RuntimeError):
+    with pytest.raises(RuntimeError, match=r"^the task store is not open; call open\(\) first$"):
         await store.create(make_task("t1"))
 
 
 async def test_open_twice_is_refused(store: TaskStore) -> None:
     await store.create(make_task("t1"))
-    with pytest.raises(RuntimeError):
+    with pytest.raises(RuntimeError, match="^the task store is already open$"):
         await store.open()
     task = await store.get("t1")  # still usable, and its running task was not recovered
     assert task is not None and task.status is not None and task.status.state == S.WORKING
@@ -321,7 +321,7 @@ async def test_exact_multiple_ends_with_an_empty_token(store: TaskStore) -> None
 
 async def test_page_size_outside_the_range_is_a_bug(store: TaskStore) -> None:
     for size in (0, -1, MAX_PAGE_SIZE + 1):
-        with pytest.raises(ValueError):
+        with pytest.raises(ValueError, match=rf"^page_size must be within 1\.\.100, not {size}$"):
             await store.list(TaskQuery(page_size=size))
 
 
@@ -462,7 +462,7 @@ async def test_sqlite_file_survives_reopen_and_has_a_schema_version(tmp_path: Pa
     assert await again.open() == []
     try:
         assert await again.get("t1", owner="o") == make_task("t1", state=S.COMPLETED)
-        with pytest.raises(RuntimeError):
+        with pytest.raises(RuntimeError, match="^the task store is already open$"):
             await again.open()
     finally:
         await again.close()
@@ -476,7 +476,7 @@ async def test_sqlite_refuses_a_newer_schema(tmp_path: Path) -> None:
     store = SQLiteTaskStore(path)
     with pytest.raises(RuntimeError, match="schema version"):
         await store.open()
-    with pytest.raises(RuntimeError):
+    with pytest.raises(RuntimeError, match=r"^the task store is not open; call open\(\) first$"):
         await store.get("t1")  # the failed open left it closed
 
 
@@ -503,7 +503,9 @@ async def test_sqlite_file_is_held_by_one_store(
 
 
 def test_sqlite_refuses_unsafe_synchronous_modes(tmp_path: Path) -> None:
-    with pytest.raises(ValueError):
+    with pytest.raises(
+        ValueError, match=r"^synchronous must be one of \['EXTRA', 'FULL', 'NORMAL'\]$"
+    ):
         SQLiteTaskStore(tmp_path / "x", synchronous="OFF")
 
 
