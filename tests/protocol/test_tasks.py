@@ -187,28 +187,22 @@ def test_task_without_status_accepts_no_status_update() -> None:
     assert task.status is None
 
 
+WORKING = TaskStatus(state=S.WORKING)
+ELSEWHERE = [
+    (TaskStatusUpdateEvent(task_id="t2", context_id="c1", status=WORKING),
+     "^status update for task 't2' applied to task 't1'$"),
+    (TaskStatusUpdateEvent(task_id="t1", context_id="c2", status=WORKING),
+     "^status update for context 'c2' applied to a task in context 'c1'$"),
+    (TaskArtifactUpdateEvent(task_id="t2", artifact=Artifact(artifact_id="a")),
+     "^artifact update for task 't2' applied to task 't1'$"),
+    (msg(task_id="t2"), "^message for task 't2' applied to task 't1'$"),
+    (msg(context_id="c9"), "^message for context 'c9' applied to a task in context 'c1'$"),
+]  # fmt: skip
+
+
 @pytest.mark.parametrize(
     ("event", "message"),
-    [
-        (
-            TaskStatusUpdateEvent(
-                task_id="t2", context_id="c1", status=TaskStatus(state=S.WORKING)
-            ),
-            "^status update for task 't2' applied to task 't1'$",
-        ),
-        (
-            TaskStatusUpdateEvent(
-                task_id="t1", context_id="c2", status=TaskStatus(state=S.WORKING)
-            ),
-            "^status update for context 'c2' applied to a task in context 'c1'$",
-        ),
-        (
-            TaskArtifactUpdateEvent(task_id="t2", artifact=Artifact(artifact_id="a")),
-            "^artifact update for task 't2' applied to task 't1'$",
-        ),
-        (msg(task_id="t2"), "^message for task 't2' applied to task 't1'$"),
-        (msg(context_id="c9"), "^message for context 'c9' applied to a task in context 'c1'$"),
-    ],
+    ELSEWHERE,
     ids=["status-task", "status-context", "artifact-task", "message-task", "message-context"],
 )
 def test_events_for_another_task_are_refused(
