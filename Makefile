@@ -8,7 +8,7 @@ GENERATED := generated/__init__.py generated/types.py generated/methods.py gener
 CODEGEN_SOURCES := $(wildcard codegen/*.py codegen/support/*.py codegen/templates/*.j2)
 SRC := runtime generated codegen tests benchmarks examples
 
-.PHONY: install proto generate check-generated fmt lint typecheck test check serve clean
+.PHONY: install proto generate check-generated interop-table fmt lint typecheck test check serve clean
 
 $(PY):
 	$(PYTHON) -m venv $(VENV)
@@ -43,6 +43,11 @@ check-generated: proto
 	@tmp=$$(mktemp -d) && $(PY) -m codegen --proto $(PROTO) --out $$tmp \
 	  && diff -r --exclude=__pycache__ $$tmp generated && rm -rf $$tmp \
 	  && echo "generated/ is up to date"
+
+# docs/interop.md holds the outcomes of the interop tests (tests/interop/). `make test` only
+# compares it with what they find (tests/interop/test_table.py); this target writes it.
+interop-table: proto
+	$(BIN)/pytest -q -p no:cacheprovider tests/interop --write-interop-table
 
 fmt:
 	$(BIN)/ruff format $(SRC)

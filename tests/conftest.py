@@ -1,4 +1,4 @@
-"""Shared test configuration: Hypothesis profiles.
+"""Shared test configuration: Hypothesis profiles, and the app the server and functional tests serve.
 
 Profiles: ``dev`` (default) explores with fresh random examples; ``ci`` (selected when the ``CI``
 environment variable is set, or with ``HYPOTHESIS_PROFILE=ci``) is derandomized so that a failure
@@ -12,7 +12,11 @@ import os
 from collections.abc import Iterator
 
 import pytest
+from aiohttp import web
 from hypothesis import HealthCheck, settings
+from server_support import ScriptedAgent, make_card
+
+from a2a_wire.server import create_app
 
 settings.register_profile(
     "dev",
@@ -33,6 +37,15 @@ settings.load_profile(
 )
 
 
+def pytest_addoption(parser: pytest.Parser) -> None:
+    """Options of this suite (declared here, at the root, so they parse for any selection)."""
+    parser.addoption(
+        "--write-interop-table",
+        action="store_true",
+        help="write docs/interop.md from the interop tests' outcomes (make interop-table)",
+    )
+
+
 @pytest.fixture(autouse=True)
 def _fresh_shared_card_cache() -> Iterator[None]:
     """Tests reuse ports, so a card cached by URL in one test must not leak into the next."""
@@ -41,3 +54,17 @@ def _fresh_shared_card_cache() -> Iterator[None]:
     SHARED_CARD_CACHE.clear()
     yield
     SHARED_CARD_CACHE.clear()
+
+
+@pytest.fixture
+def agent() -> ScriptedAgent:
+    """The executor of ``app``, a fresh :class:`ScriptedAgent` (tests/client/ overrides ``agent``
+    with the fake HTTP agent its client talks to)."""
+    return ScriptedAgent()
+
+
+@pytest.fixture
+def app(agent: ScriptedAgent) -> web.Application:
+    """The server under test: ``agent`` behind the default card and settings. A module that needs
+    other settings, a security config or another executor overrides this fixture."""
+    return create_app(make_card(), agent)

@@ -105,7 +105,7 @@ async def test_cached_cards_are_verified_too(aiohttp_server: ServerFactory) -> N
     async with CardResolver(settings=LOCAL, cache=cache) as plain:
         await plain.resolve(url)
     async with CardResolver(settings=LOCAL, cache=cache, verifier=trusting(NEW)) as resolver:
-        with pytest.raises(CardSignatureError):
+        with pytest.raises(CardSignatureError, match="key id '2025-old' is not trusted$"):
             await resolver.resolve(url)  # fresh in the cache, still checked
 
 

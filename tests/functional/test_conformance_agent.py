@@ -50,17 +50,13 @@ S = TaskState
 
 
 @pytest.fixture
-async def server() -> AsyncIterator[TestServer]:
-    test_server = TestServer(conformance_app(resubscribe_hold_seconds=0.2), host="127.0.0.1")
-    await test_server.start_server()
-    yield test_server
-    await test_server.close()
+def app() -> web.Application:
+    return conformance_app(resubscribe_hold_seconds=0.2)
 
 
 @pytest.fixture
-async def client(server: TestServer) -> AsyncIterator[A2AClient]:
-    async with await A2AClient.connect(str(server.make_url("/")), settings=SETTINGS) as a2a:
-        yield a2a
+def client_settings() -> ClientSettings:
+    return SETTINGS
 
 
 def request(
@@ -309,7 +305,10 @@ async def test_card_declares_streaming_push_and_the_required_extension(
 async def test_send_without_the_required_extension_is_refused(server: TestServer) -> None:
     settings = ClientSettings(allow=("127.0.0.1",))
     async with await A2AClient.connect(str(server.make_url("/")), settings=settings) as bare:
-        with pytest.raises(ExtensionSupportRequiredError) as caught:
+        with pytest.raises(
+            ExtensionSupportRequiredError,
+            match="requires the extension urn:a2a:tck:required-extension",
+        ) as caught:
             await bare.send_message(request("tck-complete-task"))
     assert caught.value.code == -32008
 
@@ -412,7 +411,9 @@ async def test_the_default_configuration_refuses_such_webhooks(
     try:
         async with await A2AClient.connect(str(server.make_url("/")), settings=SETTINGS) as a2a:
             task = await send_task(a2a, "tck-input-required")
-            with pytest.raises(InvalidParamsError) as caught:
+            with pytest.raises(
+                InvalidParamsError, match="url: must be an absolute https URL$"
+            ) as caught:
                 await a2a.create_task_push_notification_config(
                     TaskPushNotificationConfig(task_id=task.id, url=url)
                 )

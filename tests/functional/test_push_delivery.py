@@ -226,15 +226,18 @@ async def test_client_helpers_register_and_remove_a_webhook(aiohttp_server: Any)
 
 
 @pytest.mark.parametrize(
-    "values",
+    ("values", "message"),
     [
-        {"max_attempts": 0},
-        {"timeout_seconds": 0},
-        {"backoff_base_seconds": 2.0, "backoff_cap_seconds": 1.0},
+        ({"max_attempts": 0}, "^max_attempts must be positive, not 0$"),
+        ({"timeout_seconds": 0}, "^timeout_seconds must be positive, not 0$"),
+        (
+            {"backoff_base_seconds": 2.0, "backoff_cap_seconds": 1.0},
+            "^backoff_cap_seconds must not be below backoff_base_seconds$",
+        ),
     ],
 )
-def test_settings_are_checked(values: dict[str, Any]) -> None:
-    with pytest.raises(ValueError):
+def test_settings_are_checked(values: dict[str, Any], message: str) -> None:
+    with pytest.raises(ValueError, match=message):
         PushSettings(**values)
 
 

@@ -18,6 +18,8 @@ from server_support import V1, envelope, send_params
 from a2a_wire import codec
 
 APP = Path(__file__).with_name("push_server_app.py")
+# The script imports the shared helpers of tests/ (push_support, server_support).
+PATH = os.pathsep.join(filter(None, [str(APP.parents[1]), os.environ.get("PYTHONPATH")]))
 
 
 @asynccontextmanager
@@ -30,7 +32,7 @@ async def server_process(db: Path, log: Path) -> AsyncIterator[tuple[int, Any]]:
             str(db),
             stdout=asyncio.subprocess.PIPE,
             stderr=err,
-            env={**os.environ, "PYTHONDONTWRITEBYTECODE": "1"},
+            env={**os.environ, "PYTHONDONTWRITEBYTECODE": "1", "PYTHONPATH": PATH},
         )
     try:
         assert process.stdout is not None

@@ -1,19 +1,47 @@
-"""Interop tests: the session-wide table of cell outcomes that becomes docs/interop.md."""
+"""Interop tests: the session-wide table of cell outcomes that docs/interop.md shows.
+
+``test_table.py`` is moved to the end of the session so that it sees every cell the other
+interop tests recorded, and ``whole_interop_run`` tells it whether the session selected them all.
+"""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
-from interop_support import ROOT
+from interop_support import HERE
 from interop_table import InteropTable
 
-DOC = ROOT / "docs" / "interop.md"
+TABLE_TEST = "test_table.py"
+PARTIAL = pytest.StashKey[bool]()
 
 
 @pytest.fixture(scope="session")
-def interop_table() -> Iterator[InteropTable]:
-    """Collects outcomes; writes docs/interop.md at the end of a session that filled every cell."""
-    table = InteropTable()
-    yield table
-    table.write_if_complete(DOC)
+def interop_table() -> InteropTable:
+    """Collects the outcomes the interop tests record during the session."""
+    return InteropTable()
+
+
+@pytest.fixture
+def whole_interop_run(request: pytest.FixtureRequest) -> bool:
+    """Whether this session selected every test of tests/interop (so every cell should be filled)."""
+    return not request.config.stash.get(PARTIAL, True)
+
+
+def _covers_the_folder(arg: str) -> bool:
+    path = Path(arg.split("::")[0]).resolve()
+    return "::" not in arg and (path == HERE or path in HERE.parents)
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """Run the table test last; note whether the arguments selected only part of tests/interop."""
+    config.stash[PARTIAL] = not any(_covers_the_folder(arg) for arg in config.args)
+    last = [item for item in items if item.path == HERE / TABLE_TEST]
+    items[:] = [item for item in items if item not in last] + last
+
+
+def pytest_deselected(items: list[pytest.Item]) -> None:
+    """An interop test deselected (``-k``, ``-m``, ``--deselect``) leaves its cells empty."""
+    for item in items:
+        if HERE in item.path.parents:
+            item.config.stash[PARTIAL] = True

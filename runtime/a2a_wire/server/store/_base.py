@@ -3,7 +3,7 @@
 The server keeps every task (spec 4.1.1) in a store and answers GetTask (spec 3.1.3) and
 ListTasks (spec 3.1.4) from it. The backends are :mod:`a2a_wire.server.store._memory` and
 :mod:`a2a_wire.server.store._sqlite`; both keep the rules below, and
-``tests/runtime/test_store.py`` runs one suite against both.
+``tests/server/store/test_store.py`` runs one suite against both.
 
 Rules kept
 ----------

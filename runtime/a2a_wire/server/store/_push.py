@@ -2,7 +2,7 @@
 
 Every :class:`~a2a_wire.server.store._base.TaskStore` is also a :class:`PushStore`; the in-memory store gets
 its part from :class:`InMemoryPushStore` (here), the SQLite store from
-:mod:`a2a_wire.server.store._push_sqlite`. ``tests/runtime/test_push_store.py`` runs one suite on both.
+:mod:`a2a_wire.server.store._push_sqlite`. ``tests/server/store/test_push_store.py`` runs one suite on both.
 
 Theory of operation
 -------------------

@@ -1,0 +1,179 @@
+"""Helpers of the end-to-end tests: ``a2a-wire serve`` as a subprocess, and CLI runs.
+
+Every server is started on 127.0.0.1 and a free port, with its stderr (the structured log) in a
+file, and is stopped by the test that started it (:meth:`ServerProcess.close` kills whatever is
+still running). CLI commands run as ``python -m a2a_wire`` with the venv's interpreter.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+from a2a_wire.server import AgentExecutor, EventQueue, RequestContext, TaskUpdater
+
+PYTHON = sys.executable
+SCRIPT = Path(PYTHON).parent / "a2a-wire"
+TESTS = Path(__file__).resolve().parent
+
+
+def free_port() -> int:
+    """A TCP port on 127.0.0.1 that nothing listens on right now."""
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+def environment(**extra: str) -> dict[str, str]:
+    """The environment for subprocesses: no inherited credentials, tests/ importable."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith("A2A_WIRE_")}
+    env["PYTHONPATH"] = os.pathsep.join([str(TESTS), env.get("PYTHONPATH", "")])
+    env.update(extra)
+    return env
+
+
+def cli(
+    *args: str, timeout: float = 30.0, env: dict[str, str] | None = None
+) -> subprocess.CompletedProcess[str]:
+    """Run ``a2a-wire ARGS`` and return its exit code and output."""
+    return subprocess.run(
+        [PYTHON, "-m", "a2a_wire", *args],
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        env=env or environment(),
+        stdin=subprocess.DEVNULL,
+    )
+
+
+def cli_start(*args: str, env: dict[str, str] | None = None) -> subprocess.Popen[str]:
+    """Start ``a2a-wire ARGS`` in the background (the caller must wait for or kill it)."""
+    return subprocess.Popen(
+        [PYTHON, "-m", "a2a_wire", *args],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env=env or environment(),
+        stdin=subprocess.DEVNULL,
+    )
+
+
+def finish(proc: subprocess.Popen[str], sig: int | None = None, timeout: float = 10.0) -> int:
+    """Stop a background command (``sig`` first, then kill), close its pipes, return its code."""
+    try:
+        if sig is not None and proc.poll() is None:
+            proc.send_signal(sig)
+        try:
+            proc.wait(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait(timeout=timeout)
+    finally:
+        for pipe in (proc.stdout, proc.stderr):
+            if pipe is not None:
+                pipe.close()
+    return proc.returncode
+
+
+def json_lines(text: str) -> list[dict[str, Any]]:
+    """Every line of ``--json`` output, parsed."""
+    return [json.loads(line) for line in text.splitlines() if line.strip()]
+
+
+def write_config(path: Path, text: str, **values: object) -> Path:
+    """Write a TOML configuration, filling ``{name}`` placeholders."""
+    path.write_text(text.format(**values), encoding="utf-8")
+    return path
+
+
+class ServerProcess:
+    """``a2a-wire serve`` in a subprocess.
+
+    Args:
+        args: Arguments after ``serve``.
+        log: File that receives the server's stderr.
+        port: The port it listens on (for :attr:`url`).
+        env: Its environment.
+    """
+
+    def __init__(
+        self, args: list[str], log: Path, port: int, env: dict[str, str] | None = None
+    ) -> None:
+        self.args = args
+        self.log_path = log
+        self.port = port
+        self.url = f"http://127.0.0.1:{port}"
+        self.env = env or environment()
+        self.proc: subprocess.Popen[bytes] | None = None
+
+    def start(self, timeout: float = 15.0) -> ServerProcess:
+        """Start it and wait for its (new) ``listening`` log line."""
+        offset = len(self.log()) if self.log_path.exists() else 0
+        with self.log_path.open("ab") as log:
+            self.proc = subprocess.Popen(
+                [PYTHON, "-m", "a2a_wire", "serve", *self.args],
+                stdout=subprocess.DEVNULL,
+                stderr=log,
+                stdin=subprocess.DEVNULL,
+                env=self.env,
+            )
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            if "listening" in self.log()[offset:]:
+                return self
+            if self.proc.poll() is not None:
+                raise AssertionError(f"server exited {self.proc.returncode}:\n{self.log()}")
+            time.sleep(0.02)
+        raise AssertionError(f"server did not start:\n{self.log()}")
+
+    def log(self) -> str:
+        """Everything the server logged so far."""
+        return self.log_path.read_text(encoding="utf-8", errors="replace")
+
+    def stop(self, sig: int = signal.SIGTERM, timeout: float = 10.0) -> int:
+        """Send ``sig`` and wait for the exit code."""
+        assert self.proc is not None
+        self.proc.send_signal(sig)
+        return self.proc.wait(timeout=timeout)
+
+    def close(self) -> None:
+        """Kill it if it still runs (always call this in ``finally``)."""
+        if self.proc is not None and self.proc.poll() is None:
+            self.proc.kill()
+            self.proc.wait(timeout=10)
+
+    def __enter__(self) -> ServerProcess:
+        return self.start()
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
+class ShoutAgent(AgentExecutor):
+    """A user executor for ``module:attribute`` tests: answers with the text upper-cased.
+
+    Args:
+        suffix: Appended to the answer (an executor option).
+    """
+
+    def __init__(self, suffix: str = "") -> None:
+        self.suffix = suffix
+
+    async def execute(self, context: RequestContext, events: EventQueue) -> None:
+        assert context.message is not None
+        text = " ".join(p.text or "" for p in context.message.parts)
+        updater = TaskUpdater(events, context)
+        await updater.add_artifact(text.upper() + self.suffix, name="shout")
+        await updater.complete()
+
+
+def make_shout(suffix: str = "!") -> ShoutAgent:
+    """A factory executor reference (``e2e_support:make_shout``)."""
+    return ShoutAgent(suffix)

@@ -1,0 +1,34 @@
+"""Fixtures of the functional tests: the app under test (``app``, see tests/conftest.py) on a real
+port of 127.0.0.1, and a2a-wire's own client connected to it through the card it serves."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+
+import pytest
+from aiohttp import web
+from aiohttp.test_utils import TestServer
+
+from a2a_wire.client import A2AClient, ClientSettings
+
+
+@pytest.fixture
+def client_settings() -> ClientSettings:
+    """The settings of ``client``: 127.0.0.1 allowlisted; a module overrides this to add more."""
+    return ClientSettings(allow=("127.0.0.1",))
+
+
+@pytest.fixture
+async def server(app: web.Application) -> AsyncIterator[TestServer]:
+    """``app`` listening on 127.0.0.1, closed at teardown."""
+    test_server = TestServer(app, host="127.0.0.1")
+    await test_server.start_server()
+    yield test_server
+    await test_server.close()
+
+
+@pytest.fixture
+async def client(server: TestServer, client_settings: ClientSettings) -> AsyncIterator[A2AClient]:
+    """Our client, connected through the card ``server`` serves; closed at teardown."""
+    async with await A2AClient.connect(str(server.make_url("/")), settings=client_settings) as a2a:
+        yield a2a

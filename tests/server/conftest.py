@@ -1,0 +1,15 @@
+"""Fixtures of the server tests: the app under test (``app``, see tests/conftest.py) driven in
+process through aiohttp's test client on 127.0.0.1."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+from aiohttp import web
+
+
+@pytest.fixture
+async def client(aiohttp_client: Any, app: web.Application) -> Any:
+    """aiohttp's test client of ``app``; raw JSON-RPC goes through ``server_support``."""
+    return await aiohttp_client(app)

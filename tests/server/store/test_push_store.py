@@ -1,0 +1,232 @@
+"""One suite for the push part of both task stores: configs, outbox, lanes, atomicity, restart."""
+
+from __future__ import annotations
+
+import asyncio
+import sqlite3
+from collections.abc import AsyncIterator
+from pathlib import Path
+
+import pytest
+
+from a2a_wire import codec
+from a2a_wire.errors import TaskNotFoundError
+from a2a_wire.server.store import (
+    RESTART_MESSAGE,
+    Delivery,
+    InMemoryTaskStore,
+    SQLiteTaskStore,
+    TaskStore,
+)
+from a2a_wire.server.store._sqlite import SCHEMA_VERSION
+from a2a_wire.types import Task, TaskPushNotificationConfig, TaskState, TaskStatus
+
+EVENT = b'{"statusUpdate":{"taskId":"t1"}}'
+
+
+def task(task_id: str = "t1") -> Task:
+    return Task(id=task_id, context_id="c", status=TaskStatus(state=TaskState.WORKING))
+
+
+def config(
+    config_id: str, task_id: str = "t1", url: str = "https://h/x"
+) -> TaskPushNotificationConfig:
+    return TaskPushNotificationConfig(id=config_id, task_id=task_id, url=url, token="tok")
+
+
+@pytest.fixture(params=["memory", "sqlite"])
+async def store(request: pytest.FixtureRequest, tmp_path: Path) -> AsyncIterator[TaskStore]:
+    made: TaskStore = (
+        InMemoryTaskStore() if request.param == "memory" else SQLiteTaskStore(tmp_path / "t.db")
+    )
+    await made.open()
+    yield made
+    await made.close()
+
+
+async def test_configs_keep_creation_order_and_replace_in_place(store: TaskStore) -> None:
+    await store.create(task())
+    for config_id in ("b", "a", "c"):
+        await store.put_push_config(config(config_id))
+    await store.put_push_config(config("a", url="https://h/new"))
+    listed = await store.list_push_configs("t1")
+    assert [(c.id, c.url) for _, c in listed] == [
+        ("b", "https://h/x"),
+        ("a", "https://h/new"),
+        ("c", "https://h/x"),
+    ]
+    positions = [pos for pos, _ in listed]
+    assert positions == sorted(positions)
+    assert await store.get_push_config("t1", "a") == config("a", url="https://h/new")
+    assert await store.get_push_config("t1", "zz") is None
+    assert await store.delete_push_config("t1", "a") is True
+    assert await store.delete_push_config("t1", "a") is False
+    assert [c.id for _, c in await store.list_push_configs("t1")] == ["b", "c"]
+
+
+async def test_an_event_goes_to_every_config_of_its_task_only(store: TaskStore) -> None:
+    await store.create(task())
+    await store.create(task("t2"))
+    assert await store.update(task(), push=EVENT) == 0  # no configs yet
+    await store.put_push_config(config("a"))
+    await store.put_push_config(config("b"))
+    await store.put_push_config(config("x", task_id="t2"))
+    assert await store.update(task(), push=EVENT) == 2
+    assert await store.update(task()) == 0
+    lanes, seen = await store.pending_lanes(0)
+    assert sorted(lanes) == [("t1", "a"), ("t1", "b")]
+    assert await store.pending_lanes(seen) == ([], seen)
+    head = await store.next_delivery("t1", "a")
+    assert head is not None
+    assert head.body == EVENT and head.config == config("a") and head.attempts == 0
+    assert head.lane == ("t1", "a") and head.delivery_id
+
+
+async def test_create_stores_configs_and_the_first_event_together(store: TaskStore) -> None:
+    added = await store.create(task(), push_configs=[config("a")], push=EVENT)
+    assert added == 1
+    assert [c.id for _, c in await store.list_push_configs("t1")] == ["a"]
+    head = await store.next_delivery("t1", "a")
+    assert head is not None and head.body == EVENT
+
+
+async def test_a_lane_is_served_in_order(store: TaskStore) -> None:
+    await store.create(task(), push_configs=[config("a")])
+    for i in range(3):
+        await store.update(task(), push=b'{"n":%d}' % i)
+    bodies = []
+    while (head := await store.next_delivery("t1", "a")) is not None:
+        bodies.append(head.body)
+        if len(bodies) == 2:
+            await store.delivery_failed(head.seq, attempts=4, error="HTTP 404")
+        else:
+            await store.delivery_done(head.seq)
+    assert bodies == [b'{"n":0}', b'{"n":1}', b'{"n":2}']
+    [failed] = await store.failed_deliveries("t1")
+    assert (failed.body, failed.attempts, failed.last_error, failed.failed) == (
+        b'{"n":1}',
+        4,
+        "HTTP 404",
+        True,
+    )
+
+
+async def test_retries_are_recorded(store: TaskStore) -> None:
+    await store.create(task(), push_configs=[config("a")], push=EVENT)
+    head = await store.next_delivery("t1", "a")
+    assert head is not None
+    await store.delivery_retry(head.seq, attempts=2, next_attempt_at=123.5, error="HTTP 503")
+    again = await store.next_delivery("t1", "a")
+    assert again is not None
+    assert (again.seq, again.attempts, again.next_attempt_at, again.last_error) == (
+        head.seq,
+        2,
+        123.5,
+        "HTTP 503",
+    )
+    assert again.delivery_id == head.delivery_id
+
+
+async def test_deleting_a_config_drops_its_rows(store: TaskStore) -> None:
+    await store.create(task(), push_configs=[config("a"), config("b")], push=EVENT)
+    await store.update(task(), push=EVENT)
+    head = await store.next_delivery("t1", "a")
+    assert head is not None
+    await store.delivery_failed(head.seq, attempts=1, error="x")
+    await store.delete_push_config("t1", "a")
+    assert await store.next_delivery("t1", "a") is None
+    assert await store.failed_deliveries("t1") == []
+    assert await store.next_delivery("t1", "b") is not None
+    assert await store.update(task(), push=EVENT) == 1
+
+
+async def test_an_update_of_a_missing_task_adds_no_rows(store: TaskStore) -> None:
+    await store.create(task(), push_configs=[config("a")])
+    await store.put_push_config(config("a", task_id="ghost"))
+    with pytest.raises(TaskNotFoundError, match="^Task not found$") as caught:
+        await store.update(task("ghost"), push=EVENT)
+    assert caught.value.metadata == {"taskId": "ghost"}
+    assert await store.next_delivery("ghost", "a") is None
+    with pytest.raises(ValueError, match="already stored"):
+        await store.create(task(), push_configs=[config("b")], push=EVENT)
+    assert await store.next_delivery("t1", "a") is None
+    assert [c.id for _, c in await store.list_push_configs("t1")] == ["a"]  # "b" rolled back
+
+
+async def test_concurrent_writes_with_push_do_not_interfere(store: TaskStore) -> None:
+    ids = [f"t{i}" for i in range(20)]
+    await asyncio.gather(*(store.create(task(i), push_configs=[config("a", i)]) for i in ids))
+    counts = await asyncio.gather(*(store.update(task(i), push=EVENT) for i in ids * 3))
+    assert counts == [1] * 60
+    lanes, _ = await store.pending_lanes(0)
+    assert sorted(lanes) == sorted((i, "a") for i in ids)
+
+
+async def test_sqlite_keeps_configs_and_pending_rows_across_restarts(tmp_path: Path) -> None:
+    path = tmp_path / "t.db"
+    first = SQLiteTaskStore(path)
+    await first.open()
+    await first.create(task(), push_configs=[config("a")], push=EVENT)
+    head = await first.next_delivery("t1", "a")
+    assert head is not None
+    await first.delivery_retry(head.seq, attempts=3, next_attempt_at=9.0, error="HTTP 500")
+    await first.close()
+    second = SQLiteTaskStore(path)
+    await second.open()
+    try:
+        assert [c for _, c in await second.list_push_configs("t1")] == [config("a")]
+        lanes, _ = await second.pending_lanes(0)
+        assert lanes == [("t1", "a")]
+        again = await second.next_delivery("t1", "a")
+        assert again == Delivery(
+            seq=head.seq,
+            delivery_id=head.delivery_id,
+            config=head.config,
+            body=EVENT,
+            created_at=head.created_at,
+            attempts=3,
+            next_attempt_at=9.0,
+            last_error="HTTP 500",
+        )
+        assert await second.update(task(), push=EVENT) == 1  # the config set was reloaded
+    finally:
+        await second.close()
+
+
+async def test_sqlite_upgrades_a_version_1_file(tmp_path: Path) -> None:
+    path = tmp_path / "old.db"
+    raw = sqlite3.connect(path)
+    raw.execute(
+        "CREATE TABLE tasks (id TEXT PRIMARY KEY NOT NULL, owner TEXT NOT NULL,"
+        " context_id TEXT NOT NULL, state TEXT NOT NULL, status_s INTEGER NOT NULL,"
+        " status_ns INTEGER NOT NULL, body BLOB NOT NULL)"
+    )
+    raw.execute("PRAGMA user_version = 1")
+    raw.commit()
+    raw.close()
+    store = SQLiteTaskStore(path)
+    await store.open()
+    try:
+        await store.create(task(), push_configs=[config("a")], push=EVENT)
+        assert await store.next_delivery("t1", "a") is not None
+    finally:
+        await store.close()
+    raw = sqlite3.connect(path)
+    assert raw.execute("PRAGMA user_version").fetchone() == (SCHEMA_VERSION,)
+    raw.close()
+
+
+async def test_recovery_pushes_the_failed_status(store: TaskStore, tmp_path: Path) -> None:
+    await store.create(task(), push_configs=[config("a")])
+    await store.close()
+    again = store if isinstance(store, InMemoryTaskStore) else SQLiteTaskStore(tmp_path / "t.db")
+    assert await again.open() == ["t1"]
+    try:
+        head = await again.next_delivery("t1", "a")
+        assert head is not None
+        event = codec.loads(head.body)["statusUpdate"]
+        assert event["taskId"] == "t1" and event["status"]["state"] == "TASK_STATE_FAILED"
+        assert event["status"]["message"]["parts"][0]["text"] == RESTART_MESSAGE
+    finally:
+        if again is not store:
+            await again.close()

@@ -1,0 +1,377 @@
+"""The layout rules of runtime/a2a_wire (README "Layout"), pinned.
+
+* ``_protocol`` is sans-IO: none of its modules imports asyncio or aiohttp, checked statically
+  (every import statement of its files) and at runtime (each module imported alone in a fresh
+  interpreter, then ``sys.modules`` inspected).
+* ``server`` never imports ``client`` and ``client`` never imports ``server``; no module outside
+  ``cli/`` imports ``a2a_wire.cli``. Checked statically over the source files (relative imports
+  resolved) and at runtime (what importing each role loads).
+* Each public face has a sorted, complete ``__all__`` whose names exist, and its exported names
+  are pinned here (compare ``encode/httpx: tests/test_exported_members.py``): changing a face
+  means changing this file.
+"""
+
+from __future__ import annotations
+
+import ast
+import importlib
+import json
+import subprocess
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+from types import ModuleType
+
+import pytest
+
+import a2a_wire
+
+PACKAGE = Path(a2a_wire.__file__).resolve().parent
+SOURCES = sorted(PACKAGE.rglob("*.py"))
+
+
+def module_name(path: Path) -> str:
+    """The import name of a source file of the package."""
+    parts = path.relative_to(PACKAGE.parent).with_suffix("").parts
+    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+
+
+def imported(source: str, module: str, is_package: bool = False) -> set[str]:
+    """Every module an import statement of ``source`` (the text of ``module``) may load.
+
+    Relative imports are resolved against ``module``; ``from X import n`` yields both ``X`` and
+    ``X.n``, since ``n`` may be a submodule. Imports inside functions count too.
+    """
+    package = module.split(".") if is_package else module.split(".")[:-1]
+    found: set[str] = set()
+    for node in ast.walk(ast.parse(source)):
+        if isinstance(node, ast.Import):
+            found.update(alias.name for alias in node.names)
+        elif isinstance(node, ast.ImportFrom):
+            base = package[: len(package) - node.level + 1] if node.level else []
+            origin = ".".join([*base, *([node.module] if node.module else [])])
+            found.add(origin)
+            found.update(f"{origin}.{alias.name}" for alias in node.names)
+    return found
+
+
+def imports_of(path: Path) -> set[str]:
+    return imported(path.read_text(encoding="utf-8"), module_name(path), path.name == "__init__.py")
+
+
+def within(name: str, package: str) -> bool:
+    return name == package or name.startswith(package + ".")
+
+
+def sources_in(package: str) -> list[Path]:
+    found = [p for p in SOURCES if within(module_name(p), package)]
+    assert found, f"no source files for {package}"
+    return found
+
+
+@pytest.mark.parametrize(
+    ("source", "module", "is_package", "expected"),
+    [
+        ("import asyncio.events", "a2a_wire.x", False, {"asyncio.events"}),
+        ("from aiohttp import web", "a2a_wire.x", False, {"aiohttp", "aiohttp.web"}),
+        ("from . import _hub", "a2a_wire.server._app", False, {"a2a_wire.server", "a2a_wire.server._hub"}),
+        ("from .. import client", "a2a_wire.server._app", False, {"a2a_wire", "a2a_wire.client"}),
+        ("from ._base import X", "a2a_wire.server.store", True, {"a2a_wire.server.store._base", "a2a_wire.server.store._base.X"}),
+        ("def f():\n    from ...cli import main\n", "a2a_wire.server.push._x", False, {"a2a_wire.cli", "a2a_wire.cli.main"}),
+    ],
+)  # fmt: skip
+def test_imported_resolves_relative_and_nested_imports(
+    source: str, module: str, is_package: bool, expected: set[str]
+) -> None:
+    assert imported(source, module, is_package) == expected
+
+
+# -- _protocol is sans-IO ---------------------------------------------------------------------
+
+PROTOCOL_MODULES = [module_name(p) for p in sources_in("a2a_wire._protocol")]
+IO = ("asyncio", "aiohttp")
+
+
+def test_the_protocol_modules_are_found() -> None:
+    assert {"a2a_wire._protocol.jsonrpc", "a2a_wire._protocol.sse"} <= set(PROTOCOL_MODULES)
+
+
+@pytest.mark.parametrize("path", sources_in("a2a_wire._protocol"), ids=lambda p: p.name)
+def test_protocol_source_imports_no_io(path: Path) -> None:
+    assert not {name for name in imports_of(path) if any(within(name, io) for io in IO)}
+
+
+def loaded(module: str) -> set[str]:
+    """The modules a fresh interpreter has loaded after importing ``module`` alone."""
+    code = f"import json, sys, {module}; print(json.dumps(sorted(sys.modules)))"
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    return set(json.loads(out.stdout))
+
+
+@pytest.mark.parametrize("module", PROTOCOL_MODULES)
+def test_protocol_module_loads_no_io(module: str) -> None:
+    modules = loaded(module)
+    assert module in modules
+    assert not {name for name in modules if any(within(name, io) for io in IO)}
+
+
+# -- one-way imports between the roles --------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("importer", "forbidden"),
+    [("a2a_wire.server", "a2a_wire.client"), ("a2a_wire.client", "a2a_wire.server")],
+)
+def test_roles_do_not_import_each_other(importer: str, forbidden: str) -> None:
+    offending = {
+        module_name(path): sorted(n for n in imports_of(path) if within(n, forbidden))
+        for path in sources_in(importer)
+    }
+    assert {module: names for module, names in offending.items() if names} == {}
+
+
+def test_the_library_never_imports_the_cli() -> None:
+    # __main__ is ``python -m a2a_wire``: the command line's entry point, not library code.
+    library = [p for p in SOURCES if not within(module_name(p), "a2a_wire.cli")]
+    offending = {
+        module_name(path): sorted(n for n in imports_of(path) if within(n, "a2a_wire.cli"))
+        for path in library
+        if path != PACKAGE / "__main__.py"
+    }
+    assert {module: names for module, names in offending.items() if names} == {}
+
+
+SHARED = {
+    "a2a_wire",
+    "a2a_wire._generated",
+    "a2a_wire._generated._support",
+    "a2a_wire._generated.methods",
+    "a2a_wire._generated.types",
+    "a2a_wire._protocol",
+    "a2a_wire._protocol.jsonrpc",
+    "a2a_wire._protocol.sse",
+    "a2a_wire._protocol.states",
+    "a2a_wire._protocol.wire",
+    "a2a_wire.codec",
+    "a2a_wire.errors",
+    "a2a_wire.methods",
+    "a2a_wire.types",
+    # The address guard is shared on purpose: the client and push delivery refuse the same ranges.
+    "a2a_wire.netguard",
+}
+
+
+def ours(modules: set[str]) -> set[str]:
+    return {name for name in modules if within(name, "a2a_wire")}
+
+
+@pytest.fixture(scope="module")
+def client_modules() -> set[str]:
+    return ours(loaded("a2a_wire.client"))
+
+
+@pytest.fixture(scope="module")
+def server_modules() -> set[str]:
+    return ours(loaded("a2a_wire.server"))
+
+
+def test_roles_share_only_the_protocol_core(
+    client_modules: set[str], server_modules: set[str]
+) -> None:
+    assert client_modules & server_modules <= SHARED
+
+
+def test_client_does_not_load_server_modules(client_modules: set[str]) -> None:
+    assert not {m for m in client_modules if within(m, "a2a_wire.server")}
+    assert "a2a_wire._protocol.tasks" not in client_modules
+
+
+def test_server_does_not_load_client_modules(server_modules: set[str]) -> None:
+    assert not {m for m in server_modules if within(m, "a2a_wire.client")}
+
+
+def test_neither_role_loads_the_cli(client_modules: set[str], server_modules: set[str]) -> None:
+    assert not {m for m in client_modules | server_modules if within(m, "a2a_wire.cli")}
+
+
+def test_package_import_loads_neither_role() -> None:
+    assert ours(loaded("a2a_wire")) == {"a2a_wire"}
+
+
+# -- the public faces -------------------------------------------------------------------------
+
+EXPORTED = {
+    "a2a_wire.server": [
+        "ANONYMOUS",
+        "API_KEY_SCHEME",
+        "BEARER_SCHEME",
+        "CALLS_KEY",
+        "DEFAULT_API_KEY_HEADER",
+        "INTERRUPTED_STATES",
+        "RUNTIME_KEY",
+        "SKILL_ID_KEY",
+        "STORE_KEY",
+        "TERMINAL_STATES",
+        "AgentEvent",
+        "AgentExecutor",
+        "AuthFailure",
+        "ClientRegistry",
+        "EventQueue",
+        "Principal",
+        "PushSettings",
+        "RegisteredClient",
+        "RequestContext",
+        "SecurityConfig",
+        "ServerSettings",
+        "Signer",
+        "Skill",
+        "SkillRouter",
+        "SkillSet",
+        "TaskUpdater",
+        "agent_message",
+        "create_app",
+        "ends_stream",
+        "hash_secret",
+        "is_interrupted",
+        "is_terminal",
+        "media_matches",
+        "owner_key",
+        "verify_secret",
+    ],
+    "a2a_wire.server.store": [
+        "DEFAULT_PAGE_SIZE",
+        "MAX_PAGE_SIZE",
+        "MAX_PAGE_TOKEN_LENGTH",
+        "PAGE_TOKEN_KEY_BYTES",
+        "RECOVERED_STATES",
+        "RESTART_MESSAGE",
+        "Delivery",
+        "InMemoryPushStore",
+        "InMemoryTaskStore",
+        "LaneKey",
+        "PageTokens",
+        "PushStore",
+        "SQLiteTaskStore",
+        "TaskPage",
+        "TaskQuery",
+        "TaskStore",
+    ],
+    "a2a_wire.server.push": [
+        "PUSH_DELIVERER_KEY",
+        "PushDeliverer",
+        "PushSettings",
+        "retry_after_seconds",
+    ],
+    "a2a_wire.client": [
+        "BEARER",
+        "INTERRUPTED_STATES",
+        "TERMINAL_STATES",
+        "WELL_KNOWN_PATH",
+        "A2AClient",
+        "AddressNotAllowedError",
+        "AuthenticationError",
+        "CachedCard",
+        "CardCache",
+        "CardResolver",
+        "ClientError",
+        "ClientSettings",
+        "ClientTimeoutError",
+        "ConnectError",
+        "ConnectTimeoutError",
+        "CredentialProvider",
+        "CredentialRequest",
+        "CredentialsError",
+        "EnvCredentials",
+        "EventCallback",
+        "EventStream",
+        "FileCredentials",
+        "HTTPStatusError",
+        "HeaderScheme",
+        "IncompleteStreamError",
+        "InterfaceOffer",
+        "InvalidAgentCardError",
+        "NoCompatibleInterfaceError",
+        "NoCredentials",
+        "PerAgentCredentials",
+        "PushReceiver",
+        "ReadTimeoutError",
+        "RedirectRefusedError",
+        "ResponseTooLargeError",
+        "ResumableStream",
+        "Secret",
+        "SignatureCheck",
+        "StaticCredentials",
+        "TotalTimeoutError",
+        "TransportError",
+        "TruncatedResponseError",
+        "UnexpectedContentTypeError",
+        "UnexpectedResponseError",
+        "WaitTimeoutError",
+        "api_key_header",
+        "card_url",
+        "create_receiver_app",
+        "ends_stream",
+        "is_interrupted",
+        "is_terminal",
+        "register_webhook",
+        "remove_webhook",
+        "safe_url",
+        "select_interface",
+        "task_id_of",
+    ],
+    "a2a_wire.cli.config": [
+        "DEFAULT_HOST",
+        "DEFAULT_PORT",
+        "AgentEntry",
+        "CardSection",
+        "Config",
+        "ConfigError",
+        "ConfigIssue",
+        "SecuritySection",
+        "ServerSection",
+        "SkillEntry",
+        "default_data_dir",
+        "load",
+    ],
+}
+
+
+def isort_key(name: str) -> tuple[int, str]:
+    """ruff's isort-style order of ``__all__``: CONSTANTS, then Classes, then the rest."""
+    if name.isupper():
+        return 0, name
+    return (1 if name[:1].isupper() else 2), name
+
+
+def public_names(module: ModuleType) -> Iterator[str]:
+    """The names a face binds for its users: all but private ones, submodules and __future__."""
+    for name, value in vars(module).items():
+        if not name.startswith("_") and name != "annotations" and not isinstance(value, ModuleType):
+            yield name
+
+
+@pytest.mark.parametrize(
+    ("names", "ordered"),
+    [
+        (["B", "A_B", "Ab", "a", "A2AClient", "HTTPError", "HeaderScheme"],
+         ["A_B", "B", "A2AClient", "Ab", "HTTPError", "HeaderScheme", "a"]),
+        (["load", "Config", "DEFAULT_PORT"], ["DEFAULT_PORT", "Config", "load"]),
+    ],
+)  # fmt: skip
+def test_isort_key(names: list[str], ordered: list[str]) -> None:
+    assert sorted(names, key=isort_key) == ordered
+
+
+@pytest.mark.parametrize("face", list(EXPORTED))
+def test_face_all_is_sorted_complete_and_exists(face: str) -> None:
+    module = importlib.import_module(face)
+    exported = list(module.__all__)
+    assert exported == sorted(exported, key=isort_key)
+    assert len(set(exported)) == len(exported)
+    assert [name for name in exported if not hasattr(module, name)] == []
+    assert sorted(set(public_names(module)) - set(exported)) == []
+
+
+@pytest.mark.parametrize("face", list(EXPORTED))
+def test_face_exports_exactly_the_pinned_names(face: str) -> None:
+    assert list(importlib.import_module(face).__all__) == EXPORTED[face]
