@@ -4,7 +4,7 @@ VENV ?= .venv
 BIN := $(VENV)/bin
 PY := $(BIN)/python
 PROTO := fixtures/a2a.proto
-GENERATED := generated/__init__.py generated/types.py generated/methods.py generated/_support.py
+GENERATED := generated/__init__.py generated/types.py generated/methods.py generated/_support.py generated/_values.py
 CODEGEN_SOURCES := $(wildcard codegen/*.py codegen/support/*.py codegen/templates/*.j2)
 SRC := runtime generated codegen tests benchmarks examples
 

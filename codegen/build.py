@@ -88,7 +88,7 @@ _ENCODERS = {
     "uint64": "_s.enc_int64",
     "double": "_s.enc_double",
     "bytes": "_s.enc_bytes",
-    "enum": "_s.enc_enum",
+    "enum": "_v.enc_enum",
     "timestamp": "Timestamp.to_rfc3339",
 }
 
@@ -120,13 +120,10 @@ def _conditions(kind: str, cardinality: str, presence: str, required: bool) -> t
     return written, shown, missing
 
 
-def _field(
-    index: _Index, owner: descriptor_pb2.DescriptorProto, f: descriptor_pb2.FieldDescriptorProto
-) -> Field:
-    required = descriptors.is_required(f)
-    oneof = ""
-    if f.HasField("oneof_index") and not f.proto3_optional:
-        oneof = owner.oneof_decl[f.oneof_index].name
+def _shape(
+    index: _Index, f: descriptor_pb2.FieldDescriptorProto, oneof: str
+) -> tuple[str, str, str, str, str, str, str, str, str]:
+    """(kind, py, zero, tdoc, cardinality, annotation, param, default, presence) of one field."""
     if f.label == FDP.LABEL_REPEATED and index.is_map_entry(f.type_name):
         entry = index.messages[f.type_name]
         kind, py, zero, tdoc = _element(index, entry.field[1])
@@ -148,9 +145,15 @@ def _field(
             param, default = annotation, "None"
         else:
             presence, annotation, param, default = "implicit", py, py, zero
-    py_name = naming.field_py_name(f.name)
+    return kind, py, zero, tdoc, cardinality, annotation, param, default, presence
+
+
+def _field_doc(
+    f: descriptor_pb2.FieldDescriptorProto, py_name: str, tdoc: str, kind: str, oneof: str
+) -> str:
+    """The structural docstring line of one field: proto name, number, JSON name, notes."""
     notes = [tdoc]
-    if required:
+    if descriptors.is_required(f):
         notes.append("REQUIRED")
     if f.proto3_optional:
         notes.append("optional (``None`` when absent)")
@@ -158,7 +161,22 @@ def _field(
         notes.append(f"member of oneof ``{oneof}``")
     if kind == "value":
         notes.append("``UNSET`` when absent, ``None`` is JSON null")
-    doc = f"{py_name}: Field ``{f.name}`` = {f.number}, JSON ``{f.json_name}``; {', '.join(notes)}."
+    return (
+        f"{py_name}: Field ``{f.name}`` = {f.number}, JSON ``{f.json_name}``; {', '.join(notes)}."
+    )
+
+
+def _field(
+    index: _Index, owner: descriptor_pb2.DescriptorProto, f: descriptor_pb2.FieldDescriptorProto
+) -> Field:
+    required = descriptors.is_required(f)
+    oneof = ""
+    if f.HasField("oneof_index") and not f.proto3_optional:
+        oneof = owner.oneof_decl[f.oneof_index].name
+    shape = _shape(index, f, oneof)
+    kind, py, zero, tdoc, cardinality, annotation, param, default, presence = shape
+    py_name = naming.field_py_name(f.name)
+    doc = _field_doc(f, py_name, tdoc, kind, oneof)
     enum_decoder = ""
     if kind == "enum":
         enum_decoder = f"_decode_{naming.snake_case(py)}"

@@ -28,7 +28,7 @@ OUTPUTS = {
     "methods.py": "methods.py.j2",
 }
 #: Output file -> hand-written source in ``codegen/support``, copied below the stamp.
-COPIED = {"_support.py": "_support.py"}
+COPIED = {"_support.py": "_support.py", "_values.py": "_values.py"}
 
 
 class FormatError(Exception):

@@ -12,6 +12,7 @@ from __future__ import annotations
 from typing import Any
 
 from . import _support as _s
+from . import _values as _v
 from ._support import UNSET
 
 __all__ = [
@@ -66,7 +67,7 @@ __all__ = [
 ]
 
 
-class TaskState(_s.ProtoEnum):
+class TaskState(_v.ProtoEnum):
     """Proto enum ``lf.a2a.v1.TaskState``; members carry their wire names, ``number`` the tag."""
 
     UNSPECIFIED = "TASK_STATE_UNSPECIFIED"
@@ -80,7 +81,7 @@ class TaskState(_s.ProtoEnum):
     AUTH_REQUIRED = "TASK_STATE_AUTH_REQUIRED"
 
 
-_TaskState_TABLE = _s.register_enum(
+_TaskState_TABLE = _v.register_enum(
     TaskState,
     {
         "TASK_STATE_UNSPECIFIED": 0,
@@ -97,10 +98,10 @@ _TaskState_TABLE = _s.register_enum(
 
 
 def _decode_task_state(value: object) -> TaskState:
-    return _s.dec_enum(value, _TaskState_TABLE, TaskState)
+    return _v.dec_enum(value, _TaskState_TABLE, TaskState)
 
 
-class Role(_s.ProtoEnum):
+class Role(_v.ProtoEnum):
     """Proto enum ``lf.a2a.v1.Role``; members carry their wire names, ``number`` the tag."""
 
     UNSPECIFIED = "ROLE_UNSPECIFIED"
@@ -108,7 +109,7 @@ class Role(_s.ProtoEnum):
     AGENT = "ROLE_AGENT"
 
 
-_Role_TABLE = _s.register_enum(
+_Role_TABLE = _v.register_enum(
     Role,
     {
         "ROLE_UNSPECIFIED": 0,
@@ -119,7 +120,7 @@ _Role_TABLE = _s.register_enum(
 
 
 def _decode_role(value: object) -> Role:
-    return _s.dec_enum(value, _Role_TABLE, Role)
+    return _v.dec_enum(value, _Role_TABLE, Role)
 
 
 class Timestamp:
@@ -164,7 +165,7 @@ class Timestamp:
             DecodeError: not a string, not RFC 3339, or outside years 1 to 9999.
         """
         self = cls.__new__(cls)
-        self.seconds, self.nanos = _s.parse_timestamp(value)
+        self.seconds, self.nanos = _v.parse_timestamp(value)
         return self
 
     def to_rfc3339(self) -> str:
@@ -173,7 +174,7 @@ class Timestamp:
         Raises:
             ValueError: the instant is outside years 1 to 9999.
         """
-        return _s.format_timestamp(self.seconds, self.nanos)
+        return _v.format_timestamp(self.seconds, self.nanos)
 
 
 class Empty:
@@ -190,7 +191,7 @@ class Empty:
         return True
 
     def __repr__(self) -> str:
-        return _s.message_repr(
+        return _v.message_repr(
             "Empty",
             (),
         )
@@ -265,7 +266,7 @@ class SendMessageConfiguration:
         )
 
     def __repr__(self) -> str:
-        return _s.message_repr(
+        return _v.message_repr(
             "SendMessageConfiguration",
             (
                 ("accepted_output_modes", self.accepted_output_modes, self.accepted_output_modes),
@@ -413,7 +414,7 @@ class Task:
         )
 
     def __repr__(self) -> str:
-        return _s.message_repr(
+        return _v.message_repr(
             "Task",
             (
                 ("id", self.id, self.id),
@@ -554,7 +555,7 @@ class TaskStatus:
         )
 
     def __repr__(self) -> str:
-        return _s.message_repr(
+        return _v.message_repr(
             "TaskStatus",
             (
                 ("state", self.state, self.state is not TaskState.UNSPECIFIED),
@@ -603,7 +604,7 @@ class TaskStatus:
     def to_dict(self) -> dict[str, Any]:
         """Encode as a ProtoJSON object: JSON names, defaults omitted, REQUIRED fields always."""
         out: dict[str, Any] = {}
-        out["state"] = _s.enc_enum(self.state)
+        out["state"] = _v.enc_enum(self.state)
         if self.message is not None:
             out["message"] = Message.to_dict(self.message)
         if self.timestamp is not None:
@@ -685,7 +686,7 @@ class Part:
         )
 
     def __repr__(self) -> str:
-        return _s.message_repr(
+        return _v.message_repr(
             "Part",
             (
                 ("text", self.text, self.text is not None),
@@ -898,7 +899,7 @@ class Message:
         )
 
     def __repr__(self) -> str:
-        return _s.message_repr(
+        return _v.message_repr(
             "Message",
             (
                 ("message_id", self.message_id, self.message_id),
@@ -994,7 +995,7 @@ class Message:
             out["contextId"] = self.context_id
         if self.task_id:
             out["taskId"] = self.task_id
-        out["role"] = _s.enc_enum(self.role)
+        out["role"] = _v.enc_enum(self.role)
         out["parts"] = [Part.to_dict(e) for e in self.parts]
         if self.metadata is not None:
             out["metadata"] = self.metadata
@@ -1077,7 +1078,7 @@ class Artifact:
         )
 
     def __repr__(self) -> str:
-        return _s.message_repr(
+        return _v.message_repr(
             "Artifact",
             (
                 ("artifact_id", self.artifact_id, self.artifact_id),
@@ -1221,7 +1222,7 @@ class TaskStatusUpdateEvent:
         )
 
     def __repr__(self) -> str:
-        return _s.message_repr(
+        return _v.message_repr(
             "TaskStatusUpdateEvent",
             (
                 ("task_id", self.task_id, self.task_id),
@@ -1367,7 +1368,7 @@ class TaskArtifactUpdateEvent:
         )
 
     def __repr__(self) -> str:
-        return _s.message_repr(
+        return _v.message_repr(
             "TaskArtifactUpdateEvent",
             (
                 ("task_id", self.task_id, self.task_id),
@@ -1507,7 +1508,7 @@ class AuthenticationInfo:
         return self.scheme == other.scheme and self.credentials == other.credentials
 
     def __repr__(self) -> str:
-        return _s.message_repr(
+        return _v.message_repr(
             "AuthenticationInfo",
             (
                 ("scheme", self.scheme, self.scheme),
@@ -1612,7 +1613,7 @@ class AgentInterface:
         )
 
     def __repr__(self) -> str:
-        return _s.message_repr(
+        return _v.message_repr(
             "AgentInterface",
             (
                 ("url", self.url, self.url),
@@ -1807,7 +1808,7 @@ class AgentCard:
         )
 
     def __repr__(self) -> str:
-        return _s.message_repr(
+        return _v.message_repr(
             "AgentCard",
             (
                 ("name", self.name, self.name),
@@ -2034,7 +2035,7 @@ class AgentProvider:
         return self.url == other.url and self.organization == other.organization
 
     def __repr__(self) -> str:
-        return _s.message_repr(
+        return _v.message_repr(
             "AgentProvider",
             (
                 ("url", self.url, self.url),
@@ -2140,7 +2141,7 @@ class AgentCapabilities:
         )
 
     def __repr__(self) -> str:
-        return _s.message_repr(
+        return _v.message_repr(
             "AgentCapabilities",
             (
                 ("streaming", self.streaming, self.streaming is not None),
@@ -2276,7 +2277,7 @@ class AgentExtension:
         )
 
     def __repr__(self) -> str:
-        return _s.message_repr(
+        return _v.message_repr(
             "AgentExtension",
             (
                 ("uri", self.uri, self.uri),
@@ -2426,7 +2427,7 @@ class AgentSkill:
         )
 
     def __repr__(self) -> str:
-        return _s.message_repr(
+        return _v.message_repr(
             "AgentSkill",
             (
                 ("id", self.id, self.id),
@@ -2578,7 +2579,7 @@ class AgentCardSignature:
         )
 
     def __repr__(self) -> str:
-        return _s.message_repr(
+        return _v.message_repr(
             "AgentCardSignature",
             (
                 ("protected", self.protected, self.protected),
@@ -2706,7 +2707,7 @@ class TaskPushNotificationConfig:
         )
 
     def __repr__(self) -> str:
-        return _s.message_repr(
+        return _v.message_repr(
             "TaskPushNotificationConfig",
             (
                 ("tenant", self.tenant, self.tenant),
@@ -2835,7 +2836,7 @@ class StringList:
         return self.list_ == other.list_
 
     def __repr__(self) -> str:
-        return _s.message_repr(
+        return _v.message_repr(
             "StringList",
             (("list_", self.list_, self.list_),),
         )
@@ -2893,7 +2894,7 @@ class SecurityRequirement:
         return self.schemes == other.schemes
 
     def __repr__(self) -> str:
-        return _s.message_repr(
+        return _v.message_repr(
             "SecurityRequirement",
             (("schemes", self.schemes, self.schemes),),
         )
@@ -2985,7 +2986,7 @@ class SecurityScheme:
         )
 
     def __repr__(self) -> str:
-        return _s.message_repr(
+        return _v.message_repr(
             "SecurityScheme",
             (
                 (
@@ -3187,7 +3188,7 @@ class APIKeySecurityScheme:
         )
 
     def __repr__(self) -> str:
-        return _s.message_repr(
+        return _v.message_repr(
             "APIKeySecurityScheme",
             (
                 ("description", self.description, self.description),
@@ -3293,7 +3294,7 @@ class HTTPAuthSecurityScheme:
         )
 
     def __repr__(self) -> str:
-        return _s.message_repr(
+        return _v.message_repr(
             "HTTPAuthSecurityScheme",
             (
                 ("description", self.description, self.description),
@@ -3406,7 +3407,7 @@ class OAuth2SecurityScheme:
         )
 
     def __repr__(self) -> str:
-        return _s.message_repr(
+        return _v.message_repr(
             "OAuth2SecurityScheme",
             (
                 ("description", self.description, self.description),
@@ -3509,7 +3510,7 @@ class OpenIdConnectSecurityScheme:
         )
 
     def __repr__(self) -> str:
-        return _s.message_repr(
+        return _v.message_repr(
             "OpenIdConnectSecurityScheme",
             (
                 ("description", self.description, self.description),
@@ -3590,7 +3591,7 @@ class MutualTlsSecurityScheme:
         return self.description == other.description
 
     def __repr__(self) -> str:
-        return _s.message_repr(
+        return _v.message_repr(
             "MutualTlsSecurityScheme",
             (("description", self.description, self.description),),
         )
@@ -3686,7 +3687,7 @@ class OAuthFlows:
         )
 
     def __repr__(self) -> str:
-        return _s.message_repr(
+        return _v.message_repr(
             "OAuthFlows",
             (
                 (
@@ -3884,7 +3885,7 @@ class AuthorizationCodeOAuthFlow:
         )
 
     def __repr__(self) -> str:
-        return _s.message_repr(
+        return _v.message_repr(
             "AuthorizationCodeOAuthFlow",
             (
                 ("authorization_url", self.authorization_url, self.authorization_url),
@@ -4019,7 +4020,7 @@ class ClientCredentialsOAuthFlow:
         )
 
     def __repr__(self) -> str:
-        return _s.message_repr(
+        return _v.message_repr(
             "ClientCredentialsOAuthFlow",
             (
                 ("token_url", self.token_url, self.token_url),
@@ -4129,7 +4130,7 @@ class ImplicitOAuthFlow:
         )
 
     def __repr__(self) -> str:
-        return _s.message_repr(
+        return _v.message_repr(
             "ImplicitOAuthFlow",
             (
                 ("authorization_url", self.authorization_url, self.authorization_url),
@@ -4233,7 +4234,7 @@ class PasswordOAuthFlow:
         )
 
     def __repr__(self) -> str:
-        return _s.message_repr(
+        return _v.message_repr(
             "PasswordOAuthFlow",
             (
                 ("token_url", self.token_url, self.token_url),
@@ -4347,7 +4348,7 @@ class DeviceCodeOAuthFlow:
         )
 
     def __repr__(self) -> str:
-        return _s.message_repr(
+        return _v.message_repr(
             "DeviceCodeOAuthFlow",
             (
                 (
@@ -4482,7 +4483,7 @@ class SendMessageRequest:
         )
 
     def __repr__(self) -> str:
-        return _s.message_repr(
+        return _v.message_repr(
             "SendMessageRequest",
             (
                 ("tenant", self.tenant, self.tenant),
@@ -4600,7 +4601,7 @@ class GetTaskRequest:
         )
 
     def __repr__(self) -> str:
-        return _s.message_repr(
+        return _v.message_repr(
             "GetTaskRequest",
             (
                 ("tenant", self.tenant, self.tenant),
@@ -4741,7 +4742,7 @@ class ListTasksRequest:
         )
 
     def __repr__(self) -> str:
-        return _s.message_repr(
+        return _v.message_repr(
             "ListTasksRequest",
             (
                 ("tenant", self.tenant, self.tenant),
@@ -4859,7 +4860,7 @@ class ListTasksRequest:
         if self.context_id:
             out["contextId"] = self.context_id
         if self.status is not TaskState.UNSPECIFIED:
-            out["status"] = _s.enc_enum(self.status)
+            out["status"] = _v.enc_enum(self.status)
         if self.page_size is not None:
             out["pageSize"] = self.page_size
         if self.page_token:
@@ -4925,7 +4926,7 @@ class ListTasksResponse:
         )
 
     def __repr__(self) -> str:
-        return _s.message_repr(
+        return _v.message_repr(
             "ListTasksResponse",
             (
                 ("tasks", self.tasks, self.tasks),
@@ -5039,7 +5040,7 @@ class CancelTaskRequest:
         )
 
     def __repr__(self) -> str:
-        return _s.message_repr(
+        return _v.message_repr(
             "CancelTaskRequest",
             (
                 ("tenant", self.tenant, self.tenant),
@@ -5138,7 +5139,7 @@ class GetTaskPushNotificationConfigRequest:
         return self.tenant == other.tenant and self.task_id == other.task_id and self.id == other.id
 
     def __repr__(self) -> str:
-        return _s.message_repr(
+        return _v.message_repr(
             "GetTaskPushNotificationConfigRequest",
             (
                 ("tenant", self.tenant, self.tenant),
@@ -5242,7 +5243,7 @@ class DeleteTaskPushNotificationConfigRequest:
         return self.tenant == other.tenant and self.task_id == other.task_id and self.id == other.id
 
     def __repr__(self) -> str:
-        return _s.message_repr(
+        return _v.message_repr(
             "DeleteTaskPushNotificationConfigRequest",
             (
                 ("tenant", self.tenant, self.tenant),
@@ -5342,7 +5343,7 @@ class SubscribeToTaskRequest:
         return self.tenant == other.tenant and self.id == other.id
 
     def __repr__(self) -> str:
-        return _s.message_repr(
+        return _v.message_repr(
             "SubscribeToTaskRequest",
             (
                 ("tenant", self.tenant, self.tenant),
@@ -5442,7 +5443,7 @@ class ListTaskPushNotificationConfigsRequest:
         )
 
     def __repr__(self) -> str:
-        return _s.message_repr(
+        return _v.message_repr(
             "ListTaskPushNotificationConfigsRequest",
             (
                 ("tenant", self.tenant, self.tenant),
@@ -5549,7 +5550,7 @@ class GetExtendedAgentCardRequest:
         return self.tenant == other.tenant
 
     def __repr__(self) -> str:
-        return _s.message_repr(
+        return _v.message_repr(
             "GetExtendedAgentCardRequest",
             (("tenant", self.tenant, self.tenant),),
         )
@@ -5619,7 +5620,7 @@ class SendMessageResponse:
         return self.task == other.task and self.message == other.message
 
     def __repr__(self) -> str:
-        return _s.message_repr(
+        return _v.message_repr(
             "SendMessageResponse",
             (
                 ("task", self.task, self.task is not None),
@@ -5743,7 +5744,7 @@ class StreamResponse:
         )
 
     def __repr__(self) -> str:
-        return _s.message_repr(
+        return _v.message_repr(
             "StreamResponse",
             (
                 ("task", self.task, self.task is not None),
@@ -5890,7 +5891,7 @@ class ListTaskPushNotificationConfigsResponse:
         return self.configs == other.configs and self.next_page_token == other.next_page_token
 
     def __repr__(self) -> str:
-        return _s.message_repr(
+        return _v.message_repr(
             "ListTaskPushNotificationConfigsResponse",
             (
                 ("configs", self.configs, self.configs),

@@ -147,6 +147,7 @@ SHARED = {
     "a2a_wire._generated._support",
     "a2a_wire._generated.methods",
     "a2a_wire._generated.types",
+    "a2a_wire._generated._values",
     "a2a_wire._protocol",
     "a2a_wire._protocol.ids",
     "a2a_wire._protocol.jsonrpc",
@@ -376,3 +377,39 @@ def test_face_all_is_sorted_complete_and_exists(face: str) -> None:
 @pytest.mark.parametrize("face", list(EXPORTED))
 def test_face_exports_exactly_the_pinned_names(face: str) -> None:
     assert list(importlib.import_module(face).__all__) == EXPORTED[face]
+
+
+# Size: modules stay small and functions short (STYLE.md sections 1 and 3). A function may run
+# past the limit only with a comment, on one of its first lines, that starts "# long:" and says why.
+MAX_MODULE_LINES = 400
+MAX_FUNCTION_LINES = 60
+HAND_WRITTEN = SOURCES + sorted((Path(__file__).parents[1] / "codegen").rglob("*.py"))
+
+
+def _label(path: Path) -> str:
+    return path.relative_to(Path(__file__).parents[1]).as_posix()
+
+
+def test_every_hand_written_module_is_under_the_line_limit() -> None:
+    long = {
+        _label(p): n
+        for p in HAND_WRITTEN
+        if (n := len(p.read_text().splitlines())) > MAX_MODULE_LINES
+    }
+    assert long == {}, f"split these modules below {MAX_MODULE_LINES} lines"
+
+
+def _long_functions(path: Path) -> Iterator[str]:
+    lines = path.read_text().splitlines()
+    for node in ast.walk(ast.parse("\n".join(lines))):
+        if not isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef):
+            continue
+        if node.end_lineno is None or node.end_lineno - node.lineno + 1 <= MAX_FUNCTION_LINES:
+            continue
+        head = lines[node.lineno - 1 : node.body[0].lineno + 3]
+        if not any(line.strip().startswith("# long:") for line in head):
+            yield f"{_label(path)}:{node.lineno} {node.name}"
+
+
+def test_no_function_runs_past_the_limit_without_saying_why() -> None:
+    assert [name for path in HAND_WRITTEN for name in _long_functions(path)] == []

@@ -21,7 +21,7 @@ import pytest
 
 import a2a_wire
 from a2a_wire import codec, methods, types
-from a2a_wire._generated import _support
+from a2a_wire._generated import _values
 from a2a_wire._generated import types as generated_types
 from codegen import PROTO_SHA256, descriptors, fetch_proto, naming
 from codegen import __main__ as codegen_main
@@ -56,7 +56,7 @@ def _declared(descriptor_set: descriptors.DescriptorSet) -> tuple[set[str], set[
 
 def _generated_classes() -> tuple[set[str], set[str]]:
     classes = [getattr(types, name) for name in types.__all__]
-    enums = {c.__name__ for c in classes if issubclass(c, _support.ProtoEnum)}
+    enums = {c.__name__ for c in classes if issubclass(c, _values.ProtoEnum)}
     return {c.__name__ for c in classes} - enums, enums
 
 

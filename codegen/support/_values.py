@@ -1,0 +1,188 @@
+"""Codec support for the generated classes: timestamps, enums and bounded reprs.
+
+The rules kept here (each has a test in ``tests/generated``):
+
+* ``Timestamp`` is written in UTC with ``Z`` and 0, 3, 6 or 9 fractional digits; offsets and up to
+  nine fractional digits are read.
+* An enum value this version does not know is kept as a distinct member that is not one of the
+  declared ones and encodes back to the same string or number.
+* A repr shows at most a bounded number of characters and items, so logging a large message
+  stays cheap.
+"""
+
+from __future__ import annotations
+
+import datetime
+import enum
+import re
+from collections.abc import Iterable
+from typing import Any, TypeVar
+
+from ._support import DecodeError, wrong_type
+
+E = TypeVar("E", bound="ProtoEnum")
+
+# Timestamps: 0001-01-01T00:00:00Z to 9999-12-31T23:59:59.999999999Z, as protobuf allows.
+_EPOCH = datetime.datetime(1970, 1, 1)
+_MIN_SECONDS = -62135596800
+_MAX_SECONDS = 253402300799
+_TIMESTAMP = re.compile(
+    r"([0-9]{4})-([0-9]{2})-([0-9]{2})[Tt]([0-9]{2}):([0-9]{2}):([0-9]{2})"
+    r"(?:\.([0-9]{1,9}))?(?:[Zz]|([+-])([0-9]{2}):([0-9]{2}))\Z"
+)
+
+
+def parse_timestamp(value: object) -> tuple[int, int]:
+    """Parse an RFC 3339 timestamp into (seconds since the epoch, nanoseconds)."""
+    if type(value) is not str:
+        raise wrong_type(value, "RFC 3339 timestamp string")
+    match = _TIMESTAMP.match(value)
+    if match is None:
+        raise DecodeError("invalid RFC 3339 timestamp")
+    year, month, day, hour, minute, second = (int(g) for g in match.groups()[:6])
+    try:
+        moment = datetime.datetime(year, month, day, hour, minute, second)
+    except ValueError:
+        raise DecodeError("invalid date or time in timestamp") from None
+    seconds = (moment - _EPOCH) // datetime.timedelta(seconds=1)
+    fraction, sign, off_hours, off_minutes = match.groups()[6:]
+    if sign is not None:
+        if int(off_hours) > 23 or int(off_minutes) > 59:
+            raise DecodeError("invalid UTC offset in timestamp")
+        offset = int(off_hours) * 3600 + int(off_minutes) * 60
+        seconds -= offset if sign == "+" else -offset
+    if not _MIN_SECONDS <= seconds <= _MAX_SECONDS:
+        raise DecodeError("timestamp out of range")
+    return seconds, int(fraction.ljust(9, "0")) if fraction else 0
+
+
+def format_timestamp(seconds: int, nanos: int) -> str:
+    """Format (seconds, nanoseconds) as RFC 3339 in UTC with ``Z``.
+
+    Raises:
+        ValueError: the instant is outside years 1 to 9999 or ``nanos`` is outside [0, 1e9).
+    """
+    if not _MIN_SECONDS <= seconds <= _MAX_SECONDS or not 0 <= nanos < 1_000_000_000:
+        raise ValueError(f"timestamp out of range: seconds={seconds} nanos={nanos}")
+    moment = _EPOCH + datetime.timedelta(seconds=seconds)
+    text = (
+        f"{moment.year:04d}-{moment.month:02d}-{moment.day:02d}"
+        f"T{moment.hour:02d}:{moment.minute:02d}:{moment.second:02d}"
+    )
+    if nanos == 0:
+        return text + "Z"
+    if nanos % 1_000_000 == 0:
+        return f"{text}.{nanos // 1_000_000:03d}Z"
+    if nanos % 1000 == 0:
+        return f"{text}.{nanos // 1000:06d}Z"
+    return f"{text}.{nanos:09d}Z"
+
+
+class ProtoEnum(enum.Enum):
+    """Base of the generated enums: declared members plus unknown values kept as they came.
+
+    A value this version does not declare (a name from a newer proto, or an unassigned number)
+    becomes a member-like instance that is not among the declared members, compares equal only to
+    an instance of the same value, and encodes back to that value.
+    """
+
+    @classmethod
+    def _missing_(cls, value: object) -> Any:
+        if type(value) is int and value in _NUMBERS_TO_MEMBERS.get(cls, {}):
+            return _NUMBERS_TO_MEMBERS[cls][value]
+        if (type(value) is int and -(2**31) <= value < 2**31) or type(value) is str:
+            unknown = object.__new__(cls)
+            unknown._value_ = value
+            unknown._name_ = str(value)
+            return unknown
+        return None
+
+    @property
+    def is_known(self) -> bool:
+        """Whether this is one of the members the pinned proto declares."""
+        return type(self)._member_map_.get(self._name_) is self
+
+    @property
+    def number(self) -> int | None:
+        """The proto tag number, or ``None`` for an unknown name."""
+        if type(self._value_) is int:
+            return self._value_
+        return _NAMES_TO_NUMBERS[type(self)].get(self._value_)
+
+    def __eq__(self, other: object) -> bool:
+        if self is other:
+            return True
+        if type(other) is type(self):
+            return bool(self._value_ == other._value_)
+        return NotImplemented
+
+    def __hash__(self) -> int:
+        return hash(self._value_)
+
+    def __repr__(self) -> str:
+        if self.is_known:
+            return f"<{type(self).__name__}.{self._name_}>"
+        return f"<{type(self).__name__} unknown {self._value_!r}>"
+
+
+_NAMES_TO_NUMBERS: dict[type[ProtoEnum], dict[str, int]] = {}
+_NUMBERS_TO_MEMBERS: dict[type[ProtoEnum], dict[object, Any]] = {}
+
+
+def register_enum(cls: type[E], numbers: dict[str, int]) -> dict[object, E]:
+    """Record the tag numbers of ``cls`` and return its decode table (wire names and numbers)."""
+    table: dict[object, E] = {member.value: member for member in cls}
+    by_number: dict[object, E] = {number: table[name] for name, number in numbers.items()}
+    _NAMES_TO_NUMBERS[cls] = numbers
+    _NUMBERS_TO_MEMBERS[cls] = by_number
+    table.update(by_number)
+    return table
+
+
+def dec_enum(value: object, table: dict[object, E], cls: type[E]) -> E:
+    """Decode an enum from its wire name or number; unknown values are kept (see ProtoEnum)."""
+    if type(value) is str or type(value) is int:
+        member = table.get(value)
+        if member is not None:
+            return member
+        if type(value) is str or -(2**31) <= value < 2**31:  # type: ignore[operator]
+            return cls(value)
+    raise wrong_type(value, f"{cls.__name__} name or number")
+
+
+def enc_enum(value: ProtoEnum) -> str | int:
+    """Encode an enum as its wire name (or the number it came as, for an unknown number)."""
+    return value._value_  # type: ignore[no-any-return]
+
+
+_REPR_TEXT = 80
+_REPR_ITEMS = 5
+_REPR_TOTAL = 1000
+
+
+def _short(value: object) -> str:
+    if type(value) is str or type(value) is bytes:
+        if len(value) <= _REPR_TEXT:
+            return repr(value)
+        return (
+            f"{value[:_REPR_TEXT]!r}...({len(value)} {'chars' if type(value) is str else 'bytes'})"
+        )
+    if type(value) is list:
+        shown = ", ".join(_short(item) for item in value[:_REPR_ITEMS])
+        more = len(value) - _REPR_ITEMS
+        return f"[{shown}, ...(+{more})]" if more > 0 else f"[{shown}]"
+    if type(value) is dict:
+        items = list(value.items())
+        shown = ", ".join(f"{_short(k)}: {_short(v)}" for k, v in items[:_REPR_ITEMS])
+        more = len(items) - _REPR_ITEMS
+        return f"{{{shown}, ...(+{more})}}" if more > 0 else f"{{{shown}}}"
+    return repr(value)
+
+
+def message_repr(name: str, fields: Iterable[tuple[str, object, object]]) -> str:
+    """Repr of a message showing every field that is set, bounded in length."""
+    body = ", ".join(f"{key}={_short(value)}" for key, value, shown in fields if shown)
+    text = f"{name}({body})"
+    if len(text) > _REPR_TOTAL:
+        return f"{text[:_REPR_TOTAL]}...({len(text)} chars)"
+    return text
