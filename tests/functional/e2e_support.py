@@ -7,6 +7,7 @@ still running). CLI commands run as ``python -m a2a_wire`` with the venv's inter
 
 from __future__ import annotations
 
+import asyncio
 import json
 import os
 import signal
@@ -177,3 +178,26 @@ class ShoutAgent(AgentExecutor):
 def make_shout(suffix: str = "!") -> ShoutAgent:
     """A factory executor reference (``e2e_support:make_shout``)."""
     return ShoutAgent(suffix)
+
+
+class StubbornAgent(AgentExecutor):
+    """An agent that ignores cancellation (``e2e_support:StubbornAgent``), for the stop tests.
+
+    Args:
+        marker: A file it writes the task id to once the task is WORKING; the test waits for it.
+    """
+
+    def __init__(self, marker: str) -> None:
+        self.marker = Path(marker)
+
+    async def execute(self, context: RequestContext, events: EventQueue) -> None:
+        await TaskUpdater(events, context).start_work()
+        self.marker.write_text(context.task_id, encoding="utf-8")
+        while True:
+            try:
+                await asyncio.sleep(3600)
+            except asyncio.CancelledError:
+                continue  # deliberately ignored
+
+    async def cancel(self, context: RequestContext, events: EventQueue) -> None:
+        """Does nothing: the run goes on."""

@@ -56,6 +56,12 @@ def cli() -> None:
     help="Overrides [server] log_level.",
 )
 @click.option("--log-format", type=click.Choice(["text", "json"]), help="Overrides [server].")
+@click.option(
+    "--log-sql",
+    is_flag=True,
+    envvar="A2A_WIRE_LOG_SQL",
+    help="With --log-level debug, also log every SQL statement (aiosqlite).",
+)
 @click.option("--check", is_flag=True, help="Check the configuration and exit.")
 def serve(
     config_path: Path | None,
@@ -64,6 +70,7 @@ def serve(
     data_dir: Path | None,
     log_level: str | None,
     log_format: str | None,
+    log_sql: bool,
     check: bool,
 ) -> None:
     """Run the A2A server until SIGTERM or SIGINT."""
@@ -85,7 +92,7 @@ def serve(
         skills = ", ".join(skill.id for skill in config.skills)
         click.echo(f"configuration OK: {config.server.host}:{config.server.port}, skills {skills}")
         return
-    configure_logging(config.server.log_level, config.server.log_format)
+    configure_logging(config.server.log_level, config.server.log_format, sql=log_sql)
     try:
         code = asyncio.run(run_server(config))
     except StartError as exc:

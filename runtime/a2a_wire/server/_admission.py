@@ -41,6 +41,7 @@ from a2a_wire.server._card import CardPublisher
 from a2a_wire.server._engine import CallInfo
 from a2a_wire.server._limits import RateLimiter, StreamCounter, retry_after_header
 from a2a_wire.server._methods import parse_extensions
+from a2a_wire.server._report import ERROR_CODES_KEY
 from a2a_wire.server._settings import ServerSettings
 from a2a_wire.server._skills import SkillSet
 from a2a_wire.types import AgentCard
@@ -62,7 +63,9 @@ def _refusal(status: int, reason: str, message: str, metadata: dict[str, str]) -
         info["metadata"] = metadata
     error = InvalidRequestError(message, data=[info])
     body = codec.dumps(_jsonrpc.error(None, error))
-    return web.Response(body=body, status=status, content_type="application/json")
+    response = web.Response(body=body, status=status, content_type="application/json")
+    response[ERROR_CODES_KEY] = (error.code,)
+    return response
 
 
 def too_many(wait: float, what: str) -> web.Response:

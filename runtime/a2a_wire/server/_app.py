@@ -77,6 +77,7 @@ from a2a_wire.server._methods import (
     call_unary,
     check_version,
 )
+from a2a_wire.server._report import CLIENT_ID_KEY, ERROR_CODES_KEY, error_codes
 from a2a_wire.server._settings import ServerSettings
 from a2a_wire.server._skills import SkillRouter, SkillSet
 from a2a_wire.server._streaming import stream_error, stream_events
@@ -105,7 +106,9 @@ EXTENSIONS_HEADER = "A2A-Extensions"
 
 
 def _json(value: Any, status: int = 200) -> web.Response:
-    return web.Response(body=codec.dumps(value), status=status, content_type="application/json")
+    response = web.Response(body=codec.dumps(value), status=status, content_type="application/json")
+    response[ERROR_CODES_KEY] = error_codes(value)
+    return response
 
 
 def _error(exc: ProtocolError, status: int = 200) -> web.Response:
@@ -132,6 +135,7 @@ class _RPCEndpoint:
         info = await self.admission.admit(request)  # authentication and rate limits first
         if isinstance(info, web.Response):
             return info
+        request[CLIENT_ID_KEY] = info.client_id
         if request.content_type not in JSON_TYPES or hdrs.CONTENT_TYPE not in request.headers:
             got = request.headers.get(hdrs.CONTENT_TYPE, "")[:100]
             refused = ContentTypeNotSupportedError(
