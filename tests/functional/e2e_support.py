@@ -15,8 +15,11 @@ import socket
 import subprocess
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
+
+from aiohttp import web
 
 from a2a_wire.server import AgentExecutor, EventQueue, RequestContext, TaskUpdater
 
@@ -52,6 +55,66 @@ def cli(
         env=env or environment(),
         stdin=subprocess.DEVNULL,
     )
+
+
+async def cli_async(*args: str, stdin: bytes = b"", timeout: float = 60.0) -> tuple[int, str, str]:
+    """Run ``a2a-wire ARGS`` without blocking the event loop (which may serve a fake agent).
+
+    Returns:
+        The exit code, stdout and stderr.
+    """
+    proc = await asyncio.create_subprocess_exec(
+        PYTHON,
+        "-m",
+        "a2a_wire",
+        *args,
+        stdin=asyncio.subprocess.PIPE,
+        stdout=asyncio.subprocess.PIPE,
+        stderr=asyncio.subprocess.PIPE,
+        env=environment(),
+    )
+    try:
+        out, err = await asyncio.wait_for(proc.communicate(stdin), timeout)
+    finally:
+        if proc.returncode is None:
+            proc.kill()
+            await proc.wait()
+    assert proc.returncode is not None
+    return proc.returncode, out.decode(), err.decode()
+
+
+def fake_agent(answer: Callable[[str, dict[str, Any]], dict[str, Any]]) -> web.Application:
+    """A scripted agent for the CLI: a card, and ``answer(method, params)`` as each result.
+
+    Args:
+        answer: The JSON-RPC ``result`` for a call (ProtoJSON); it may record the params.
+    """
+
+    async def card(request: web.Request) -> web.Response:
+        base = str(request.url.origin())
+        interface = {"url": f"{base}/rpc", "protocolBinding": "JSONRPC", "protocolVersion": "1.0"}
+        return web.json_response(
+            {
+                "name": "fake",
+                "description": "a scripted agent",
+                "version": "1",
+                "supportedInterfaces": [interface],
+                "capabilities": {},
+                "defaultInputModes": ["text/plain"],
+                "defaultOutputModes": ["text/plain"],
+                "skills": [],
+            }
+        )
+
+    async def rpc(request: web.Request) -> web.Response:
+        call = await request.json()
+        result = answer(call["method"], call.get("params", {}))
+        return web.json_response({"jsonrpc": "2.0", "id": call["id"], "result": result})
+
+    app = web.Application(client_max_size=64 * 1024 * 1024)
+    app.router.add_get("/.well-known/agent-card.json", card)
+    app.router.add_post("/rpc", rpc)
+    return app
 
 
 def cli_start(*args: str, env: dict[str, str] | None = None) -> subprocess.Popen[str]:

@@ -104,13 +104,20 @@ def serve(
 @cli.command("hash-secret")
 @click.option(
     "--secret",
-    prompt="Secret",
-    hide_input=True,
-    confirmation_prompt=True,
-    help="The token or API key (asked for when omitted; read from stdin when piped).",
+    help="The token or API key (else asked for on a terminal, or one line read from a pipe).",
 )
-def hash_secret_command(secret: str) -> None:
-    """Print the scrypt hash of a client credential for [[clients]] token_hash/api_key_hash."""
+def hash_secret_command(secret: str | None) -> None:
+    """Print the scrypt hash of a client credential for [[clients]] token_hash/api_key_hash.
+
+    Without --secret, the secret is asked for twice, hidden, on a terminal; from a pipe
+    (``echo "$TOKEN" | a2a-wire hash-secret``) its first line is read, without its line end.
+    """
+    if secret is None:
+        stdin = click.get_text_stream("stdin")
+        if stdin.isatty():
+            secret = click.prompt("Secret", hide_input=True, confirmation_prompt=True)
+        else:
+            secret = stdin.readline().rstrip("\r\n")
     if not secret:
         raise click.BadParameter("must not be empty", param_hint="--secret")
     click.echo(hash_secret(secret))

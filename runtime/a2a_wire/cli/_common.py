@@ -10,8 +10,13 @@ Exit codes (README.md, "Exit codes"):
 4    protocol: the agent answered with an A2A/JSON-RPC error, or with something that is not A2A
 5    task failed: the task ended FAILED, REJECTED or CANCELED (``send``, ``subscribe``)
 6    configuration: the ``serve`` configuration file is invalid (nothing was started)
-130  interrupted (Ctrl-C)
+7    task not settled: ``send`` (without ``--no-wait``) or ``subscribe`` left the task
+     SUBMITTED or WORKING, or in a state this client does not know
+130  interrupted (Ctrl-C); ``serve`` stopped by a second signal: 130 (SIGINT), 143 (SIGTERM)
 ===  ==========================================================================================
+
+``send`` and ``subscribe`` exit 0 when the task is COMPLETED, INPUT_REQUIRED or AUTH_REQUIRED,
+or the agent answered with a message; ``send --no-wait`` also when the task is still running.
 
 Errors go to stderr as ``error: <name> (<code>): <message>`` (the code only for A2A/JSON-RPC
 errors), or with ``--json`` as one ``{"error": {...}}`` object. Messages never contain a
@@ -57,6 +62,7 @@ __all__ = [
     "EXIT_CONNECTION",
     "EXIT_PROTOCOL",
     "EXIT_TASK_FAILED",
+    "EXIT_TASK_UNSETTLED",
     "EXIT_USAGE",
     "ClientOptions",
     "client_command",
@@ -69,6 +75,7 @@ EXIT_CONNECTION = 3
 EXIT_PROTOCOL = 4
 EXIT_TASK_FAILED = 5
 EXIT_CONFIG = 6
+EXIT_TASK_UNSETTLED = 7
 EXIT_INTERRUPTED = 130
 TOKEN_VARIABLE = "A2A_WIRE_TOKEN"
 
