@@ -10,6 +10,7 @@
 from __future__ import annotations
 
 import asyncio
+import sys
 from pathlib import Path
 
 import click
@@ -113,11 +114,10 @@ def hash_secret_command(secret: str | None) -> None:
     (``echo "$TOKEN" | a2a-wire hash-secret``) its first line is read, without its line end.
     """
     if secret is None:
-        stdin = click.get_text_stream("stdin")
-        if stdin.isatty():
+        if sys.stdin.isatty():
             secret = click.prompt("Secret", hide_input=True, confirmation_prompt=True)
         else:
-            secret = stdin.readline().rstrip("\r\n")
+            secret = sys.stdin.readline().rstrip("\r\n")
     if not secret:
         raise click.BadParameter("must not be empty", param_hint="--secret")
     click.echo(hash_secret(secret))

@@ -10,6 +10,7 @@ from __future__ import annotations
 import datetime
 import json
 import mimetypes
+import sys
 import uuid
 from pathlib import Path
 from typing import Any
@@ -156,7 +157,7 @@ def _text(text: str | None, text_file: Path | None) -> str:
     source = text_file if text_file is not None and str(text_file) != "-" else None
     where = str(source) if source is not None else "standard input"
     try:
-        raw = source.read_bytes() if source else click.get_binary_stream("stdin").read()
+        raw = source.read_bytes() if source else sys.stdin.buffer.read()
         return raw.decode("utf-8")
     except OSError as exc:
         raise click.BadParameter(
