@@ -83,16 +83,19 @@ async def cli_async(*args: str, stdin: bytes = b"", timeout: float = 60.0) -> tu
     return proc.returncode, out.decode(), err.decode()
 
 
-def fake_agent(answer: Callable[[str, dict[str, Any]], dict[str, Any]]) -> web.Application:
+def fake_agent(
+    answer: Callable[[str, dict[str, Any]], dict[str, Any]], rpc_url: str = ""
+) -> web.Application:
     """A scripted agent for the CLI: a card, and ``answer(method, params)`` as each result.
 
     Args:
         answer: The JSON-RPC ``result`` for a call (ProtoJSON); it may record the params.
+        rpc_url: The JSON-RPC URL the card names; ``/rpc`` of the card's own origin by default.
     """
 
     async def card(request: web.Request) -> web.Response:
-        base = str(request.url.origin())
-        interface = {"url": f"{base}/rpc", "protocolBinding": "JSONRPC", "protocolVersion": "1.0"}
+        url = rpc_url or f"{request.url.origin()}/rpc"
+        interface = {"url": url, "protocolBinding": "JSONRPC", "protocolVersion": "1.0"}
         return web.json_response(
             {
                 "name": "fake",

@@ -42,3 +42,16 @@ async def test_a_direct_message_reply_exits_0(aiohttp_server: Any) -> None:
     server = await aiohttp_server(fake_agent(lambda method, params: reply))
     returncode, out, err = await cli_async("send", str(server.make_url("/")), "hi")
     assert (returncode, "hello" in out) == (0, True), err
+
+
+async def test_the_address_guard_speaks_of_the_cli_options(aiohttp_server: Any) -> None:
+    # The card sends the client on to another loopback address than the one typed.
+    agent = fake_agent(
+        lambda method, params: _task("TASK_STATE_COMPLETED"), "http://127.0.0.2:9/rpc"
+    )
+    server = await aiohttp_server(agent)
+    returncode, _, err = await cli_async("send", str(server.make_url("/")), "hi")
+    assert returncode == 3
+    assert err.startswith("error: AddressNotAllowedError: ") and "127.0.0.2" in err, err
+    assert "use --allow HOST (or --allow-private)" in err
+    assert "ClientSettings" not in err

@@ -36,7 +36,7 @@ from typing import Any, ParamSpec, TypeVar
 import click
 import yarl
 
-from a2a_wire import __version__, codec
+from a2a_wire import __version__, codec, netguard
 from a2a_wire.cli._output import clean
 from a2a_wire.client._client import A2AClient, ClientSettings
 from a2a_wire.client._credentials import (
@@ -232,6 +232,17 @@ def _error_code(exc: BaseException) -> int:
     return EXIT_PROTOCOL
 
 
+def _guard_message(exc: AddressNotAllowedError) -> str:
+    """The guard's refusal told in the CLI's terms: ``--allow``, not ``ClientSettings.allow``.
+
+    The client's message ends with advice for Python callers; the CLI gives the reason the guard
+    found (the error's cause) and then its own options.
+    """
+    cause = exc.__cause__
+    reason = str(cause) if isinstance(cause, netguard.AddressGuardError) else str(exc)
+    return f"{reason}; use --allow HOST (or --allow-private) for an agent on a private address"
+
+
 def print_error(exc: A2AError, json_output: bool) -> None:
     """Write ``exc`` to stderr: name, JSON-RPC code when it has one, message.
 
@@ -242,6 +253,8 @@ def print_error(exc: A2AError, json_output: bool) -> None:
     name = type(exc).__name__
     code = exc.code if isinstance(exc, ProtocolError) else None
     message = exc.message if isinstance(exc, ProtocolError) else str(exc)
+    if isinstance(exc, AddressNotAllowedError):
+        message = _guard_message(exc)
     if json_output:
         error: dict[str, Any] = {"name": name, "message": message}
         if code is not None:
@@ -251,10 +264,7 @@ def print_error(exc: A2AError, json_output: bool) -> None:
         return
     label = f"{name} ({code})" if code is not None else name
     message = clean(message)  # an agent's text: no terminal control characters
-    hint = ""
-    if isinstance(exc, AddressNotAllowedError):
-        hint = "\nhint: use --allow HOST or --allow-private for agents on private addresses"
-    click.echo(f"error: {label}: {message}{hint}", err=True)
+    click.echo(f"error: {label}: {message}", err=True)
 
 
 def client_command(func: Callable[P, Coroutine[Any, Any, int]]) -> Callable[P, None]:

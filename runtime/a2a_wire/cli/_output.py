@@ -40,7 +40,7 @@ from a2a_wire.types import (
     Timestamp,
 )
 
-__all__ = ["Printer", "TaskView", "clean", "state_name"]
+__all__ = ["Printer", "TaskView", "clean", "count", "progress_line", "state_name"]
 
 _PIPE_WIDTH = 160
 _CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]")
@@ -57,6 +57,11 @@ _STYLES = {
 def clean(text: str) -> str:
     """``text`` without terminal control characters (newlines and tabs are kept)."""
     return _CONTROL.sub("", text)
+
+
+def count(number: int, noun: str) -> str:
+    """``1 task``, ``2 tasks``, ``0 tasks``."""
+    return f"{number} {noun}" if number == 1 else f"{number} {noun}s"
 
 
 def state_name(state: TaskState | None) -> str:
@@ -239,6 +244,14 @@ def event_line(event: StreamResponse) -> Text:
     return Text("(empty event)", style="dim")
 
 
+def progress_line(view: TaskView, spent: float) -> str:
+    """The live line of a stream: the state (once known), the events so far, the time spent."""
+    if view.events == 0:
+        return f"waiting for the agent · {spent:.1f}s"
+    what = state_name(view.state) if view.state is not None else "answered"
+    return f"{what} · {count(view.events, 'event')} · {spent:.1f}s"
+
+
 class Printer:
     """Writes a command's results, human-readable or as ProtoJSON lines.
 
@@ -300,9 +313,7 @@ class Printer:
         start = time.monotonic()
 
         def line() -> RenderableType:
-            spent = time.monotonic() - start
-            text = f"{state_name(view.state)} · {view.events} events · {spent:.1f}s"
-            return Spinner("dots", Text(text))
+            return Spinner("dots", Text(progress_line(view, time.monotonic() - start)))
 
         with Live(console=self.out, transient=True, get_renderable=line, refresh_per_second=10):
             yield
@@ -361,6 +372,10 @@ class Printer:
         if self.json:
             self.value(page)
             return
+        more = f"; next page: --page-token {page.next_page_token}" if page.next_page_token else ""
+        if not page.tasks:
+            self.show(Text(f"no tasks{more}", style="dim"))
+            return
         table = Table("task", "state", "updated", "context", show_edge=False)
         for task in page.tasks:
             status = task.status
@@ -370,10 +385,8 @@ class Printer:
                 _when(status.timestamp if status is not None else None),
                 Text(clean(task.context_id)),
             )
-        more = f"; next page: --page-token {page.next_page_token}" if page.next_page_token else ""
-        self.show(
-            Group(table, Text(f"{len(page.tasks)} of {page.total_size} tasks{more}", style="dim"))
-        )
+        summary = f"{len(page.tasks)} of {count(page.total_size, 'task')}{more}"
+        self.show(Group(table, Text(summary, style="dim")))
 
     def push_config(self, config: TaskPushNotificationConfig) -> None:
         """Write one push notification config (the token and credentials are not shown)."""

@@ -353,7 +353,13 @@ async def _storage(app: web.Application) -> AsyncIterator[None]:
     store = app[STORE_KEY]
     failed = await store.open()
     if failed:
-        log.warning("%d tasks interrupted by a restart were marked failed", len(failed))
+        one = len(failed) == 1
+        log.warning(
+            "%d %s interrupted by a restart %s marked failed",
+            len(failed),
+            "task" if one else "tasks",
+            "was" if one else "were",
+        )
     try:
         yield
     finally:
