@@ -10,7 +10,7 @@ from e2e_support import ShoutAgent, cli, environment, free_port, write_config
 from hypothesis import given
 from hypothesis import strategies as st
 
-from a2a_wire.cli._app import build_card
+from a2a_wire.cli._app import build_card, build_store
 from a2a_wire.cli._skills import DelegateSkill, EchoSkill
 from a2a_wire.cli.config import ConfigError, default_data_dir, load
 from a2a_wire.cli.config._lines import key_lines, line_of
@@ -400,3 +400,21 @@ def test_an_executor_module_that_fails_to_import_is_a_configuration_error(
         f"KeyError: 'BROKEN_INIT_15_UNSET' at {tmp_path / 'broken_init_15.py'}:6"
     )
     assert "Traceback" not in result.stderr
+
+
+def test_page_token_key_is_owner_only_when_made_and_when_replaced(tmp_path: Path) -> None:
+    data = tmp_path / "data"
+    config = load(None, data_dir=str(data))
+    build_store(config)
+    key_file = data / "page-token.key"
+    assert key_file.stat().st_mode & 0o777 == 0o600
+    made = key_file.read_bytes()
+    assert len(made) == 32
+    build_store(config)
+    assert key_file.read_bytes() == made  # kept across starts
+    key_file.write_bytes(b"short")  # unusable: replaced at the next start
+    key_file.chmod(0o644)
+    build_store(config)
+    assert key_file.stat().st_mode & 0o777 == 0o600
+    assert len(key_file.read_bytes()) == 32 and key_file.read_bytes() != made
+    assert sorted(p.name for p in data.iterdir()) == ["page-token.key"]  # no spare file left
