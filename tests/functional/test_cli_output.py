@@ -8,13 +8,13 @@ from hypothesis import strategies as st
 
 from a2a_wire.cli._output import (
     Printer,
-    TaskView,
     clean,
     count,
     event_line,
     progress_line,
     state_name,
 )
+from a2a_wire.cli._view import TaskView
 from a2a_wire.types import (
     Artifact,
     ListTasksResponse,

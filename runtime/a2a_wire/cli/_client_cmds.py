@@ -24,7 +24,8 @@ from a2a_wire.cli._common import (
     client_command,
     client_options,
 )
-from a2a_wire.cli._output import Printer, TaskView
+from a2a_wire.cli._output import Printer
+from a2a_wire.cli._view import TaskView
 from a2a_wire.client._client import A2AClient, EventStream
 from a2a_wire.types import (
     CancelTaskRequest,
