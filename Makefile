@@ -3,6 +3,9 @@ PYTHON ?= python3
 VENV ?= .venv
 BIN := $(VENV)/bin
 PY := $(BIN)/python
+# Stands for "the venv has the package and its test tools": every target that runs a tool from
+# the venv depends on it, so each works on a fresh clone (made again when pyproject.toml changes).
+INSTALLED := $(VENV)/.installed
 PROTO := fixtures/a2a.proto
 GENERATED := generated/__init__.py generated/types.py generated/methods.py generated/_support.py generated/_values.py
 CODEGEN_SOURCES := $(wildcard codegen/*.py codegen/support/*.py codegen/templates/*.j2)
@@ -18,6 +21,11 @@ $(PY):
 # import hook it cannot). Re-run after adding a module; `make test` always does.
 install: $(PY)
 	$(PY) -m pip install -q -e ".[test]" --config-settings editable_mode=strict
+	@touch $(INSTALLED)
+
+$(INSTALLED): pyproject.toml | $(PY)
+	$(PY) -m pip install -q -e ".[test]" --config-settings editable_mode=strict
+	@touch $@
 
 # The main job: install the package (editable, as `install` does) with its command line (the
 # cli extra, not the test tools) and run `a2a-wire serve` on the embedded default
@@ -33,31 +41,31 @@ proto:
 $(PROTO):
 	$(PYTHON) -m codegen.fetch_proto --out $(PROTO)
 
-$(GENERATED) &: $(PROTO) $(CODEGEN_SOURCES)
+$(GENERATED) &: $(PROTO) $(CODEGEN_SOURCES) | $(INSTALLED)
 	$(PY) -m codegen --proto $(PROTO) --out generated
 
-generate: proto
+generate: proto $(INSTALLED)
 	$(PY) -m codegen --proto $(PROTO) --out generated
 
-check-generated: proto
+check-generated: proto $(INSTALLED)
 	@tmp=$$(mktemp -d) && $(PY) -m codegen --proto $(PROTO) --out $$tmp \
 	  && diff -r --exclude=__pycache__ $$tmp generated && rm -rf $$tmp \
 	  && echo "generated/ is up to date"
 
 # docs/interop.md holds the outcomes of the interop tests (tests/interop/). `make test` only
 # compares it with what they find (tests/interop/test_table.py); this target writes it.
-interop-table: proto
+interop-table: proto $(INSTALLED)
 	$(BIN)/pytest -q -p no:cacheprovider tests/interop --write-interop-table
 
-fmt:
+fmt: $(INSTALLED)
 	$(BIN)/ruff format $(SRC)
 	$(BIN)/ruff check --fix $(SRC)
 
-lint:
+lint: $(INSTALLED)
 	$(BIN)/ruff format --check $(SRC)
 	$(BIN)/ruff check $(SRC)
 
-typecheck:
+typecheck: $(INSTALLED)
 	$(BIN)/mypy -p a2a_wire -p codegen
 
 check: lint typecheck check-generated

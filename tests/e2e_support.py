@@ -7,6 +7,7 @@ still running). CLI commands run as ``python -m a2a_wire`` with the venv's inter
 
 from __future__ import annotations
 
+import asyncio
 import json
 import os
 import signal
@@ -14,8 +15,11 @@ import socket
 import subprocess
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
+
+from aiohttp import web
 
 from a2a_wire.server import AgentExecutor, EventQueue, RequestContext, TaskUpdater
 
@@ -51,6 +55,69 @@ def cli(
         env=env or environment(),
         stdin=subprocess.DEVNULL,
     )
+
+
+async def cli_async(*args: str, stdin: bytes = b"", timeout: float = 60.0) -> tuple[int, str, str]:
+    """Run ``a2a-wire ARGS`` without blocking the event loop (which may serve a fake agent).
+
+    Returns:
+        The exit code, stdout and stderr.
+    """
+    proc = await asyncio.create_subprocess_exec(
+        PYTHON,
+        "-m",
+        "a2a_wire",
+        *args,
+        stdin=asyncio.subprocess.PIPE,
+        stdout=asyncio.subprocess.PIPE,
+        stderr=asyncio.subprocess.PIPE,
+        env=environment(),
+    )
+    try:
+        out, err = await asyncio.wait_for(proc.communicate(stdin), timeout)
+    finally:
+        if proc.returncode is None:
+            proc.kill()
+            await proc.wait()
+    assert proc.returncode is not None
+    return proc.returncode, out.decode(), err.decode()
+
+
+def fake_agent(
+    answer: Callable[[str, dict[str, Any]], dict[str, Any]], rpc_url: str = ""
+) -> web.Application:
+    """A scripted agent for the CLI: a card, and ``answer(method, params)`` as each result.
+
+    Args:
+        answer: The JSON-RPC ``result`` for a call (ProtoJSON); it may record the params.
+        rpc_url: The JSON-RPC URL the card names; ``/rpc`` of the card's own origin by default.
+    """
+
+    async def card(request: web.Request) -> web.Response:
+        url = rpc_url or f"{request.url.origin()}/rpc"
+        interface = {"url": url, "protocolBinding": "JSONRPC", "protocolVersion": "1.0"}
+        return web.json_response(
+            {
+                "name": "fake",
+                "description": "a scripted agent",
+                "version": "1",
+                "supportedInterfaces": [interface],
+                "capabilities": {},
+                "defaultInputModes": ["text/plain"],
+                "defaultOutputModes": ["text/plain"],
+                "skills": [],
+            }
+        )
+
+    async def rpc(request: web.Request) -> web.Response:
+        call = await request.json()
+        result = answer(call["method"], call.get("params", {}))
+        return web.json_response({"jsonrpc": "2.0", "id": call["id"], "result": result})
+
+    app = web.Application(client_max_size=64 * 1024 * 1024)
+    app.router.add_get("/.well-known/agent-card.json", card)
+    app.router.add_post("/rpc", rpc)
+    return app
 
 
 def cli_start(*args: str, env: dict[str, str] | None = None) -> subprocess.Popen[str]:
@@ -177,3 +244,26 @@ class ShoutAgent(AgentExecutor):
 def make_shout(suffix: str = "!") -> ShoutAgent:
     """A factory executor reference (``e2e_support:make_shout``)."""
     return ShoutAgent(suffix)
+
+
+class StubbornAgent(AgentExecutor):
+    """An agent that ignores cancellation (``e2e_support:StubbornAgent``), for the stop tests.
+
+    Args:
+        marker: A file it writes the task id to once the task is WORKING; the test waits for it.
+    """
+
+    def __init__(self, marker: str) -> None:
+        self.marker = Path(marker)
+
+    async def execute(self, context: RequestContext, events: EventQueue) -> None:
+        await TaskUpdater(events, context).start_work()
+        self.marker.write_text(context.task_id, encoding="utf-8")
+        while True:
+            try:
+                await asyncio.sleep(3600)
+            except asyncio.CancelledError:
+                continue  # deliberately ignored
+
+    async def cancel(self, context: RequestContext, events: EventQueue) -> None:
+        """Does nothing: the run goes on."""

@@ -11,8 +11,9 @@ import pytest
 from server_support import envelope, message, post, send_params
 
 from a2a_wire.cli._app import build_app
-from a2a_wire.cli._logging import JSONFormatter, RequestLog, TextFormatter
+from a2a_wire.cli._logging import JSONFormatter, RequestLog, TextFormatter, configure_logging
 from a2a_wire.cli.config import load
+from a2a_wire.server.store import SQLiteTaskStore
 
 
 @pytest.fixture
@@ -68,6 +69,47 @@ async def test_one_line_per_request(
     assert all("very-secret-token" not in json.dumps(f) for f in lines)
 
 
+async def test_lines_name_the_error_code_the_client_and_the_remote_address(
+    aiohttp_client: Any,
+    tmp_path: Path,
+    caplog: pytest.LogCaptureFixture,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setenv("LOG_TEST_ALICE_TOKEN", "alice-token")
+    path = tmp_path / "clients.toml"
+    path.write_text(
+        '[server]\nstorage = "memory"\n\n[[skills]]\nexecutor = "echo"\n\n'
+        '[[clients]]\nid = "alice"\ntoken_env = "LOG_TEST_ALICE_TOKEN"\n',
+        encoding="utf-8",
+    )
+    app, _ = build_app(load(path))
+    client = await aiohttp_client(app)
+    caplog.set_level(logging.INFO, logger="a2a_wire.access")
+    alice = {"Authorization": "Bearer alice-token"}
+    await post(client, envelope("ListTasks", {}), headers=alice)
+    await post(client, envelope("GetTask", {"id": "missing"}), headers=alice)
+    batch = [envelope("GetTask", {"id": "missing"}, 1), envelope("NoSuchMethod", {}, 2)]
+    await post(client, [*batch, envelope("ListTasks", {}, 3)], headers=alice)
+    stream = await post(client, envelope("SubscribeToTask", {"id": "missing"}), headers=alice)
+    await stream.read()
+    await post(client, b"{not json", headers=alice)
+    await post(client, envelope("ListTasks", {}), headers={"Authorization": "Bearer wrong"})
+    await client.get("/nowhere")
+    lines = _lines(caplog)
+    assert [(f["method"], f.get("error"), f.get("client")) for f in lines] == [
+        ("ListTasks", None, "alice"),
+        ("GetTask", -32001, "alice"),
+        ("batch[3]", "-32001,-32601", "alice"),
+        ("SubscribeToTask", -32001, "alice"),
+        ("?", -32700, "alice"),
+        ("?", -32600, None),  # refused before the body is read: 401, nobody authenticated
+        ("GET", -32600, None),
+    ]
+    assert lines[5]["status"] == 401
+    assert all(f["remote"] == "127.0.0.1" for f in lines)
+    assert "alice-token" not in caplog.text
+
+
 async def test_follow_up_and_push_methods_name_their_task(
     served: tuple[Any, RequestLog], caplog: pytest.LogCaptureFixture
 ) -> None:
@@ -112,3 +154,34 @@ def test_json_format_is_one_object() -> None:
         "method": "ListTasks",
         "status": 200,
     }
+
+
+@pytest.fixture
+def restore_logging() -> Any:
+    """Put the root logger and the loggers configure_logging touches back as they were."""
+    root = logging.getLogger()
+    names = ("a2a_wire.serve", "aiosqlite", "aiohttp.access")
+    saved = (list(root.handlers), root.level, [logging.getLogger(n).level for n in names])
+    yield
+    for handler in list(root.handlers):
+        root.removeHandler(handler)
+    for handler in saved[0]:
+        root.addHandler(handler)
+    root.setLevel(saved[1])
+    for name, level in zip(names, saved[2], strict=True):
+        logging.getLogger(name).setLevel(level)
+    logging.getLogger("aiohttp.access").disabled = False
+
+
+@pytest.mark.parametrize("sql", [False, True])
+async def test_debug_leaves_out_the_sql_lines_unless_asked(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], restore_logging: None, sql: bool
+) -> None:
+    configure_logging("debug", "text", sql=sql)
+    logging.getLogger("a2a_wire.server").debug("a debug line of our own")
+    store = SQLiteTaskStore(tmp_path / "tasks.sqlite3")
+    await store.open()
+    await store.close()
+    err = capsys.readouterr().err
+    assert "a debug line of our own" in err
+    assert ("logger=aiosqlite" in err) is sql

@@ -6,9 +6,18 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from a2a_wire.cli._output import Printer, TaskView, clean, event_line, state_name
+from a2a_wire.cli._output import (
+    Printer,
+    clean,
+    count,
+    event_line,
+    progress_line,
+    state_name,
+)
+from a2a_wire.cli._view import TaskView
 from a2a_wire.types import (
     Artifact,
+    ListTasksResponse,
     Message,
     Part,
     Role,
@@ -111,3 +120,38 @@ def test_printer_json_is_protojson_lines(capsys: pytest.CaptureFixture[str]) -> 
     lines = capsys.readouterr().out.splitlines()
     assert lines[0] == '{"id":"t","contextId":"c","status":{"state":"TASK_STATE_WORKING"}}'
     assert lines[1].startswith('{"artifactUpdate":{"taskId":"t"')
+
+
+def test_counts_and_the_progress_line() -> None:
+    assert (count(0, "task"), count(1, "task"), count(2, "config")) == (
+        "0 tasks",
+        "1 task",
+        "2 configs",
+    )
+    view = TaskView()
+    assert progress_line(view, 0.3) == "waiting for the agent · 0.3s"  # no "unknown · 0 events"
+    view.apply(
+        StreamResponse(
+            task=Task(id="t", context_id="c", status=TaskStatus(state=TaskState.WORKING))
+        )
+    )
+    assert progress_line(view, 1.0) == "working · 1 event · 1.0s"
+    view.apply(_chunk("x", append=False))
+    assert progress_line(view, 2.0) == "working · 2 events · 2.0s"
+    reply = TaskView()
+    reply.apply(
+        StreamResponse(message=Message(message_id="m", role=Role.AGENT, parts=[Part(text="hi")]))
+    )
+    assert progress_line(reply, 0.5) == "answered · 1 event · 0.5s"
+
+
+def test_task_list_summary(capsys: pytest.CaptureFixture[str]) -> None:
+    printer = Printer(json_output=False)
+    printer.task_list(ListTasksResponse(tasks=[], next_page_token="", page_size=50, total_size=0))
+    assert capsys.readouterr().out == "no tasks\n"
+    one = Task(id="t-1", context_id="c-1", status=TaskStatus(state=TaskState.COMPLETED))
+    printer.task_list(
+        ListTasksResponse(tasks=[one], next_page_token="", page_size=50, total_size=1)
+    )
+    out = capsys.readouterr().out
+    assert "t-1" in out and out.endswith("1 of 1 task\n")

@@ -71,3 +71,31 @@ def test_installed_wheel_imports_without_the_checkout(wheel: Path, tmp_path: Pat
     printed, location = out.stdout.split()
     assert printed == '{"text":"ok"}'
     assert location.startswith(str(target))
+
+
+def _phony_targets() -> list[str]:
+    makefile = (PROJECT / "Makefile").read_text(encoding="utf-8")
+    line = next(line for line in makefile.splitlines() if line.startswith(".PHONY:"))
+    return line.removeprefix(".PHONY:").split()
+
+
+@pytest.mark.parametrize("target", _phony_targets())
+def test_every_make_target_makes_the_venv_it_uses(tmp_path: Path, target: str) -> None:
+    # A dry run (make -n) on a fresh clone's state: the venv does not exist yet.
+    venv = tmp_path / "venv"
+    dry = subprocess.run(
+        ["make", "-n", "-C", str(PROJECT), target, f"VENV={venv}", "PYTHON=python3"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=True,
+    )
+    lines = dry.stdout.splitlines()
+    uses = [i for i, line in enumerate(lines) if f"{venv}/bin/" in line]
+    if not uses:
+        return  # e.g. clean, proto: nothing from the venv
+    made = [i for i, line in enumerate(lines) if f"-m venv {venv}" in line]
+    assert made and made[0] < uses[0], lines
+    tools = [i for i in uses if " -m pip " not in lines[i]]  # codegen, ruff, mypy, pytest, ...
+    installed = [i for i, line in enumerate(lines) if " -m pip install -q -e " in line]
+    assert not tools or (installed and installed[0] < tools[0]), lines

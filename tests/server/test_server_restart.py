@@ -41,6 +41,15 @@ async def test_running_tasks_fail_with_a_restart_message(
     assert task["status"]["message"]["parts"][0]["text"] == RESTART_MESSAGE
 
 
+async def test_the_recovery_line_counts_in_words(
+    aiohttp_client: Any, tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    await _seed(tmp_path / "tasks.db", TaskState.WORKING)
+    store = SQLiteTaskStore(tmp_path / "tasks.db")
+    await aiohttp_client(create_app(make_card(), ScriptedAgent(), store=store))
+    assert "1 task interrupted by a restart was marked failed" in caplog.text
+
+
 @pytest.mark.parametrize("state", [TaskState.INPUT_REQUIRED, TaskState.AUTH_REQUIRED])
 async def test_waiting_tasks_survive_and_accept_the_follow_up(
     aiohttp_client: Any, tmp_path: Path, state: TaskState

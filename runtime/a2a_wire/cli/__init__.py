@@ -10,6 +10,7 @@
 from __future__ import annotations
 
 import asyncio
+import sys
 from pathlib import Path
 
 import click
@@ -56,6 +57,12 @@ def cli() -> None:
     help="Overrides [server] log_level.",
 )
 @click.option("--log-format", type=click.Choice(["text", "json"]), help="Overrides [server].")
+@click.option(
+    "--log-sql",
+    is_flag=True,
+    envvar="A2A_WIRE_LOG_SQL",
+    help="With --log-level debug, also log every SQL statement (aiosqlite).",
+)
 @click.option("--check", is_flag=True, help="Check the configuration and exit.")
 def serve(
     config_path: Path | None,
@@ -64,6 +71,7 @@ def serve(
     data_dir: Path | None,
     log_level: str | None,
     log_format: str | None,
+    log_sql: bool,
     check: bool,
 ) -> None:
     """Run the A2A server until SIGTERM or SIGINT."""
@@ -85,7 +93,7 @@ def serve(
         skills = ", ".join(skill.id for skill in config.skills)
         click.echo(f"configuration OK: {config.server.host}:{config.server.port}, skills {skills}")
         return
-    configure_logging(config.server.log_level, config.server.log_format)
+    configure_logging(config.server.log_level, config.server.log_format, sql=log_sql)
     try:
         code = asyncio.run(run_server(config))
     except StartError as exc:
@@ -97,13 +105,19 @@ def serve(
 @cli.command("hash-secret")
 @click.option(
     "--secret",
-    prompt="Secret",
-    hide_input=True,
-    confirmation_prompt=True,
-    help="The token or API key (asked for when omitted; read from stdin when piped).",
+    help="The token or API key (else asked for on a terminal, or one line read from a pipe).",
 )
-def hash_secret_command(secret: str) -> None:
-    """Print the scrypt hash of a client credential for [[clients]] token_hash/api_key_hash."""
+def hash_secret_command(secret: str | None) -> None:
+    """Print the scrypt hash of a client credential for [[clients]] token_hash/api_key_hash.
+
+    Without --secret, the secret is asked for twice, hidden, on a terminal; from a pipe
+    (``echo "$TOKEN" | a2a-wire hash-secret``) its first line is read, without its line end.
+    """
+    if secret is None:
+        if sys.stdin.isatty():
+            secret = click.prompt("Secret", hide_input=True, confirmation_prompt=True)
+        else:
+            secret = sys.stdin.readline().rstrip("\r\n")
     if not secret:
         raise click.BadParameter("must not be empty", param_hint="--secret")
     click.echo(hash_secret(secret))

@@ -99,11 +99,21 @@ def _page_token_key(data_dir: Path) -> bytes:
         key = path.read_bytes()
     except FileNotFoundError:
         key = b""
-    if len(key) < 32:
+    if len(key) < 32:  # missing, or too short to be ours: replaced by a new one
         key = secrets.token_bytes(32)
-        descriptor = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
-        with os.fdopen(descriptor, "wb") as handle:
-            handle.write(key)
+        # A new file, owner-only from its creation, then renamed over the old one (whose mode
+        # an O_TRUNC open would have kept): never a moment with the key readable by others.
+        spare = path.with_name(f".{_KEY_FILE}.{secrets.token_hex(8)}")
+        descriptor = os.open(spare, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+        try:
+            with os.fdopen(descriptor, "wb") as handle:
+                handle.write(key)
+                handle.flush()
+                os.fsync(handle.fileno())
+            os.replace(spare, path)
+        except BaseException:
+            spare.unlink(missing_ok=True)
+            raise
     return key
 
 

@@ -10,14 +10,22 @@ from __future__ import annotations
 import datetime
 import json
 import mimetypes
+import sys
 from pathlib import Path
 from typing import Any
 
 import click
 
 from a2a_wire._protocol.ids import new_uuid
-from a2a_wire.cli._common import EXIT_TASK_FAILED, ClientOptions, client_command, client_options
-from a2a_wire.cli._output import Printer, TaskView
+from a2a_wire.cli._common import (
+    EXIT_TASK_FAILED,
+    EXIT_TASK_UNSETTLED,
+    ClientOptions,
+    client_command,
+    client_options,
+)
+from a2a_wire.cli._output import Printer
+from a2a_wire.cli._view import TaskView
 from a2a_wire.client._client import A2AClient, EventStream
 from a2a_wire.types import (
     CancelTaskRequest,
@@ -36,11 +44,25 @@ from a2a_wire.types import (
 __all__ = ["cancel", "card", "get", "list_tasks", "send", "subscribe"]
 
 _FAILED = frozenset({TaskState.FAILED, TaskState.REJECTED, TaskState.CANCELED})
+_SETTLED = frozenset({TaskState.COMPLETED, TaskState.INPUT_REQUIRED, TaskState.AUTH_REQUIRED})
 _STATE_NAMES = {s.value.removeprefix("TASK_STATE_").lower().replace("_", "-"): s for s in TaskState}
 
 
-def _outcome(state: TaskState | None) -> int:
-    return EXIT_TASK_FAILED if state in _FAILED else 0
+def _outcome(state: TaskState | None, *, waited: bool = True) -> int:
+    """The exit code for a task last seen in ``state`` (see the table in ``_common``).
+
+    Args:
+        state: The task's state; ``None`` when it has none.
+        waited: Whether the command waited for the task to settle (not ``--no-wait``). A
+            blocking call returns once the task is terminal or interrupted (spec 3.1.1); a task
+            still SUBMITTED or WORKING then (the server stopped mid-task), or in a state this
+            client does not know, is not a success.
+    """
+    if state in _FAILED:
+        return EXIT_TASK_FAILED
+    if state in _SETTLED or not waited:
+        return 0
+    return EXIT_TASK_UNSETTLED
 
 
 def _json_value(text: str, option: str) -> Any:
@@ -125,9 +147,37 @@ async def card(url: str, extended: bool, opts: ClientOptions) -> int:
     return 0
 
 
+def _text(text: str | None, text_file: Path | None) -> str:
+    """The message text: TEXT, standard input for ``-``, or the content of ``--text-file``."""
+    if text is not None and text_file is not None:
+        raise click.UsageError("give TEXT or --text-file, not both")
+    if text is None and text_file is None:
+        raise click.UsageError("missing TEXT (or - to read standard input, or --text-file FILE)")
+    if text is not None and text != "-":
+        return text
+    source = text_file if text_file is not None and str(text_file) != "-" else None
+    where = str(source) if source is not None else "standard input"
+    try:
+        raw = source.read_bytes() if source else sys.stdin.buffer.read()
+        return raw.decode("utf-8")
+    except OSError as exc:
+        raise click.BadParameter(
+            f"cannot read {where}: {exc.strerror}", param_hint="TEXT"
+        ) from None
+    except UnicodeDecodeError as exc:
+        raise click.BadParameter(
+            f"{where} is not UTF-8 text: {exc.reason}", param_hint="TEXT"
+        ) from None
+
+
 @click.command()
 @click.argument("url")
-@click.argument("text")
+@click.argument("text", required=False)
+@click.option(
+    "--text-file",
+    type=click.Path(dir_okay=False, allow_dash=True, path_type=Path),
+    help="Read the text from this file instead of TEXT ('-': standard input).",
+)
 @click.option("--context-id", help="Continue this conversation.")
 @click.option("--task-id", help="Continue this task (e.g. one waiting for input).")
 @click.option("--stream", is_flag=True, help="Stream the task's events as they happen.")
@@ -147,7 +197,8 @@ async def card(url: str, extended: bool, opts: ClientOptions) -> int:
 @client_command
 async def send(
     url: str,
-    text: str,
+    text: str | None,
+    text_file: Path | None,
     context_id: str | None,
     task_id: str | None,
     stream: bool,
@@ -159,11 +210,15 @@ async def send(
     history: int | None,
     opts: ClientOptions,
 ) -> int:
-    """Send TEXT to the agent at URL and show the answer."""
+    """Send TEXT to the agent at URL and show the answer.
+
+    TEXT ``-`` reads the text from standard input (for long texts: a command-line argument is
+    limited to 128 KiB), as does ``--text-file FILE``; the text is sent exactly as read.
+    """
     if stream and no_wait:
         raise click.UsageError("--stream and --no-wait do not go together")
     request = _request(
-        text,
+        _text(text, text_file),
         context_id=context_id,
         task_id=task_id,
         data=data,
@@ -189,7 +244,7 @@ async def send(
     if answer.task is None:
         return 0
     status = answer.task.status
-    return _outcome(status.state if status is not None else None)
+    return _outcome(status.state if status is not None else None, waited=not no_wait)
 
 
 @click.command()

@@ -10,8 +10,13 @@ Exit codes (README.md, "Exit codes"):
 4    protocol: the agent answered with an A2A/JSON-RPC error, or with something that is not A2A
 5    task failed: the task ended FAILED, REJECTED or CANCELED (``send``, ``subscribe``)
 6    configuration: the ``serve`` configuration file is invalid (nothing was started)
-130  interrupted (Ctrl-C)
+7    task not settled: ``send`` (without ``--no-wait``) or ``subscribe`` left the task
+     SUBMITTED or WORKING, or in a state this client does not know
+130  interrupted (Ctrl-C); ``serve`` stopped by a second signal: 130 (SIGINT), 143 (SIGTERM)
 ===  ==========================================================================================
+
+``send`` and ``subscribe`` exit 0 when the task is COMPLETED, INPUT_REQUIRED or AUTH_REQUIRED,
+or the agent answered with a message; ``send --no-wait`` also when the task is still running.
 
 Errors go to stderr as ``error: <name> (<code>): <message>`` (the code only for A2A/JSON-RPC
 errors), or with ``--json`` as one ``{"error": {...}}`` object. Messages never contain a
@@ -31,7 +36,7 @@ from typing import Any, ParamSpec, TypeVar
 import click
 import yarl
 
-from a2a_wire import __version__, codec
+from a2a_wire import __version__, codec, netguard
 from a2a_wire.cli._output import clean
 from a2a_wire.client._client import A2AClient, ClientSettings
 from a2a_wire.client._credentials import (
@@ -57,6 +62,7 @@ __all__ = [
     "EXIT_CONNECTION",
     "EXIT_PROTOCOL",
     "EXIT_TASK_FAILED",
+    "EXIT_TASK_UNSETTLED",
     "EXIT_USAGE",
     "ClientOptions",
     "client_command",
@@ -69,6 +75,7 @@ EXIT_CONNECTION = 3
 EXIT_PROTOCOL = 4
 EXIT_TASK_FAILED = 5
 EXIT_CONFIG = 6
+EXIT_TASK_UNSETTLED = 7
 EXIT_INTERRUPTED = 130
 TOKEN_VARIABLE = "A2A_WIRE_TOKEN"
 
@@ -225,6 +232,17 @@ def _error_code(exc: BaseException) -> int:
     return EXIT_PROTOCOL
 
 
+def _guard_message(exc: AddressNotAllowedError) -> str:
+    """The guard's refusal told in the CLI's terms: ``--allow``, not ``ClientSettings.allow``.
+
+    The client's message ends with advice for Python callers; the CLI gives the reason the guard
+    found (the error's cause) and then its own options.
+    """
+    cause = exc.__cause__
+    reason = str(cause) if isinstance(cause, netguard.AddressGuardError) else str(exc)
+    return f"{reason}; use --allow HOST (or --allow-private) for an agent on a private address"
+
+
 def print_error(exc: A2AError, json_output: bool) -> None:
     """Write ``exc`` to stderr: name, JSON-RPC code when it has one, message.
 
@@ -235,6 +253,8 @@ def print_error(exc: A2AError, json_output: bool) -> None:
     name = type(exc).__name__
     code = exc.code if isinstance(exc, ProtocolError) else None
     message = exc.message if isinstance(exc, ProtocolError) else str(exc)
+    if isinstance(exc, AddressNotAllowedError):
+        message = _guard_message(exc)
     if json_output:
         error: dict[str, Any] = {"name": name, "message": message}
         if code is not None:
@@ -244,10 +264,7 @@ def print_error(exc: A2AError, json_output: bool) -> None:
         return
     label = f"{name} ({code})" if code is not None else name
     message = clean(message)  # an agent's text: no terminal control characters
-    hint = ""
-    if isinstance(exc, AddressNotAllowedError):
-        hint = "\nhint: use --allow HOST or --allow-private for agents on private addresses"
-    click.echo(f"error: {label}: {message}{hint}", err=True)
+    click.echo(f"error: {label}: {message}", err=True)
 
 
 def client_command(func: Callable[P, Coroutine[Any, Any, int]]) -> Callable[P, None]:

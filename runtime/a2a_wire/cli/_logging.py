@@ -5,12 +5,17 @@ Every HTTP request gives one log line (logger ``a2a_wire.access``) once its answ
 
 ``method`` the JSON-RPC method (``GET`` and the path for other requests; ``batch`` for a batch),
 ``http`` the HTTP method, ``path``, ``status`` the HTTP status (499: the client left),
-``duration_ms``, and ``task_id`` when the request concerns one task.
+``error`` the JSON-RPC error code of the answer when it is an error (for a batch, the codes of
+its failed calls, comma-separated; for a stream, the code of the error event that ended it),
+``client`` the registered client's id once authenticated, ``remote`` the peer's address (the
+proxy's, behind one), ``duration_ms``, and ``task_id`` when the request concerns one task.
 
-No header, body, credential or client address is logged. The method and the task id named in
-the params come from the calls the server parsed (``a2a_wire.server._app.CALLS_KEY``), so the body is
-never parsed twice; the id of a task the request *created* is reported by the executor wrapper :class:`NotingExecutor` through a
-context variable (the agent run inherits the request's context).
+No header, body or credential is logged. The method and the task id named in the params come
+from the calls the server parsed (``a2a_wire.server._app.CALLS_KEY``), so the body is never
+parsed twice; the error codes and the client id are what the server noted on the answer and the
+request (:mod:`a2a_wire.server._report`). The id of a task the request *created* is reported by
+the executor wrapper :class:`NotingExecutor` through a context variable (the agent run inherits
+the request's context).
 
 Formats: ``text`` (``2025-01-31T12:00:00.123Z info request method=GetTask status=200 ...``,
 ``key=value`` pairs, values quoted when needed) and ``json`` (one object per line).
@@ -36,6 +41,7 @@ from a2a_wire import codec
 from a2a_wire._protocol.wire import JSON_MEDIA_TYPE
 from a2a_wire.server._app import CALLS_KEY
 from a2a_wire.server._executor import AgentExecutor, EventQueue, RequestContext
+from a2a_wire.server._report import CLIENT_ID_KEY, ERROR_CODES_KEY
 
 __all__ = [
     "JSONFormatter",
@@ -136,14 +142,15 @@ class RequestLog:
         try:
             response = await handler(request)
         except BaseException as exc:
-            _log_line(request, note, 499 if isinstance(exc, asyncio.CancelledError) else 500, start)
+            status = 499 if isinstance(exc, asyncio.CancelledError) else 500
+            _log_line(request, None, note, status, start)
             raise
         finally:
             self.active -= 1
             _NOTE.reset(token)
         if request.method == "POST":
             _describe(request, note)
-        _log_line(request, note, response.status, start)
+        _log_line(request, response, note, response.status, start)
         return response
 
 
@@ -161,17 +168,38 @@ def _unavailable() -> web.Response:
     )
 
 
-def _log_line(request: web.Request, note: _Note, status: int, start: float) -> None:
+def _log_line(
+    request: web.Request,
+    response: web.StreamResponse | None,
+    note: _Note,
+    status: int,
+    start: float,
+) -> None:
     fields: dict[str, Any] = {
         "method": note.method or request.method,
         "http": request.method,
         "path": request.path[:200],
         "status": status,
+        **_outcome(request, response),
         "duration_ms": round((time.perf_counter() - start) * 1000, 2),
     }
     if note.task_id:
         fields["task_id"] = note.task_id[:200]
     access_log.info("request", extra={"fields": fields})
+
+
+def _outcome(request: web.Request, response: web.StreamResponse | None) -> dict[str, Any]:
+    """The ``error``, ``client`` and ``remote`` fields of a request's log line."""
+    fields: dict[str, Any] = {}
+    codes = response.get(ERROR_CODES_KEY, ()) if response is not None else ()
+    if codes:
+        fields["error"] = codes[0] if len(codes) == 1 else ",".join(str(c) for c in codes)
+    client = request.get(CLIENT_ID_KEY, "")
+    if client:
+        fields["client"] = client[:200]
+    if request.remote:
+        fields["remote"] = request.remote
+    return fields
 
 
 def _timestamp(record: logging.LogRecord) -> str:
@@ -221,14 +249,16 @@ class JSONFormatter(logging.Formatter):
         return json.dumps(obj, ensure_ascii=False, default=str)
 
 
-def configure_logging(level: str, fmt: str) -> None:
+def configure_logging(level: str, fmt: str, *, sql: bool = False) -> None:
     """Send every log record at ``level`` or above to stderr in format ``fmt``.
 
-    The server's start and stop lines are logged whatever the level.
+    The server's start and stop lines are logged whatever the level. aiosqlite writes two debug
+    lines per SQL statement; they are left out, even at ``debug``, unless ``sql`` asks for them.
 
     Args:
         level: ``debug``, ``info``, ``warning`` or ``error``.
         fmt: ``text`` or ``json``.
+        sql: Also log aiosqlite's debug lines (``serve --log-sql``).
     """
     handler = logging.StreamHandler()
     handler.setFormatter(JSONFormatter() if fmt == "json" else TextFormatter())
@@ -240,4 +270,6 @@ def configure_logging(level: str, fmt: str) -> None:
     # The start and stop lines (listening, stopping, stopped) are logged at any level.
     serve_log = logging.getLogger("a2a_wire.serve")
     serve_log.setLevel(min(logging.INFO, root.level))
+    sqlite_log = logging.getLogger("aiosqlite")
+    sqlite_log.setLevel(logging.NOTSET if sql else max(logging.INFO, root.level))
     logging.getLogger("aiohttp.access").disabled = True

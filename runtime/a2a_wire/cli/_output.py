@@ -10,7 +10,6 @@ value with the ProtoJSON codec, one object per line, and nothing else to stdout.
 from __future__ import annotations
 
 import contextlib
-import copy
 import datetime
 import re
 import sys
@@ -26,6 +25,7 @@ from rich.table import Table
 from rich.text import Text
 
 from a2a_wire import codec
+from a2a_wire.cli._view import TaskView
 from a2a_wire.codec import UNSET
 from a2a_wire.types import (
     AgentCard,
@@ -40,7 +40,7 @@ from a2a_wire.types import (
     Timestamp,
 )
 
-__all__ = ["Printer", "TaskView", "clean", "state_name"]
+__all__ = ["Printer", "clean", "count", "progress_line", "state_name"]
 
 _PIPE_WIDTH = 160
 _CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]")
@@ -57,6 +57,11 @@ _STYLES = {
 def clean(text: str) -> str:
     """``text`` without terminal control characters (newlines and tabs are kept)."""
     return _CONTROL.sub("", text)
+
+
+def count(number: int, noun: str) -> str:
+    """``1 task``, ``2 tasks``, ``0 tasks``."""
+    return f"{number} {noun}" if number == 1 else f"{number} {noun}s"
 
 
 def state_name(state: TaskState | None) -> str:
@@ -163,57 +168,6 @@ def task_renderable(task: Task, *, history: bool = False) -> RenderableType:
     return Group(*items)
 
 
-class TaskView:
-    """The task as a stream has described it so far (spec 3.1.2, 4.2.2 chunk rules)."""
-
-    def __init__(self) -> None:
-        self.task: Task | None = None
-        self.message: Message | None = None
-        self.events = 0
-
-    @property
-    def state(self) -> TaskState | None:
-        """The last state seen."""
-        if self.task is None or self.task.status is None:
-            return None
-        return self.task.status.state
-
-    def apply(self, event: StreamResponse) -> None:
-        """Take one stream event into the view."""
-        self.events += 1
-        if event.message is not None:
-            self.message = event.message
-        elif event.task is not None:
-            self.task = copy.copy(event.task)
-            self.task.artifacts = list(event.task.artifacts)
-        elif event.status_update is not None:
-            self._current(event.status_update.task_id, event.status_update.context_id)
-            assert self.task is not None
-            self.task.status = event.status_update.status
-        elif event.artifact_update is not None and event.artifact_update.artifact is not None:
-            update = event.artifact_update
-            self._current(update.task_id, update.context_id)
-            self._add(update.artifact, update.append)
-
-    def _current(self, task_id: str, context_id: str) -> None:
-        if self.task is None:
-            self.task = Task(id=task_id, context_id=context_id)
-
-    def _add(self, artifact: Artifact | None, append: bool) -> None:
-        assert self.task is not None and artifact is not None
-        artifacts = self.task.artifacts
-        for index, known in enumerate(artifacts):
-            if known.artifact_id == artifact.artifact_id:
-                if append:
-                    merged = copy.copy(known)
-                    merged.parts = [*known.parts, *artifact.parts]
-                    artifacts[index] = merged
-                else:
-                    artifacts[index] = artifact
-                return
-        artifacts.append(artifact)
-
-
 def event_line(event: StreamResponse) -> Text:
     """One stream event as one line of text."""
     if event.message is not None:
@@ -237,6 +191,14 @@ def event_line(event: StreamResponse) -> Text:
         joiner = "+=" if update.append else "="
         return Text(f"artifact  {name} {joiner} {_inline(update.artifact.parts)}")
     return Text("(empty event)", style="dim")
+
+
+def progress_line(view: TaskView, spent: float) -> str:
+    """The live line of a stream: the state (once known), the events so far, the time spent."""
+    if view.events == 0:
+        return f"waiting for the agent · {spent:.1f}s"
+    what = state_name(view.state) if view.state is not None else "answered"
+    return f"{what} · {count(view.events, 'event')} · {spent:.1f}s"
 
 
 class Printer:
@@ -300,9 +262,7 @@ class Printer:
         start = time.monotonic()
 
         def line() -> RenderableType:
-            spent = time.monotonic() - start
-            text = f"{state_name(view.state)} · {view.events} events · {spent:.1f}s"
-            return Spinner("dots", Text(text))
+            return Spinner("dots", Text(progress_line(view, time.monotonic() - start)))
 
         with Live(console=self.out, transient=True, get_renderable=line, refresh_per_second=10):
             yield
@@ -361,6 +321,10 @@ class Printer:
         if self.json:
             self.value(page)
             return
+        more = f"; next page: --page-token {page.next_page_token}" if page.next_page_token else ""
+        if not page.tasks:
+            self.show(Text(f"no tasks{more}", style="dim"))
+            return
         table = Table("task", "state", "updated", "context", show_edge=False)
         for task in page.tasks:
             status = task.status
@@ -370,10 +334,8 @@ class Printer:
                 _when(status.timestamp if status is not None else None),
                 Text(clean(task.context_id)),
             )
-        more = f"; next page: --page-token {page.next_page_token}" if page.next_page_token else ""
-        self.show(
-            Group(table, Text(f"{len(page.tasks)} of {page.total_size} tasks{more}", style="dim"))
-        )
+        summary = f"{len(page.tasks)} of {count(page.total_size, 'task')}{more}"
+        self.show(Group(table, Text(summary, style="dim")))
 
     def push_config(self, config: TaskPushNotificationConfig) -> None:
         """Write one push notification config (the token and credentials are not shown)."""

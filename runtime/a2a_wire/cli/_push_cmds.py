@@ -15,7 +15,7 @@ import click
 from aiohttp import web
 
 from a2a_wire.cli._common import ClientOptions, client_command, client_options
-from a2a_wire.cli._output import Printer
+from a2a_wire.cli._output import Printer, count
 from a2a_wire.client._push_receiver import PushReceiver, create_receiver_app
 from a2a_wire.types import (
     AuthenticationInfo,
@@ -123,7 +123,7 @@ async def push_list(
     for config in page.configs:
         printer.push_config(config)
     tail = f"; next page: --page-token {page.next_page_token}" if page.next_page_token else ""
-    click.echo(f"{len(page.configs)} configs{tail}")
+    click.echo(f"{count(len(page.configs), 'config')}{tail}")
     return 0
 
 

@@ -9,20 +9,29 @@ Stop, on the first SIGTERM or SIGINT:
 
 1. new requests are refused (the socket is closed; requests on kept-alive connections get
    HTTP 503 with ``Connection: close``);
-2. running requests and agent runs get ``shutdown_grace_seconds`` to finish (a second signal
-   skips the wait);
+2. running requests and agent runs get ``shutdown_grace_seconds`` to finish;
 3. streams still open then get a final error event saying the server is stopping (clients
-   re-subscribe after the restart), agent runs are cancelled, and the store is closed;
-4. the process exits 0.
+   re-subscribe after the restart), agent runs are cancelled and get ``shutdown_grace_seconds``
+   more, and the store is closed;
+4. the process exits 0, at once, even when an agent run ignored its cancellation (it is not
+   left running against a closed store; the next start marks its task FAILED).
+
+A second SIGTERM or SIGINT, at any point of these steps, ends the process at once with status
+128 + the signal's number (143 for SIGTERM, 130 for Ctrl-C), whatever the agent runs do. The
+store needs no closing for that: SQLite keeps every committed transaction, and the next start
+marks the tasks that were running FAILED.
 """
 
 from __future__ import annotations
 
 import asyncio
 import logging
+import os
 import signal
 import sqlite3
+import sys
 import time
+from typing import NoReturn
 
 from aiohttp import web
 
@@ -41,23 +50,27 @@ class StartError(A2AError):
     """The server could not start (address in use, data directory unusable, store locked)."""
 
 
+def _exit_now(status: int) -> NoReturn:
+    """End the process without waiting for anything (agent runs, the loop's pending tasks)."""
+    logging.shutdown()  # flush the log handlers first
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os._exit(status)
+
+
 class _Signals:
-    """Counts SIGTERM/SIGINT: the first asks for a clean stop, the second for haste."""
+    """Counts SIGTERM/SIGINT: the first asks for a clean stop, the second ends the process."""
 
     def __init__(self) -> None:
         self.stop = asyncio.Event()
-        self.hurry = asyncio.Event()
 
     def __call__(self, signum: int) -> None:
         name = signal.Signals(signum).name
         if self.stop.is_set():
-            log.warning(
-                "second signal: stopping without waiting", extra={"fields": {"signal": name}}
-            )
-            self.hurry.set()
-        else:
-            log.info("stopping", extra={"fields": {"signal": name}})
-            self.stop.set()
+            log.warning("second signal: exiting now", extra={"fields": {"signal": name}})
+            _exit_now(128 + signum)
+        log.info("stopping", extra={"fields": {"signal": name}})
+        self.stop.set()
 
     def install(self) -> None:
         loop = asyncio.get_running_loop()
@@ -100,13 +113,11 @@ def _listening_url(runner: web.AppRunner, config: Config) -> str:
     return f"http://{config.server.host}:{config.server.port}"
 
 
-async def _drain(
-    app: web.Application, requests: RequestLog, grace: float, hurry: asyncio.Event
-) -> None:
+async def _drain(app: web.Application, requests: RequestLog, grace: float) -> None:
     """Wait until no request or agent run is active, at most ``grace`` seconds."""
     runtime = app[RUNTIME_KEY]
     deadline = time.monotonic() + grace
-    while (requests.active or runtime.runs) and not hurry.is_set():
+    while requests.active or runtime.runs:
         left = deadline - time.monotonic()
         if left <= 0:
             log.warning(
@@ -114,10 +125,7 @@ async def _drain(
                 extra={"fields": {"requests": requests.active, "runs": len(runtime.runs)}},
             )
             return
-        try:
-            await asyncio.wait_for(hurry.wait(), timeout=min(0.05, left))
-        except TimeoutError:
-            pass
+        await asyncio.sleep(min(0.05, left))
 
 
 async def serve(config: Config) -> int:
@@ -150,14 +158,29 @@ async def serve(config: Config) -> int:
             },
         )
         await signals.stop.wait()
-        requests.draining = True
-        await site.stop()
-        await _drain(app, requests, config.server.shutdown_grace_seconds, signals.hurry)
-        closing = InternalError("The server is stopping; subscribe again once it is back")
-        for hub in list(app[RUNTIME_KEY].hubs.values()):
-            hub.finish_all(closing)
-        await runner.cleanup()
+        await _stop(runner, site, requests, config.server.shutdown_grace_seconds)
     finally:
         signals.remove()
     log.info("stopped")
+    stubborn = [run for run in app[RUNTIME_KEY].runs if not run.done()]
+    if stubborn:  # they ignored cancellation: never let them run on against the closed store
+        log.warning(
+            "exiting without the agent runs that ignored cancellation",
+            extra={"fields": {"runs": len(stubborn)}},
+        )
+        _exit_now(0)
     return 0
+
+
+async def _stop(
+    runner: web.AppRunner, site: web.TCPSite, requests: RequestLog, grace: float
+) -> None:
+    """Steps 1 to 3 of the module docstring: refuse, drain, end streams, cancel, close."""
+    app = runner.app
+    requests.draining = True
+    await site.stop()
+    await _drain(app, requests, grace)
+    closing = InternalError("The server is stopping; subscribe again once it is back")
+    for hub in list(app[RUNTIME_KEY].hubs.values()):
+        hub.finish_all(closing)
+    await runner.cleanup()

@@ -89,6 +89,7 @@ from a2a_wire.server._errors import (
 )
 from a2a_wire.server._executor import AgentExecutor
 from a2a_wire.server._methods import Capabilities, call_stream, call_unary
+from a2a_wire.server._report import CLIENT_ID_KEY, ERROR_CODES_KEY, error_codes
 from a2a_wire.server._settings import ServerSettings
 from a2a_wire.server._skills import SkillRouter, SkillSet
 from a2a_wire.server._streaming import stream_error, stream_events
@@ -114,7 +115,9 @@ For middleware that reports on requests (the CLI's request log) without parsing 
 
 
 def _json(value: Any, status: int = 200) -> web.Response:
-    return web.Response(body=codec.dumps(value), status=status, content_type=JSON_MEDIA_TYPE)
+    response = web.Response(body=codec.dumps(value), status=status, content_type=JSON_MEDIA_TYPE)
+    response[ERROR_CODES_KEY] = error_codes(value)
+    return response
 
 
 def _error(exc: ProtocolError) -> web.Response:
@@ -137,6 +140,7 @@ class _RPCEndpoint:
     async def handle(self, request: web.Request) -> web.StreamResponse:
         """Answer one JSON-RPC POST; errors that refuse the whole request are raised."""
         info = await self.admission.admit(request)  # authentication and rate limits first
+        request[CLIENT_ID_KEY] = info.client_id
         if request.content_type not in JSON_MEDIA_TYPES or hdrs.CONTENT_TYPE not in request.headers:
             raise UnsupportedMediaTypeError(request.headers.get(hdrs.CONTENT_TYPE, "")[:100])
         limit = self.settings.max_body_bytes
@@ -334,7 +338,13 @@ async def _storage(app: web.Application) -> AsyncIterator[None]:
     store = app[STORE_KEY]
     failed = await store.open()
     if failed:
-        log.warning("%d tasks interrupted by a restart were marked failed", len(failed))
+        one = len(failed) == 1
+        log.warning(
+            "%d %s interrupted by a restart %s marked failed",
+            len(failed),
+            "task" if one else "tasks",
+            "was" if one else "were",
+        )
     try:
         yield
     finally:

@@ -23,6 +23,7 @@ from a2a_wire._protocol import sse as _sse
 from a2a_wire._protocol.jsonrpc import RequestId
 from a2a_wire._protocol.wire import SSE_MEDIA_TYPE
 from a2a_wire.errors import ProtocolError
+from a2a_wire.server._report import ERROR_CODES_KEY
 from a2a_wire.server._subscriber import END, KEEPALIVE, Item, Subscription
 
 __all__ = ["stream_error", "stream_events"]
@@ -55,6 +56,7 @@ async def stream_error(
         The finished response.
     """
     response = _open(request)
+    response[ERROR_CODES_KEY] = (exc.code,)
     await response.prepare(request)
     try:
         await response.write(_sse.encode_event(codec.dumps(_jsonrpc.error(rid, exc))))
@@ -89,6 +91,8 @@ async def stream_events(
             chunks: list[bytes] = []
             item: Item | None = await sub.next(keepalive)
             while item is not None and not ended:
+                if isinstance(item, ProtocolError):  # the error event that ends the stream
+                    response[ERROR_CODES_KEY] = (item.code,)
                 frame, ended = _frame(item, prefix, rid)
                 chunks.append(frame)
                 item = sub.ready()

@@ -33,12 +33,15 @@ import importlib
 import os
 import re
 import sys
+import sysconfig
 import tomllib
+import traceback
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from a2a_wire.cli.config import _limits as limits
 from a2a_wire.cli.config import _parts as parts
 from a2a_wire.cli.config import _schema as schema
 from a2a_wire.cli.config._lines import key_lines, line_of
@@ -181,7 +184,7 @@ def load(path: str | os.PathLike[str] | None = None, **overrides: Any) -> Config
     text = ""
     if path is not None:
         try:
-            text = Path(path).read_text(encoding="utf-8")
+            text = Path(path).read_text(encoding="utf-8-sig")  # a BOM is allowed
         except (OSError, UnicodeDecodeError) as exc:
             reason = getattr(exc, "strerror", None) or str(exc)
             raise ConfigError(source, [ConfigIssue(None, "", f"cannot read: {reason}")]) from None
@@ -196,10 +199,11 @@ def load(path: str | os.PathLike[str] | None = None, **overrides: Any) -> Config
     issues = schema.Issues(lambda key: line_of(lines, key))
     base = Path(path).resolve().parent if path is not None else Path.cwd()
     root = schema.Table(data, (), issues)
-    server = schema.read_server(root.table("server"), base, overrides, default_data_dir)
+    server_table = root.table("server")
+    server = schema.read_server(server_table, base, overrides, default_data_dir)
     card = schema.read_card(root.table("card"))
     allow, allow_private = schema.read_network(root.table("network"))
-    settings = schema.read_settings(root, server, allow)
+    settings = limits.read_settings(root, server_table, server, allow)
     agents = parts.read_agents(root.tables("agents"), base, allow, allow_private)
     skills = _read_skills(root.tables("skills"), agents, issues, base)
     clients = parts.read_clients(root.tables("clients"), base, {s.id for s in skills})
@@ -270,14 +274,34 @@ def _build_executor(
         if ref == "delegate":
             remote = {name: entry.remote_agent() for name, entry in agents.items()}
             return skills_builtin.DelegateSkill(remote, **options)
-        factory = _import(ref, folder)
     except (TypeError, ValueError) as exc:
         table.problem(("options",), f"options for {ref!r} refused: {exc}")
         return None
-    except (ImportError, AttributeError) as exc:
-        table.problem(("executor",), f"cannot load {ref!r}: {type(exc).__name__}: {exc}")
+    try:
+        factory = _import(ref, folder)
+    except (Exception, SystemExit) as exc:  # the user's module: whatever its import raised
+        table.problem(("executor",), f"cannot load {ref!r}: {_failure(exc)}")
         return None
     return _instantiate(table, ref, factory, options)
+
+
+def _failure(exc: BaseException) -> str:
+    """``SyntaxError: invalid syntax at /path/agent.py:3``: the error and where it happened.
+
+    The place is the innermost frame of the traceback outside the standard library and the
+    import machinery (the user's line, not ``os.environ``'s ``__getitem__``); for a syntax error,
+    the file and line the compiler names. Nothing is added when no frame qualifies (a module
+    that does not exist, an attribute the module lacks).
+    """
+    what = f"{type(exc).__name__}: {exc}"
+    if isinstance(exc, SyntaxError):
+        what = f"{type(exc).__name__}: {exc.msg}"
+        if exc.filename and exc.lineno:
+            return f"{what} at {exc.filename}:{exc.lineno}"
+    frames = traceback.extract_tb(exc.__traceback__)
+    stdlib = (sysconfig.get_paths()["stdlib"], sysconfig.get_paths()["platstdlib"], __file__)
+    own = [f for f in frames if not f.filename.startswith(("<", *stdlib))]
+    return f"{what} at {own[-1].filename}:{own[-1].lineno}" if own else what
 
 
 def _import(ref: str, folder: Path) -> object:
@@ -308,6 +332,9 @@ def _instantiate(
         made = make(**options)
     except (TypeError, ValueError) as exc:
         table.problem(("options",), f"{ref!r} refused its options: {exc}")
+        return None
+    except (Exception, SystemExit) as exc:  # the user's code, e.g. a missing environment variable
+        table.problem(("executor",), f"{ref!r} could not be built: {_failure(exc)}")
         return None
     if not isinstance(made, AgentExecutor):
         table.problem(("executor",), f"{ref!r} did not produce an AgentExecutor")

@@ -8,7 +8,8 @@ problems (defaults in their place), so that the whole file is checked in one pas
 
 from __future__ import annotations
 
-import dataclasses
+import math
+import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -19,14 +20,16 @@ import yarl
 from a2a_wire import __version__
 from a2a_wire.cli.config._lines import KeyPath
 from a2a_wire.netguard import AddressPolicy
-from a2a_wire.server._settings import ServerSettings
-from a2a_wire.server.push._settings import PushSettings
 
 DEFAULT_HOST = "127.0.0.1"
 DEFAULT_PORT = 8765
 LOG_LEVELS = ("debug", "info", "warning", "error")
 LOG_FORMATS = ("text", "json")
 STORAGES = ("sqlite", "memory")
+_NAME = r"[A-Za-z0-9][A-Za-z0-9!#$&^_.+-]{0,126}"  # RFC 6838 section 4.2
+_TOKEN = r"[!#$%&'*+.^_`|~0-9A-Za-z-]+"  # RFC 9110 section 5.6.2
+_PARAMETER = rf"[ \t]*;[ \t]*{_TOKEN}=(?:{_TOKEN}|\"(?:[^\"\\]|\\.)*\")"
+_MEDIA_TYPE = re.compile(rf"(?:\*/\*|{_NAME}/(?:\*|{_NAME}))(?:{_PARAMETER})*\Z")
 SERVER_FIELDS = ("rpc_path", "public_url", "keepalive_seconds", "shutdown_grace_seconds")
 """ServerSettings fields set in ``[server]``; the others go in ``[limits]``."""
 
@@ -119,9 +122,16 @@ class Table:
         return int(value)
 
     def number(self, key: str, default: float, *, positive: bool = True) -> float:
-        """A number (integer or float), positive unless ``positive`` is false (then >= 0)."""
+        """A finite number (integer or float), positive unless ``positive`` is false (then >= 0).
+
+        TOML's ``nan`` and ``inf`` are refused: every number of the configuration is a duration,
+        a rate or a size, which must be finite.
+        """
         value = self._get(key, lambda v: type(v) in (int, float), "a number")
         if value is None:
+            return default
+        if not math.isfinite(value):
+            self.problem((key,), f"must be a finite number, not {value}")
             return default
         if value < 0 or (positive and value == 0):
             self.problem((key,), f"must be {'positive' if positive else '>= 0'}, not {value}")
@@ -136,6 +146,19 @@ class Table:
             "an array of strings",
         )
         return default if value is None else tuple(value)
+
+    def media_types(self, key: str, default: tuple[str, ...] = ()) -> tuple[str, ...]:
+        """An array of media types: ``type/subtype`` (RFC 6838 names), ranges, parameters.
+
+        ``type/*``, ``*/*`` and parameters are allowed, as the server's matching understands them.
+        """
+        value = self.strings(key, default)
+        for entry in value:
+            if not _MEDIA_TYPE.match(entry):
+                self.problem(
+                    (key,), f"{entry!r} is not a media type type/subtype (e.g. text/plain)"
+                )
+        return value
 
     def choice(self, key: str, default: str, choices: tuple[str, ...]) -> str:
         """A string from ``choices`` (compared case-insensitively)."""
@@ -235,58 +258,6 @@ def read_server(
     return ServerSection(**values)
 
 
-def _scalar_fields(table: Table, cls: type[Any], skip: tuple[str, ...]) -> dict[str, Any]:
-    """Read every field of dataclass ``cls`` whose default is a bool, int, float or str."""
-    values: dict[str, Any] = {}
-    for spec in dataclasses.fields(cls):
-        if spec.name in skip or not spec.init:
-            continue
-        default = spec.default
-        if isinstance(default, bool):
-            values[spec.name] = table.flag(spec.name, default)
-        elif isinstance(default, int):
-            values[spec.name] = table.integer(spec.name, default, 0)
-        elif isinstance(default, float):
-            values[spec.name] = table.number(spec.name, default)
-        elif isinstance(default, str):
-            values[spec.name] = table.text(spec.name, default)
-    return values
-
-
-def read_push(table: Table, allow: tuple[str, ...]) -> PushSettings | None:
-    """``[push]``: delivery settings; its ``allow`` adds to the ``[network]`` allowlist."""
-    values = _scalar_fields(table, PushSettings, ("allowlist",))
-    entries = (*allow, *allow_list(table, "allow"))
-    table.done()
-    try:
-        return PushSettings(**values, allowlist=AddressPolicy.from_strings(entries))
-    except ValueError as exc:
-        table.problem((), str(exc))
-        return None
-
-
-def read_settings(
-    root: Table, server: ServerSection, allow: tuple[str, ...]
-) -> ServerSettings | None:
-    """The :class:`ServerSettings` from ``[server]``, ``[limits]`` and ``[push]``.
-
-    Returns:
-        The settings, or ``None`` when they were refused (the problem is recorded).
-    """
-    limits = root.table("limits")
-    values = _scalar_fields(limits, ServerSettings, SERVER_FIELDS)
-    values.update({name: getattr(server, name) for name in SERVER_FIELDS})
-    limits.done()
-    push = read_push(root.table("push"), allow)
-    if push is None:
-        return None
-    try:
-        return ServerSettings(**values, push=push)
-    except ValueError as exc:
-        limits.problem((), str(exc))
-        return None
-
-
 @dataclass(frozen=True)
 class CardSection:
     """``[card]``: the agent card's descriptive fields and declared capabilities."""
@@ -343,8 +314,8 @@ def read_card(table: Table) -> CardSection:
         icon_url=table.text("icon_url"),
         provider_organization=provider.text("organization"),
         provider_url=provider.text("url"),
-        default_input_modes=table.strings("default_input_modes", base.default_input_modes),
-        default_output_modes=table.strings("default_output_modes", base.default_output_modes),
+        default_input_modes=table.media_types("default_input_modes", base.default_input_modes),
+        default_output_modes=table.media_types("default_output_modes", base.default_output_modes),
         streaming=table.flag("streaming", True),
         push_notifications=table.flag("push_notifications", True),
         extensions=_read_extensions(table.tables("extensions")),
