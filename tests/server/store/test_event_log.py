@@ -461,6 +461,20 @@ async def test_concurrent_appends_to_many_tasks_stay_gapless(store: EventLogStor
         assert await store.get(task_id) == sequential(log)
 
 
+async def test_appends_started_together_are_checked_in_order(store: EventLogStore) -> None:
+    await store.create(make_task("t1"))
+    results = await asyncio.gather(
+        store.append("t1", [chunk("a", "x")]),
+        store.append("t1", [status(S.COMPLETED)]),
+        store.append("t1", [chunk("a", "late")]),
+        return_exceptions=True,
+    )
+    assert isinstance(results[2], InvalidTransitionError)
+    log = await whole_log(store, "t1")
+    assert [e.seq for e in log] == [1, 2, 3]
+    assert await store.get("t1") == sequential(log)
+
+
 # -- retention -----------------------------------------------------------------------------
 
 
@@ -722,6 +736,9 @@ class LogMachine(RuleBasedStateMachine):
             snapshot = self.run(self.store.snapshot(task_id))
             assert snapshot is not None and snapshot.seq == log[-1].seq
             assert snapshot.task == self.model(task_id)
+            assert self.run(self.store.get(task_id)) == snapshot.task
+        page = self.run(self.store.list(TaskQuery(page_size=10)))
+        assert sorted(page.tasks, key=lambda t: t.id) == [self.model(t) for t in sorted(self.logs)]
 
 
 def test_state_machine(backend_kind: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:

@@ -9,14 +9,16 @@ Writes
 For each task in use the store keeps a *head* (:class:`Head`, at most :data:`HEAD_CACHE`, least
 recently used dropped): state, last number reserved and committed, snapshot and tail sizes,
 loaded by one query. The file is held EXCLUSIVE, so only this store changes them. An append
-checks its events against the head, reserves their numbers before its first ``await`` and
-writes: one artifact chunk without outbox rows is a single INSERT that commits by itself (sent
-without the write lock when nobody holds it, as the version 2 store's plain writes); anything
-else is one ``BEGIN IMMEDIATE`` transaction under the write lock. Each INSERT checks, in the
-same statement, that its number follows the last one in the file (the snapshot's once the log is
-compacted) and that the task still exists, so a failed or concurrent write can leave neither a
-gap nor a row of a deleted task. A fold is one UPDATE of the snapshot row, guarded by the
-snapshot number it read (a compare-and-set), and never runs in an append's transaction.
+checks its events against the head and reserves their numbers and the new state (which the next
+append is checked against) before its first ``await``. Then one artifact chunk without outbox
+rows is a single INSERT that commits by itself (sent without the write lock when nobody holds
+it, as the version 2 store's plain writes); anything else is one ``BEGIN IMMEDIATE`` transaction
+under the write lock. Each INSERT checks, in the same statement, that its number follows the
+last one in the file (the snapshot's once the log is compacted) and that the task still exists,
+so a failed or concurrent write can leave neither a gap nor a row of a deleted task; after a
+failure the head is loaded again from the file. A fold is one UPDATE of the snapshot row,
+guarded by the snapshot number it read (a compare-and-set), and never runs in an append's
+transaction.
 """
 
 from __future__ import annotations
@@ -226,8 +228,9 @@ class SQLiteEventLog(SQLitePushStore, EventLogStore):
         """Number, write and commit a checked batch; then wake readers and fold if it pays."""
         db = self._conn
         logged = [LogEvent(head.seq + 1 + i, k, b) for i, (k, b) in enumerate(prepared.frames)]
-        head.seq = logged[-1].seq  # reserved before the first await
         status = prepared.status
+        head.seq = logged[-1].seq  # number and state are reserved before the first await
+        head.state = status.state if status is not None else head.state
         pushing = push and task_id in self._push_tasks
 
         async def work() -> int:
@@ -262,7 +265,6 @@ class SQLiteEventLog(SQLitePushStore, EventLogStore):
             raise RuntimeError(f"task {task_id!r}: concurrent appends to one log") from None
         head.committed = max(head.committed, logged[-1].seq)
         head.tail_bytes += sum(len(event.body) for event in logged)
-        head.state = status.state if status is not None else head.state
         self._waiters.wake(task_id)
         if should_fold(head.tail_bytes, head.snap_bytes, head.state):
             await self._fold(task_id, head)
