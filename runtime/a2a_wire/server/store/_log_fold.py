@@ -1,0 +1,223 @@
+"""The pure parts of the event log stores: checking events, folding them, waking readers.
+
+See "Theory of operation" in :mod:`a2a_wire.server.store._log` for why the fold groups artifact
+chunks and when a store folds; the stores of :mod:`._log_memory` and :mod:`._log_sqlite` (and
+the PostgreSQL one to come) share these functions so that they fold alike.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import builtins
+import uuid
+from collections.abc import Awaitable, Callable, Iterable, Sequence
+from dataclasses import dataclass
+
+from a2a_wire import codec
+from a2a_wire._protocol.tasks import apply, ends_stream
+from a2a_wire.server._limits import trim_history
+from a2a_wire.server.store._base import RESTART_MESSAGE, Instant, timestamp_key
+from a2a_wire.server.store._log import FOLD_MIN_BYTES, EventKind, LogEvent, LogInput
+from a2a_wire.types import (
+    Artifact,
+    Message,
+    Part,
+    Role,
+    StreamResponse,
+    Task,
+    TaskArtifactUpdateEvent,
+    TaskState,
+    TaskStatus,
+    TaskStatusUpdateEvent,
+    Timestamp,
+)
+
+__all__ = [
+    "Prepared",
+    "Waiters",
+    "fold",
+    "prepare",
+    "restart_event",
+    "should_fold",
+    "status_instant",
+    "task_frame",
+]
+
+_EPOCH = Timestamp()
+
+
+@dataclass(frozen=True, slots=True)
+class Prepared:
+    """A checked batch, ready to be numbered and written.
+
+    Attributes:
+        frames: Each event's kind and StreamResponse JSON.
+        status: The last new status, or ``None`` when the batch changes none.
+    """
+
+    frames: builtins.list[tuple[EventKind, bytes]]
+    status: TaskStatus | None
+
+
+def prepare(
+    task_id: str, context_id: str, state: TaskState, events: Sequence[LogInput], now: Timestamp
+) -> Prepared:
+    """Check ``events`` in order against a task in ``state`` and encode them as logged.
+
+    Args:
+        task_id: The task's id.
+        context_id: The task's context id.
+        state: The task's state before the first event.
+        events: The events.
+        now: The timestamp of a status that carries none.
+
+    Raises:
+        InvalidTransitionError: an event is illegal (nothing was changed).
+        TypeError: an event is not a status, artifact or message.
+    """
+    shell = Task(id=task_id, context_id=context_id, status=TaskStatus(state=state))
+    frames: builtins.list[tuple[EventKind, bytes]] = []
+    status: TaskStatus | None = None
+    for event in events:
+        if not isinstance(event, TaskStatusUpdateEvent | TaskArtifactUpdateEvent | Message):
+            raise TypeError(f"cannot log a {type(event).__name__}")
+        apply(shell, event, now=now)
+        if isinstance(event, TaskStatusUpdateEvent):
+            status = shell.status
+            wire = TaskStatusUpdateEvent(
+                task_id=task_id, context_id=context_id, status=status, metadata=event.metadata
+            )
+            frames.append((EventKind.STATUS, codec.dumps({"statusUpdate": wire.to_dict()})))
+        elif isinstance(event, TaskArtifactUpdateEvent):
+            chunk = TaskArtifactUpdateEvent(
+                task_id=task_id,
+                context_id=context_id,
+                artifact=event.artifact,
+                append=event.append,
+                last_chunk=event.last_chunk,
+                metadata=event.metadata,
+            )
+            frames.append((EventKind.ARTIFACT, codec.dumps({"artifactUpdate": chunk.to_dict()})))
+        else:
+            frames.append(
+                (EventKind.MESSAGE, codec.dumps({"message": shell.history[-1].to_dict()}))
+            )
+        shell.history, shell.artifacts = [], []
+    return Prepared(frames, status)
+
+
+def task_frame(body: bytes) -> bytes:
+    """Event 1 of a log: the StreamResponse holding the task as created, from its JSON."""
+    return b'{"task":' + body + b"}"
+
+
+def restart_event(task_id: str, context_id: str, now: Timestamp) -> TaskStatusUpdateEvent:
+    """The FAILED status that recovery on open logs for a task whose executor died."""
+    note = Message(message_id=uuid.uuid4().hex, role=Role.AGENT, parts=[Part(text=RESTART_MESSAGE)])
+    status = TaskStatus(state=TaskState.FAILED, message=note, timestamp=now)
+    return TaskStatusUpdateEvent(task_id=task_id, context_id=context_id, status=status)
+
+
+def status_instant(status: TaskStatus) -> Instant:
+    """The listing key of a status: its timestamp, or the epoch when it has none."""
+    return timestamp_key(status.timestamp) if status.timestamp is not None else (0, 0)
+
+
+def should_fold(tail_bytes: int, snapshot_bytes: int, state: TaskState) -> bool:
+    """Whether to write the folded snapshot back now (see "When to fold")."""
+    return tail_bytes > max(snapshot_bytes, FOLD_MIN_BYTES) or (
+        tail_bytes > 0 and ends_stream(state)
+    )
+
+
+def fold(task: Task, events: Iterable[LogEvent], history_limit: int | None) -> Task:
+    """Apply logged events to ``task`` in place, in time linear in their size; returns ``task``.
+
+    Args:
+        task: The snapshot the events follow (a fresh copy: it is changed).
+        events: Logged events, in order. A ``task`` event starts over from that task.
+        history_limit: Most messages kept (:func:`~a2a_wire.server._limits.trim_history`).
+    """
+    chunks: dict[str, builtins.list[TaskArtifactUpdateEvent]] = {}
+    rest: builtins.list[TaskStatusUpdateEvent | Message] = []
+    for event in events:
+        frame = codec.decode(StreamResponse, event.body)
+        if frame.task is not None:
+            task, chunks, rest = frame.task, {}, []
+        elif frame.artifact_update is not None and frame.artifact_update.artifact is not None:
+            chunks.setdefault(frame.artifact_update.artifact.artifact_id, []).append(
+                frame.artifact_update
+            )
+        elif frame.status_update is not None:
+            rest.append(frame.status_update)
+        elif frame.message is not None:
+            rest.append(frame.message)
+    for group in chunks.values():
+        _fold_artifact(task, group)
+    for item in rest:
+        apply(task, item, now=_EPOCH)
+    trim_history(task, history_limit)
+    return task
+
+
+def _fold_artifact(task: Task, group: builtins.list[TaskArtifactUpdateEvent]) -> None:
+    """Apply one artifact's events: the last replacing one (or the first, if new), then the rest."""
+    artifact_id = _artifact(group[0]).artifact_id
+    start = max((i for i, event in enumerate(group) if not event.append), default=None)
+    if start is None and all(a.artifact_id != artifact_id for a in task.artifacts):
+        start = 0
+    if start is not None:
+        apply(task, group[start], now=_EPOCH)
+        group = group[start + 1 :]
+    if not group:
+        return
+    chunks = [_artifact(event) for event in group]
+    combined = Artifact(
+        artifact_id=artifact_id,
+        name=next((c.name for c in reversed(chunks) if c.name), ""),
+        description=next((c.description for c in reversed(chunks) if c.description), ""),
+        parts=[part for c in chunks for part in c.parts],
+        metadata=next((c.metadata for c in reversed(chunks) if c.metadata is not None), None),
+        extensions=[extension for c in chunks for extension in c.extensions],
+    )
+    apply(task, TaskArtifactUpdateEvent(artifact=combined, append=True), now=_EPOCH)
+
+
+def _artifact(event: TaskArtifactUpdateEvent) -> Artifact:
+    assert event.artifact is not None  # prepare() refuses an artifact update without one
+    return event.artifact
+
+
+class Waiters:
+    """Readers waiting for a task's next commit; a store calls :meth:`wake` after each one."""
+
+    def __init__(self) -> None:
+        self._futures: dict[str, set[asyncio.Future[None]]] = {}
+
+    def wake(self, task_id: str) -> None:
+        """Release everyone waiting on ``task_id``."""
+        for future in self._futures.pop(task_id, ()):
+            if not future.done():
+                future.set_result(None)
+
+    async def wait(
+        self, task_id: str, ready: Callable[[], Awaitable[bool]], timeout: float
+    ) -> bool:
+        """Wait for a wake, unless ``ready()`` is true already (checked after registering).
+
+        Returns:
+            ``True`` if ready or woken, ``False`` after ``timeout`` seconds.
+        """
+        future: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+        self._futures.setdefault(task_id, set()).add(future)
+        try:
+            if await ready():
+                return True
+            await asyncio.wait((future,), timeout=timeout)
+            return future.done()
+        finally:
+            waiting = self._futures.get(task_id)
+            if waiting is not None:
+                waiting.discard(future)
+                if not waiting:
+                    del self._futures[task_id]

@@ -1,0 +1,330 @@
+"""An :class:`~a2a_wire.server.store._log.EventLogStore` in process memory.
+
+Each task is an :class:`_Entry`: the listing columns (owner, context, state, status time, the
+clock time of the last state change), the snapshot as JSON with the number of the last event
+folded into it, and the log as a list of :class:`~a2a_wire.server.store._log.LogEvent` whose
+first element is event ``first_seq`` (compaction moves it forward). Everything is synchronous
+between awaits, so an append with its outbox rows is one step. The rules and the theory of
+operation are in :mod:`a2a_wire.server.store._log`; push configs and the outbox come from
+:class:`~a2a_wire.server.store._push.InMemoryPushStore`. Data survives ``close`` and a later
+``open`` of the same instance (which runs recovery), not the process.
+"""
+
+from __future__ import annotations
+
+import bisect
+import builtins
+import copy
+import time
+from collections.abc import Callable, Collection, Sequence
+from dataclasses import dataclass
+
+from a2a_wire import codec
+from a2a_wire.errors import TaskNotFoundError
+from a2a_wire.server._limits import trim_history
+from a2a_wire.server.store._base import (
+    RECOVERED_STATES,
+    Instant,
+    PageTokens,
+    TaskPage,
+    TaskQuery,
+    check_page_size,
+    now_timestamp,
+    query_scope,
+    state_filter,
+    state_key,
+    status_key,
+    task_state,
+    timestamp_key,
+)
+from a2a_wire.server.store._log import (
+    PURGE_BATCH,
+    READ_LIMIT,
+    Appended,
+    EventKind,
+    EventLogStore,
+    EventRange,
+    LogEvent,
+    LogInput,
+    Snapshot,
+)
+from a2a_wire.server.store._log_fold import (
+    Prepared,
+    Waiters,
+    fold,
+    prepare,
+    restart_event,
+    should_fold,
+    status_instant,
+    task_frame,
+)
+from a2a_wire.server.store._push import InMemoryPushStore
+from a2a_wire.types import Task, TaskPushNotificationConfig, TaskState
+
+__all__ = ["InMemoryEventLog"]
+
+
+@dataclass(slots=True)
+class _Entry:
+    owner: str
+    context_id: str
+    state: TaskState
+    status: Instant
+    changed_at: float
+    base: bytes
+    base_seq: int
+    first_seq: int
+    events: list[LogEvent]
+    tail_bytes: int = 0
+
+    @property
+    def head(self) -> int:
+        """The number of the last event (compaction never drops events after the snapshot)."""
+        return self.first_seq + len(self.events) - 1
+
+    def tail(self) -> list[LogEvent]:
+        return self.events[self.base_seq + 1 - self.first_seq :]
+
+
+class InMemoryEventLog(InMemoryPushStore, EventLogStore):
+    """Event logs of tasks in process memory.
+
+    Args:
+        page_token_key: HMAC key for page tokens; random when ``None`` (see
+            :class:`~a2a_wire.server.store._base.PageTokens`).
+        history_limit: Most messages a task keeps (``ServerSettings.max_history_per_task``).
+        clock: Seconds since the epoch, for the state-change times retention reads.
+    """
+
+    def __init__(
+        self,
+        *,
+        page_token_key: bytes | None = None,
+        history_limit: int | None = None,
+        clock: Callable[[], float] = time.time,
+    ) -> None:
+        self._entries: dict[str, _Entry] = {}
+        self._tokens = PageTokens(page_token_key)
+        self._history_limit = history_limit
+        self._clock = clock
+        self._waiters = Waiters()
+        self._open = False
+        self._init_push()
+
+    def _require_open(self) -> None:
+        if not self._open:
+            raise RuntimeError("the task store is not open; call open() first")
+
+    def _entry(self, task_id: str, owner: str | None = None) -> _Entry | None:
+        self._require_open()
+        entry = self._entries.get(task_id)
+        return None if entry is None or (owner is not None and entry.owner != owner) else entry
+
+    async def open(self) -> builtins.list[str]:
+        """Mark the store open and log a FAILED status for each task a restart interrupted.
+
+        Raises:
+            RuntimeError: the store is already open.
+        """
+        if self._open:
+            raise RuntimeError("the task store is already open")
+        self._open = True
+        now = now_timestamp()
+        failed = [task_id for task_id, e in self._entries.items() if e.state in RECOVERED_STATES]
+        for task_id in failed:
+            entry = self._entries[task_id]
+            event = restart_event(task_id, entry.context_id, now)
+            self._commit(
+                task_id, entry, prepare(task_id, entry.context_id, entry.state, [event], now), True
+            )
+        return failed
+
+    async def close(self) -> None:
+        """Mark the store closed; the tasks stay for the next ``open``."""
+        self._open = False
+
+    async def create(
+        self,
+        task: Task,
+        *,
+        owner: str = "",
+        push_configs: Sequence[TaskPushNotificationConfig] = (),
+        push: bool = False,
+    ) -> Appended:
+        """Store a new task as event 1 of its log (see the protocol).
+
+        Raises:
+            ValueError: the task has no id, or its id is taken.
+        """
+        self._require_open()
+        if not task.id:
+            raise ValueError("a task needs an id to be stored")
+        if task.id in self._entries:
+            raise ValueError(f"task {task.id!r} is already stored")
+        stored = copy.copy(task)  # trimming replaces the history list; the caller's stays
+        trim_history(stored, self._history_limit)
+        base = codec.encode(stored)
+        first = LogEvent(1, EventKind.TASK, task_frame(base))
+        state = task_state(stored)
+        self._entries[task.id] = _Entry(
+            owner, stored.context_id, state, status_key(stored), self._clock(), base, 1, 1, [first]
+        )
+        self._put_configs(push_configs)
+        outbox = self._enqueue_push(task.id, first.body) if push else 0
+        self._waiters.wake(task.id)
+        return Appended([first], outbox, state)
+
+    async def append(
+        self, task_id: str, events: Sequence[LogInput], *, push: bool = False
+    ) -> Appended:
+        """Check and commit one turn's events (see the protocol).
+
+        Raises:
+            TaskNotFoundError: no such task.
+            InvalidTransitionError: an event is illegal; nothing was stored.
+            ValueError: ``events`` is empty.
+        """
+        entry = self._entry(task_id)
+        if entry is None:
+            raise TaskNotFoundError(metadata={"taskId": task_id})
+        if not events:
+            raise ValueError("an append needs at least one event")
+        prepared = prepare(task_id, entry.context_id, entry.state, events, now_timestamp())
+        return self._commit(task_id, entry, prepared, push)
+
+    def _commit(self, task_id: str, entry: _Entry, prepared: Prepared, push: bool) -> Appended:
+        logged: builtins.list[LogEvent] = []
+        outbox = 0
+        for kind, body in prepared.frames:
+            event = LogEvent(entry.head + 1, kind, body)
+            entry.events.append(event)
+            entry.tail_bytes += len(body)
+            logged.append(event)
+            if push and event.streamed:
+                outbox += self._enqueue_push(task_id, body)
+        if prepared.status is not None:
+            entry.state = prepared.status.state
+            entry.status = status_instant(prepared.status)
+            entry.changed_at = self._clock()
+        if should_fold(entry.tail_bytes, len(entry.base), entry.state):
+            entry.base = codec.encode(self._fold(entry))
+            entry.base_seq, entry.tail_bytes = entry.head, 0
+        self._waiters.wake(task_id)
+        return Appended(logged, outbox, entry.state)
+
+    def _fold(self, entry: _Entry) -> Task:
+        return fold(codec.decode(Task, entry.base), entry.tail(), self._history_limit)
+
+    async def get(self, task_id: str, *, owner: str = "") -> Task | None:
+        """A fresh copy of ``owner``'s task, or ``None``."""
+        entry = self._entry(task_id, owner)
+        return None if entry is None else self._fold(entry)
+
+    async def snapshot(self, task_id: str, *, owner: str = "") -> Snapshot | None:
+        """``owner``'s task with the number of its last event, or ``None``."""
+        entry = self._entry(task_id, owner)
+        return None if entry is None else Snapshot(self._fold(entry), entry.head)
+
+    async def list(self, query: TaskQuery, *, owner: str = "") -> TaskPage:
+        """One page of ``owner``'s tasks matching ``query``, newest status first.
+
+        Raises:
+            InvalidParamsError: the page token is not valid for this query.
+        """
+        self._require_open()
+        check_page_size(query)
+        scope = query_scope(query, owner)
+        after = self._tokens.read(query.page_token, scope) if query.page_token else None
+        state = state_filter(query)
+        since = timestamp_key(query.status_after) if query.status_after is not None else None
+        matches = sorted(
+            (-e.status[0], -e.status[1], task_id)
+            for task_id, e in self._entries.items()
+            if e.owner == owner
+            and (not query.context_id or e.context_id == query.context_id)
+            and (state is None or state_key(e.state) == state)
+            and (since is None or e.status >= since)
+        )
+        start = (
+            0 if after is None else bisect.bisect_right(matches, (-after[0], -after[1], after[2]))
+        )
+        page = matches[start : start + query.page_size]
+        token = ""
+        if start + query.page_size < len(matches):
+            seconds, nanos, last_id = page[-1]
+            token = self._tokens.issue((-seconds, -nanos, last_id), scope)
+        tasks = [self._fold(self._entries[m[2]]) for m in page]
+        return TaskPage(tasks=tasks, next_page_token=token, total_size=len(matches))
+
+    async def read_events(
+        self, task_id: str, after_seq: int, *, owner: str = "", limit: int = READ_LIMIT
+    ) -> EventRange | None:
+        """Events numbered above ``after_seq`` (see the protocol).
+
+        Raises:
+            ValueError: ``after_seq`` is negative or ``limit`` below 1.
+        """
+        if after_seq < 0 or limit < 1:
+            raise ValueError("after_seq must be at least 0 and limit at least 1")
+        entry = self._entry(task_id, owner)
+        if entry is None:
+            return None
+        if after_seq + 1 < entry.first_seq or after_seq > entry.head:
+            return EventRange([], from_snapshot=True)
+        start = after_seq + 1 - entry.first_seq
+        return EventRange(entry.events[start : start + limit])
+
+    async def wait_events(self, task_id: str, after_seq: int, *, timeout: float) -> bool:
+        """Wait for an event above ``after_seq`` (see the protocol)."""
+
+        async def ready() -> bool:
+            entry = self._entries.get(task_id)
+            return entry is None or entry.head > after_seq
+
+        return await self._waiters.wait(task_id, ready, timeout)
+
+    async def compact(self, task_id: str, through_seq: int, *, batch: int = PURGE_BATCH) -> int:
+        """Drop up to ``batch`` events numbered ``through_seq`` or lower (see the protocol)."""
+        entry = self._entry(task_id)
+        if entry is None:
+            return 0
+        through = min(through_seq, entry.head)
+        if entry.base_seq < through:
+            entry.base = codec.encode(self._fold(entry))
+            entry.base_seq, entry.tail_bytes = entry.head, 0
+        count = max(0, min(batch, through - entry.first_seq + 1))
+        if count:
+            del entry.events[:count]
+            entry.first_seq += count
+            self._waiters.wake(task_id)
+        return count
+
+    async def expired(
+        self, states: Collection[TaskState], before: float, *, limit: int, logged: bool = False
+    ) -> builtins.list[str]:
+        """Tasks in ``states`` unchanged since ``before``, oldest first (see the protocol)."""
+        self._require_open()
+        found = sorted(
+            (e.changed_at, task_id)
+            for task_id, e in self._entries.items()
+            if e.state in states and e.changed_at < before and (not logged or e.events)
+        )
+        return [task_id for _, task_id in found[:limit]]
+
+    async def delete_task(self, task_id: str) -> bool:
+        """Forget a task with its events, push configs and outbox rows, at once."""
+        if self._entry(task_id) is None:
+            return False
+        del self._entries[task_id]
+        self._push_configs.pop(task_id, None)
+        for lane in [lane for lane in self._lanes if lane[0] == task_id]:
+            del self._lanes[lane]
+        for seq in [seq for seq, row in self._outbox.items() if row.task_id == task_id]:
+            del self._outbox[seq]
+        self._waiters.wake(task_id)
+        return True
+
+    async def purge(self, *, batch: int = PURGE_BATCH) -> int:
+        """Nothing is left to purge: :meth:`delete_task` frees everything at once."""
+        self._require_open()
+        return 0

@@ -1,0 +1,222 @@
+"""Schema and statements of the SQLite event log store, :mod:`a2a_wire.server.store._log_sqlite`.
+
+Layout (``PRAGMA user_version`` = :data:`LOG_SCHEMA_VERSION`)
+------------------------------------------------------------
+* ``tasks``: the listing row. ``id``, ``owner``, ``context_id``, ``state``, ``status_s`` and
+  ``status_ns`` as in version 2, ``changed_at`` (the store's clock at the last state change, for
+  retention) and ``first_seq`` (the lowest event number still logged). Small and fixed-size: a
+  status event rewrites it, an artifact chunk does not touch it. Indexes: ListTasks by owner and
+  by ``(owner, context_id)`` as before, and ``(state, changed_at)`` for retention.
+* ``task_snapshots``: ``task_id``, ``seq`` (the last event folded in) and ``body`` (the task's
+  JSON). Written by ``create`` and by a fold only.
+* ``task_events``: ``(task_id, seq)`` primary key (a WITHOUT ROWID table: the event is stored in
+  the key's b-tree, one b-tree insert per event), ``kind`` and ``body``. Rows are inserted,
+  and deleted by compaction and purge; never updated.
+* ``deleted_tasks``: ids of deleted tasks whose events and outbox rows :meth:`~._log_sqlite.SQLiteEventLog.purge` still owes.
+* ``push_configs`` and ``push_outbox``: as in :mod:`a2a_wire.server.store._push_sqlite`.
+
+Migration from version 2 (the wiring step)
+------------------------------------------
+Version 2 keeps whole tasks in ``tasks.body``. In one transaction: create the new tables and
+index, copy each body into ``task_snapshots`` as ``seq`` 1, add ``changed_at`` (the status time)
+and ``first_seq`` = 2 (the log before that point is not kept, so a resume starts from the
+snapshot), drop ``tasks.body``, set ``user_version`` to 3.
+
+Statements
+----------
+SQL text is constant (values are bound parameters) so that sqlite3's statement cache keeps the
+prepared statements; the ``?1``-style numbers let one value serve several places.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+from pathlib import Path
+from typing import Any
+
+import aiosqlite
+
+from a2a_wire.server.store._base import TaskQuery, state_filter, timestamp_key
+from a2a_wire.server.store._push_sqlite import PUSH_SCHEMA, in_transaction
+from a2a_wire.server.store._sqlite import BUSY_TIMEOUT_MS
+
+__all__ = [
+    "BOUNDS",
+    "EVENTS",
+    "FOLD",
+    "HEAD",
+    "INSERT_EVENT",
+    "LAST_SEQ",
+    "LIST",
+    "LOG_SCHEMA_VERSION",
+    "ORDER",
+    "READ",
+    "SCHEMA",
+    "UPDATE_STATUS",
+    "after_cursor",
+    "connect",
+    "filters",
+    "migrate",
+]
+
+LOG_SCHEMA_VERSION = 3
+"""Value of ``PRAGMA user_version`` for the event log layout."""
+
+SCHEMA = (
+    "CREATE TABLE tasks ("
+    " id TEXT PRIMARY KEY NOT NULL,"
+    " owner TEXT NOT NULL,"
+    " context_id TEXT NOT NULL,"
+    " state TEXT NOT NULL,"
+    " status_s INTEGER NOT NULL,"
+    " status_ns INTEGER NOT NULL,"
+    " changed_at REAL NOT NULL,"
+    " first_seq INTEGER NOT NULL)",
+    "CREATE INDEX tasks_by_owner ON tasks (owner, status_s DESC, status_ns DESC, id)",
+    "CREATE INDEX tasks_by_context ON tasks (owner, context_id, status_s DESC, status_ns DESC, id)",
+    "CREATE INDEX tasks_by_change ON tasks (state, changed_at)",
+    "CREATE TABLE task_snapshots ("
+    " task_id TEXT PRIMARY KEY NOT NULL,"
+    " seq INTEGER NOT NULL,"
+    " body BLOB NOT NULL)",
+    "CREATE TABLE task_events ("
+    " task_id TEXT NOT NULL,"
+    " seq INTEGER NOT NULL,"
+    " kind INTEGER NOT NULL,"
+    " body BLOB NOT NULL,"
+    " PRIMARY KEY (task_id, seq)) WITHOUT ROWID",
+    "CREATE TABLE deleted_tasks (task_id TEXT PRIMARY KEY NOT NULL)",
+    *PUSH_SCHEMA,
+    f"PRAGMA user_version = {LOG_SCHEMA_VERSION}",
+)
+"""Statements creating the schema in an empty file."""
+
+_LAST = (
+    "COALESCE((SELECT MAX(seq) FROM task_events WHERE task_id = ?1),"
+    " (SELECT seq FROM task_snapshots WHERE task_id = ?1))"
+)
+
+INSERT_EVENT = (
+    "INSERT INTO task_events (task_id, seq, kind, body) SELECT ?1, ?2, ?3, ?4"
+    f" WHERE ?2 - 1 = {_LAST} AND EXISTS (SELECT 1 FROM tasks WHERE id = ?1) RETURNING seq"
+)
+"""Log event ``?2`` of task ``?1`` if it is the next number and the task exists."""
+
+LAST_SEQ = f"SELECT {_LAST}"
+"""The task's last event number; NULL when there is no such task."""
+
+UPDATE_STATUS = (
+    "UPDATE tasks SET state = ?, status_s = ?, status_ns = ?, changed_at = ? WHERE id = ?"
+)
+
+HEAD = (
+    "SELECT t.owner, t.context_id, t.state, s.seq, length(s.body),"
+    " COALESCE((SELECT MAX(seq) FROM task_events WHERE task_id = ?1), s.seq),"
+    " (SELECT COALESCE(SUM(length(body)), 0) FROM task_events WHERE task_id = ?1 AND seq > s.seq)"
+    " FROM tasks t JOIN task_snapshots s ON s.task_id = t.id WHERE t.id = ?1"
+)
+"""What the store remembers of a task: owner, context, state, snapshot, last number, tail."""
+
+READ = (
+    "SELECT s.seq, 0, s.body FROM tasks t JOIN task_snapshots s ON s.task_id = t.id"
+    " WHERE t.id = ?1 AND t.owner = ?2"
+    " UNION ALL SELECT seq, kind, body FROM task_events WHERE task_id = ?1"
+    " AND seq > (SELECT seq FROM task_snapshots WHERE task_id = ?1) ORDER BY 1"
+)
+"""One statement: the snapshot row (kind 0) of ``?2``'s task ``?1``, then its tail."""
+
+FOLD = "UPDATE task_snapshots SET seq = ?, body = ? WHERE task_id = ? AND seq = ? RETURNING seq"
+"""Replace the snapshot if it is still the one the fold read."""
+
+EVENTS = (
+    "SELECT e.seq, e.kind, e.body FROM tasks t JOIN task_events e ON e.task_id = t.id"
+    " WHERE t.id = ? AND t.owner = ? AND e.seq > ? ORDER BY e.seq LIMIT ?"
+)
+
+BOUNDS = f"SELECT t.first_seq, {_LAST} FROM tasks t WHERE t.id = ?1 AND t.owner = ?2"
+"""The lowest logged and the last event number of ``?2``'s task ``?1``."""
+
+LIST = (
+    "SELECT status_s, status_ns, id, s.seq, s.body,"
+    " COALESCE((SELECT MAX(e.seq) FROM task_events e WHERE e.task_id = t.id), s.seq)"
+    " FROM tasks t JOIN task_snapshots s ON s.task_id = t.id"
+)
+"""A ListTasks page: listing key, snapshot and last event number; add filters and order."""
+
+ORDER = " ORDER BY status_s DESC, status_ns DESC, id LIMIT ?"
+
+# Rows after the cursor; the first term (implied by the second) lets SQLite seek the index to
+# the cursor instead of scanning the rows before it (spec 3.1.4: no deep-pagination cost).
+_AFTER_CURSOR = (
+    " AND (status_s, status_ns) <= (?, ?)"
+    " AND ((status_s, status_ns) < (?, ?) OR ((status_s, status_ns) = (?, ?) AND id > ?))"
+)
+
+
+def filters(query: TaskQuery, owner: str) -> tuple[str, list[Any]]:
+    """The WHERE clause and its parameters for the query's owner and filters."""
+    where = " WHERE owner = ?"
+    params: list[Any] = [owner]
+    if query.context_id:
+        where += " AND context_id = ?"
+        params.append(query.context_id)
+    state = state_filter(query)
+    if state is not None:
+        where += " AND state = ?"
+        params.append(state)
+    if query.status_after is not None:
+        where += " AND (status_s, status_ns) >= (?, ?)"
+        params += timestamp_key(query.status_after)
+    return where, params
+
+
+def after_cursor(position: tuple[int, int, str]) -> tuple[str, list[Any]]:
+    """The extra WHERE terms and parameters for the rows after a page token's position."""
+    seconds, nanos, last_id = position
+    return _AFTER_CURSOR, [seconds, nanos, seconds, nanos, seconds, nanos, last_id]
+
+
+async def migrate(db: aiosqlite.Connection) -> None:
+    """Create the schema in an empty file, or check the version of an existing one.
+
+    Raises:
+        RuntimeError: the file has another schema version (version 2 is migrated by the step
+            that wires this store into the server; see :mod:`._log_sqlite`).
+    """
+
+    async def work() -> None:
+        version = list(await db.execute_fetchall("PRAGMA user_version"))[0][0]
+        if version == 0:
+            for statement in SCHEMA:
+                await db.execute_fetchall(statement)
+        elif version != LOG_SCHEMA_VERSION:
+            raise RuntimeError(
+                f"task database schema version {version} is not {LOG_SCHEMA_VERSION}; "
+                "it was written by another version of a2a-wire"
+            )
+
+    await in_transaction(db, work)
+
+
+async def connect(path: str | Path, synchronous: str) -> aiosqlite.Connection:
+    """Open the file as the version 2 store does (EXCLUSIVE, WAL) and create or check the schema.
+
+    Raises:
+        RuntimeError: another store holds the file, or it has another schema version.
+    """
+    db = await aiosqlite.connect(path, isolation_level=None)
+    try:
+        await db.execute_fetchall(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
+        await db.execute_fetchall("PRAGMA locking_mode = EXCLUSIVE")
+        await db.execute_fetchall("PRAGMA journal_mode = WAL")
+        await db.execute_fetchall(f"PRAGMA synchronous = {synchronous}")
+        await migrate(db)
+    except sqlite3.OperationalError as exc:
+        await db.close()
+        if exc.sqlite_errorcode != sqlite3.SQLITE_BUSY:
+            raise
+        raise RuntimeError(f"task database {path} is in use by another store") from exc
+    except BaseException:
+        await db.close()
+        raise
+    return db

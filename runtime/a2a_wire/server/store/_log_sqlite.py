@@ -1,0 +1,397 @@
+"""An :class:`~a2a_wire.server.store._log.EventLogStore` in an SQLite file, through aiosqlite.
+
+Rules and theory of operation: :mod:`a2a_wire.server.store._log`. Layout and migration:
+:mod:`a2a_wire.server.store._log_sql`. Connection, PRAGMAs, durability (WAL, ``synchronous``)
+and the EXCLUSIVE hold on the file: as in :mod:`a2a_wire.server.store._sqlite`.
+
+Writes
+------
+For each task in use the store keeps a *head* (:class:`Head`, at most :data:`HEAD_CACHE`, least
+recently used dropped): state, last number reserved and committed, snapshot and tail sizes,
+loaded by one query. The file is held EXCLUSIVE, so only this store changes them. An append
+checks its events against the head and reserves their numbers and the new state (which the next
+append is checked against) before its first ``await``. Then one artifact chunk without outbox
+rows is a single INSERT that commits by itself (sent without the write lock when nobody holds
+it, as the version 2 store's plain writes); anything else is one ``BEGIN IMMEDIATE`` transaction
+under the write lock. Each INSERT checks, in the same statement, that its number follows the
+last one in the file (the snapshot's once the log is compacted) and that the task still exists,
+so a failed or concurrent write can leave neither a gap nor a row of a deleted task; after a
+failure the head is loaded again from the file. A fold is one UPDATE of the snapshot row,
+guarded by the snapshot number it read (a compare-and-set), and never runs in an append's
+transaction.
+"""
+
+from __future__ import annotations
+
+import builtins
+import copy
+import sqlite3
+import time
+from collections import OrderedDict
+from collections.abc import Callable, Collection, Sequence
+from pathlib import Path
+from typing import Any
+
+import aiosqlite
+
+from a2a_wire import codec
+from a2a_wire.errors import TaskNotFoundError
+from a2a_wire.server._limits import trim_history
+from a2a_wire.server.store import _log_sql as sql
+from a2a_wire.server.store import _log_sqlite_rows as rows
+from a2a_wire.server.store._base import (
+    RECOVERED_STATES,
+    PageTokens,
+    TaskPage,
+    TaskQuery,
+    check_page_size,
+    now_timestamp,
+    query_scope,
+    state_key,
+    status_key,
+    task_state,
+)
+from a2a_wire.server.store._log import (
+    PURGE_BATCH,
+    READ_LIMIT,
+    Appended,
+    EventKind,
+    EventLogStore,
+    EventRange,
+    LogEvent,
+    LogInput,
+    Snapshot,
+)
+from a2a_wire.server.store._log_fold import (
+    Prepared,
+    Waiters,
+    prepare,
+    restart_event,
+    should_fold,
+    status_instant,
+    task_frame,
+)
+from a2a_wire.server.store._log_sqlite_rows import Head
+from a2a_wire.server.store._push_sqlite import SQLitePushStore, in_transaction
+from a2a_wire.server.store._sqlite import SYNCHRONOUS_MODES
+from a2a_wire.types import Task, TaskPushNotificationConfig, TaskState
+
+__all__ = ["HEAD_CACHE", "SQLiteEventLog"]
+
+HEAD_CACHE = 4096
+"""Most task heads the store remembers; a forgotten one is loaded again by one query."""
+
+
+class _Conflict(Exception):
+    """An INSERT found another number before its own, or no task; nothing was written."""
+
+
+class SQLiteEventLog(SQLitePushStore, EventLogStore):
+    """Event logs of tasks in an SQLite file.
+
+    Args:
+        path: The database file; created with its schema on the first ``open``.
+        synchronous: SQLite's ``synchronous`` setting, one of
+            :data:`~a2a_wire.server.store._sqlite.SYNCHRONOUS_MODES`.
+        page_token_key: HMAC key for page tokens; random when ``None``.
+        history_limit: Most messages a task keeps (``ServerSettings.max_history_per_task``).
+        clock: Seconds since the epoch, for the state-change times retention reads.
+
+    Raises:
+        ValueError: ``synchronous`` is not an accepted mode.
+    """
+
+    def __init__(
+        self,
+        path: str | Path,
+        *,
+        synchronous: str = "NORMAL",
+        page_token_key: bytes | None = None,
+        history_limit: int | None = None,
+        clock: Callable[[], float] = time.time,
+    ) -> None:
+        mode = synchronous.upper()
+        if mode not in SYNCHRONOUS_MODES:
+            raise ValueError(f"synchronous must be one of {sorted(SYNCHRONOUS_MODES)}")
+        self._path = path
+        self._synchronous = mode
+        self._tokens = PageTokens(page_token_key)
+        self._history_limit = history_limit
+        self._clock = clock
+        self._db: aiosqlite.Connection | None = None
+        self._heads: OrderedDict[str, Head] = OrderedDict()
+        self._waiters = Waiters()
+        self._init_push()
+
+    @property
+    def _conn(self) -> aiosqlite.Connection:
+        if self._db is None:
+            raise RuntimeError("the task store is not open; call open() first")
+        return self._db
+
+    async def open(self) -> builtins.list[str]:
+        """Connect, create or check the schema, and fail the tasks a restart interrupted.
+
+        Returns:
+            Ids of the tasks that got a FAILED status event.
+
+        Raises:
+            RuntimeError: the store is already open, another store holds the file, or the file
+                has another schema version.
+        """
+        if self._db is not None:
+            raise RuntimeError("the task store is already open")
+        self._db = db = await sql.connect(self._path, self._synchronous)
+        try:
+            await self._load_push(db)
+            return await self._recover()
+        except BaseException:
+            await self.close()
+            raise
+
+    async def _recover(self) -> builtins.list[str]:
+        states = sorted(state_key(s) for s in RECOVERED_STATES)
+        failed = await rows.tasks_in_states(self._conn, states)
+        now = now_timestamp()
+        for task_id in failed:
+            head = await self._head(task_id)
+            assert head is not None  # nothing else runs before open returns
+            event = restart_event(task_id, head.context_id, now)
+            batch = prepare(task_id, head.context_id, head.state, [event], now)
+            await self._write(task_id, head, batch, True)
+        return failed
+
+    async def close(self) -> None:
+        """Close the connection; the file keeps the data. Closing twice is harmless."""
+        db, self._db = self._db, None
+        self._heads.clear()
+        if db is not None:
+            await db.close()
+
+    async def create(
+        self,
+        task: Task,
+        *,
+        owner: str = "",
+        push_configs: Sequence[TaskPushNotificationConfig] = (),
+        push: bool = False,
+    ) -> Appended:
+        """Store a new task as event 1 of its log (see the protocol).
+
+        Raises:
+            ValueError: the task has no id, or its id is taken (also by a deleted task that is
+                not purged yet).
+        """
+        db = self._conn
+        if not task.id:
+            raise ValueError("a task needs an id to be stored")
+        stored = copy.copy(task)  # trimming replaces the history list; the caller's stays
+        trim_history(stored, self._history_limit)
+        body = codec.encode(stored)
+        first = LogEvent(1, EventKind.TASK, task_frame(body))
+        state = task_state(stored)
+        row = (task.id, owner, stored.context_id, state_key(state), *status_key(stored))
+
+        async def work() -> int:
+            await rows.insert_task(db, (*row, self._clock()), body, first.body)
+            await self._put_configs(push_configs)
+            return await self._enqueue(task.id, first.body) if push else 0
+
+        try:
+            async with self._write_lock:
+                outbox = await in_transaction(db, work)
+        except sqlite3.IntegrityError:
+            raise ValueError(f"task {task.id!r} is already stored") from None
+        self._remember(task.id, Head(owner, stored.context_id, state, 1, 1, 1, len(body), 0))
+        self._waiters.wake(task.id)
+        return Appended([first], outbox, state)
+
+    async def append(
+        self, task_id: str, events: Sequence[LogInput], *, push: bool = False
+    ) -> Appended:
+        """Check and commit one turn's events (see the protocol).
+
+        Raises:
+            TaskNotFoundError: no such task.
+            InvalidTransitionError: an event is illegal; nothing was stored.
+            ValueError: ``events`` is empty.
+        """
+        if not events:
+            raise ValueError("an append needs at least one event")
+        head = await self._head(task_id)
+        if head is None:
+            raise TaskNotFoundError(metadata={"taskId": task_id})
+        prepared = prepare(task_id, head.context_id, head.state, events, now_timestamp())
+        return await self._write(task_id, head, prepared, push)
+
+    async def _write(self, task_id: str, head: Head, prepared: Prepared, push: bool) -> Appended:
+        """Number, write and commit a checked batch; then wake readers and fold if it pays."""
+        db = self._conn
+        logged = [LogEvent(head.seq + 1 + i, k, b) for i, (k, b) in enumerate(prepared.frames)]
+        status = prepared.status
+        head.seq = logged[-1].seq  # number and state are reserved before the first await
+        head.state = status.state if status is not None else head.state
+        pushing = push and task_id in self._push_tasks
+
+        async def work() -> int:
+            for event in logged:
+                row = (task_id, event.seq, int(event.kind), event.body)
+                if not await db.execute_fetchall(sql.INSERT_EVENT, row):
+                    raise _Conflict
+            if status is not None:
+                columns = (state_key(status.state), *status_instant(status), self._clock(), task_id)
+                await db.execute_fetchall(sql.UPDATE_STATUS, columns)
+            if not pushing:
+                return 0
+            return sum([await self._enqueue(task_id, e.body) for e in logged if e.streamed])
+
+        try:
+            if (
+                len(logged) == 1
+                and status is None
+                and not pushing
+                and not self._write_lock.locked()
+            ):
+                outbox = await work()  # one statement, which commits by itself
+            else:
+                async with self._write_lock:
+                    outbox = await in_transaction(db, work)
+        except BaseException as exc:
+            self._heads.pop(task_id, None)  # reload the truth from the file next time
+            if not isinstance(exc, _Conflict):
+                raise
+            if await self._head(task_id) is None:
+                raise TaskNotFoundError(metadata={"taskId": task_id}) from None
+            raise RuntimeError(f"task {task_id!r}: concurrent appends to one log") from None
+        head.committed = max(head.committed, logged[-1].seq)
+        head.tail_bytes += sum(len(event.body) for event in logged)
+        self._waiters.wake(task_id)
+        if should_fold(head.tail_bytes, head.snap_bytes, head.state):
+            await self._fold(task_id, head)
+        return Appended(logged, outbox, head.state)
+
+    def _remember(self, task_id: str, head: Head) -> None:
+        self._heads[task_id] = head
+        while len(self._heads) > HEAD_CACHE:
+            self._heads.popitem(last=False)
+
+    async def _head(self, task_id: str) -> Head | None:
+        head = self._heads.get(task_id)
+        if head is None:
+            loaded = await rows.load_head(self._conn, task_id)
+            if loaded is None:
+                return None
+            head = self._heads.get(task_id)  # another caller may have loaded it meanwhile
+            if head is None:
+                head = loaded
+                self._remember(task_id, head)
+        self._heads.move_to_end(task_id)
+        return head
+
+    async def _single(self, statement: str, params: Sequence[Any]) -> builtins.list[Any]:
+        """Run one writing statement, waiting for an open transaction to end first."""
+        if self._write_lock.locked():
+            async with self._write_lock:
+                return list(await self._conn.execute_fetchall(statement, params))
+        return list(await self._conn.execute_fetchall(statement, params))
+
+    async def _fold(self, task_id: str, head: Head) -> None:
+        """Write the folded snapshot back, unless another fold got there first."""
+        read = await rows.read_task(self._conn, task_id, head.owner, self._history_limit)
+        if read is None or read.seq == read.base_seq:
+            return
+        body = codec.encode(read.task)
+        if await self._single(sql.FOLD, (read.seq, body, task_id, read.base_seq)):
+            head.snap_seq, head.snap_bytes = read.seq, len(body)
+            head.tail_bytes = max(0, head.tail_bytes - read.tail_bytes)
+
+    async def get(self, task_id: str, *, owner: str = "") -> Task | None:
+        """A fresh copy of ``owner``'s task, or ``None``."""
+        read = await rows.read_task(self._conn, task_id, owner, self._history_limit)
+        return None if read is None else read.task
+
+    async def snapshot(self, task_id: str, *, owner: str = "") -> Snapshot | None:
+        """``owner``'s task with the number of its last event, or ``None``."""
+        read = await rows.read_task(self._conn, task_id, owner, self._history_limit)
+        return None if read is None else Snapshot(read.task, read.seq)
+
+    async def list(self, query: TaskQuery, *, owner: str = "") -> TaskPage:
+        """One page of ``owner``'s tasks matching ``query``, newest status first.
+
+        Raises:
+            InvalidParamsError: the page token is not valid for this query.
+        """
+        check_page_size(query)
+        scope = query_scope(query, owner)
+        after = self._tokens.read(query.page_token, scope) if query.page_token else None
+        page = await rows.list_page(self._conn, query, owner, after, self._history_limit)
+        tasks, last, count = page
+        token = self._tokens.issue(last, scope) if last is not None else ""
+        return TaskPage(tasks=tasks, next_page_token=token, total_size=count)
+
+    async def read_events(
+        self, task_id: str, after_seq: int, *, owner: str = "", limit: int = READ_LIMIT
+    ) -> EventRange | None:
+        """Events numbered above ``after_seq`` (see the protocol).
+
+        Raises:
+            ValueError: ``after_seq`` is negative or ``limit`` below 1.
+        """
+        if after_seq < 0 or limit < 1:
+            raise ValueError("after_seq must be at least 0 and limit at least 1")
+        return await rows.read_range(self._conn, task_id, owner, after_seq, limit)
+
+    async def wait_events(self, task_id: str, after_seq: int, *, timeout: float) -> bool:
+        """Wait for an event above ``after_seq`` (see the protocol)."""
+
+        async def ready() -> bool:
+            head = self._heads.get(task_id)
+            if head is not None:
+                return head.committed > after_seq
+            found = list(await self._conn.execute_fetchall(sql.LAST_SEQ, (task_id,)))
+            return found[0][0] is None or found[0][0] > after_seq
+
+        return await self._waiters.wait(task_id, ready, timeout)
+
+    async def compact(self, task_id: str, through_seq: int, *, batch: int = PURGE_BATCH) -> int:
+        """Drop up to ``batch`` events numbered ``through_seq`` or lower (see the protocol)."""
+        head = await self._head(task_id)
+        if head is None:
+            return 0
+        if head.snap_seq < min(through_seq, head.committed):
+            await self._fold(task_id, head)
+        through = min(through_seq, head.snap_seq)
+        async with self._write_lock:
+            dropped = await in_transaction(
+                self._conn, lambda: rows.drop_events(self._conn, task_id, through, batch)
+            )
+        if dropped:
+            self._waiters.wake(task_id)
+        return dropped
+
+    async def expired(
+        self, states: Collection[TaskState], before: float, *, limit: int, logged: bool = False
+    ) -> builtins.list[str]:
+        """Tasks in ``states`` unchanged since ``before``, oldest first (see the protocol)."""
+        keys = sorted(state_key(state) for state in states)
+        return await rows.tasks_in_states(
+            self._conn, keys, before=before, limit=limit, logged=logged
+        )
+
+    async def delete_task(self, task_id: str) -> bool:
+        """Make a task unknown with its push configs, in one transaction (see the protocol)."""
+        async with self._write_lock:
+            gone = await in_transaction(self._conn, lambda: rows.delete_rows(self._conn, task_id))
+        self._heads.pop(task_id, None)
+        self._push_tasks.discard(task_id)
+        self._waiters.wake(task_id)
+        return gone
+
+    async def purge(self, *, batch: int = PURGE_BATCH) -> int:
+        """Delete up to ``batch`` event and outbox rows of a deleted task (see the protocol).
+
+        Returns:
+            Rows deleted, counting the task's entry in ``deleted_tasks`` when it is done.
+        """
+        async with self._write_lock:
+            return await in_transaction(self._conn, lambda: rows.purge_rows(self._conn, batch))

@@ -1,0 +1,263 @@
+"""Row-level reads and deletions of the SQLite event log store (:mod:`._log_sqlite`).
+
+Each function takes the store's connection; the ones that write run inside the caller's
+transaction (:func:`~a2a_wire.server.store._push_sqlite.in_transaction`, under the write lock).
+
+Reads
+-----
+A task is read by one statement, the snapshot row ``UNION ALL`` its tail, so a fold or a
+compaction between two statements cannot tear it; the tail is folded in Python. ListTasks reads
+a page of listing rows with their snapshots in one statement and the tails of the (active)
+tasks that have one.
+"""
+
+from __future__ import annotations
+
+import math
+import sqlite3
+from dataclasses import dataclass
+from typing import Any
+
+import aiosqlite
+
+from a2a_wire import codec
+from a2a_wire.server.store._base import TaskQuery
+from a2a_wire.server.store._log import EventKind, EventRange, LogEvent
+from a2a_wire.server.store._log_fold import fold
+from a2a_wire.server.store._log_sql import (
+    BOUNDS,
+    EVENTS,
+    HEAD,
+    LIST,
+    ORDER,
+    READ,
+    after_cursor,
+    filters,
+)
+from a2a_wire.types import Task, TaskState
+
+__all__ = [
+    "Head",
+    "TaskRead",
+    "delete_rows",
+    "drop_events",
+    "insert_task",
+    "list_page",
+    "load_head",
+    "purge_rows",
+    "read_range",
+    "read_task",
+    "tasks_in_states",
+]
+
+
+@dataclass(slots=True)
+class Head:
+    """What the store remembers of a task in use (see "Writes" in :mod:`._log_sqlite`).
+
+    Attributes:
+        owner: The owner.
+        context_id: The context.
+        state: The state after the last committed (or reserved) event.
+        seq: The last number reserved by an append.
+        committed: The last number committed.
+        snap_seq: The stored snapshot's number.
+        snap_bytes: The stored snapshot's size.
+        tail_bytes: Bytes of the events after the snapshot.
+    """
+
+    owner: str
+    context_id: str
+    state: TaskState
+    seq: int
+    committed: int
+    snap_seq: int
+    snap_bytes: int
+    tail_bytes: int
+
+
+async def load_head(db: aiosqlite.Connection, task_id: str) -> Head | None:
+    """The head of a task as the file has it, by one statement; ``None``: no such task."""
+    found = list(await db.execute_fetchall(HEAD, (task_id,)))
+    if not found:
+        return None
+    owner, context_id, state, snap_seq, snap_bytes, last, tail = found[0]
+    return Head(owner, context_id, TaskState(state), last, last, snap_seq, snap_bytes, tail)
+
+
+@dataclass(frozen=True, slots=True)
+class TaskRead:
+    """A task read with its tail folded in.
+
+    Attributes:
+        task: The task, a fresh copy.
+        seq: The last event folded in.
+        base_seq: The stored snapshot's number.
+        tail_bytes: Bytes of the tail events that were folded.
+    """
+
+    task: Task
+    seq: int
+    base_seq: int
+    tail_bytes: int
+
+
+async def read_task(
+    db: aiosqlite.Connection, task_id: str, owner: str, history_limit: int | None
+) -> TaskRead | None:
+    """``owner``'s task, from one statement reading the snapshot and its tail."""
+    rows = list(await db.execute_fetchall(READ, (task_id, owner)))
+    if not rows or rows[0][1] != 0:
+        return None
+    base_seq, _, body = rows[0]
+    tail = [LogEvent(seq, EventKind(kind), bytes(data)) for seq, kind, data in rows[1:]]
+    task = fold(codec.decode(Task, body), tail, history_limit)
+    seq = tail[-1].seq if tail else base_seq
+    return TaskRead(task, seq, base_seq, sum(len(event.body) for event in tail))
+
+
+async def list_page(
+    db: aiosqlite.Connection,
+    query: TaskQuery,
+    owner: str,
+    after: tuple[int, int, str] | None,
+    history_limit: int | None,
+) -> tuple[list[Task], tuple[int, int, str] | None, int]:
+    """One ListTasks page: the tasks, the position of the last one if more follow, the count."""
+    where, params = filters(query, owner)
+    count = list(await db.execute_fetchall(f"SELECT COUNT(*) FROM tasks{where}", params))
+    if after is not None:
+        terms, values = after_cursor(after)
+        where, params = where + terms, params + values
+    rows = list(await db.execute_fetchall(LIST + where + ORDER, [*params, query.page_size + 1]))
+    page = rows[: query.page_size]
+    last = (page[-1][0], page[-1][1], page[-1][2]) if len(rows) > query.page_size else None
+    tasks: list[Task] = []
+    for _, _, task_id, snap_seq, body, head in page:
+        read = await read_task(db, task_id, owner, history_limit) if head > snap_seq else None
+        tasks.append(read.task if read is not None else codec.decode(Task, body))
+    return tasks, last, count[0][0]
+
+
+async def read_range(
+    db: aiosqlite.Connection, task_id: str, owner: str, after_seq: int, limit: int
+) -> EventRange | None:
+    """Up to ``limit`` of ``owner``'s task's events above ``after_seq``; ``None``: no task."""
+    rows: list[Any] = list(await db.execute_fetchall(EVENTS, (task_id, owner, after_seq, limit)))
+    if rows:
+        if rows[0][0] != after_seq + 1:  # compacted since
+            return EventRange([], from_snapshot=True)
+        return EventRange([LogEvent(seq, EventKind(k), bytes(b)) for seq, k, b in rows])
+    bounds = list(await db.execute_fetchall(BOUNDS, (task_id, owner)))
+    if not bounds:
+        return None
+    first_seq, last = bounds[0]
+    return EventRange([], from_snapshot=after_seq + 1 < first_seq or after_seq > last)
+
+
+async def drop_events(db: aiosqlite.Connection, task_id: str, through: int, batch: int) -> int:
+    """Delete up to ``batch`` of the task's oldest events, none above ``through``; in a transaction.
+
+    Returns:
+        The number of events deleted.
+    """
+    sql = "SELECT first_seq FROM tasks WHERE id = ?"
+    rows = list(await db.execute_fetchall(sql, (task_id,)))
+    upto = min(through, rows[0][0] + batch - 1) if rows else 0
+    sql = "DELETE FROM task_events WHERE task_id = ? AND seq <= ? RETURNING 1"
+    dropped = len(list(await db.execute_fetchall(sql, (task_id, upto))))
+    if dropped:
+        sql = "UPDATE tasks SET first_seq = ? WHERE id = ?"
+        await db.execute_fetchall(sql, (upto + 1, task_id))
+    return dropped
+
+
+async def tasks_in_states(
+    db: aiosqlite.Connection,
+    states: list[str],
+    *,
+    before: float = math.inf,
+    limit: int = -1,
+    logged: bool = False,
+) -> list[str]:
+    """Ids of tasks in ``states`` (stored values) whose state changed before ``before``.
+
+    Args:
+        db: The connection.
+        states: Stored state values.
+        before: A time of the store's clock; all times when omitted.
+        limit: Most ids, oldest change first; no limit when negative.
+        logged: Only tasks that still have events.
+    """
+    if not states:
+        return []
+    sql = f"SELECT id FROM tasks WHERE state IN ({', '.join('?' * len(states))})"
+    sql += " AND changed_at < ?"
+    if logged:
+        sql += " AND EXISTS (SELECT 1 FROM task_events WHERE task_id = tasks.id)"
+    sql += " ORDER BY changed_at, id LIMIT ?"
+    return [row[0] for row in await db.execute_fetchall(sql, [*states, before, limit])]
+
+
+async def insert_task(
+    db: aiosqlite.Connection, row: tuple[Any, ...], snapshot: bytes, first: bytes
+) -> None:
+    """Insert a new task's row, snapshot and event 1; in a transaction.
+
+    Raises:
+        sqlite3.IntegrityError: the id is taken, also by a deleted task not purged yet.
+    """
+    sql = "SELECT 1 FROM deleted_tasks WHERE task_id = ?"
+    if list(await db.execute_fetchall(sql, row[:1])):
+        raise sqlite3.IntegrityError("the id of a deleted task")
+    await db.execute_fetchall("INSERT INTO tasks VALUES (?, ?, ?, ?, ?, ?, ?, 1)", row)
+    sql = "INSERT INTO task_snapshots (task_id, seq, body) VALUES (?, 1, ?)"
+    await db.execute_fetchall(sql, (row[0], snapshot))
+    sql = "INSERT INTO task_events (task_id, seq, kind, body) VALUES (?, 1, ?, ?)"
+    await db.execute_fetchall(sql, (row[0], int(EventKind.TASK), first))
+
+
+async def delete_rows(db: aiosqlite.Connection, task_id: str) -> bool:
+    """Delete a task's row, snapshot and configs, and queue the rest; in a transaction.
+
+    Returns:
+        Whether the task existed.
+    """
+    sql = "DELETE FROM tasks WHERE id = ? RETURNING id"
+    if not list(await db.execute_fetchall(sql, (task_id,))):
+        return False
+    for sql in (
+        "DELETE FROM task_snapshots WHERE task_id = ?",
+        "DELETE FROM push_configs WHERE task_id = ?",
+        "INSERT OR IGNORE INTO deleted_tasks (task_id) VALUES (?)",
+    ):
+        await db.execute_fetchall(sql, (task_id,))
+    return True
+
+
+async def purge_rows(db: aiosqlite.Connection, batch: int) -> int:
+    """Delete up to ``batch`` rows (events, then outbox rows) of one deleted task; in a transaction.
+
+    Returns:
+        Rows deleted, counting the task's ``deleted_tasks`` entry when it is done; 0 when no
+        deleted task is left.
+    """
+    rows = list(await db.execute_fetchall("SELECT task_id FROM deleted_tasks LIMIT 1"))
+    if not rows:
+        return 0
+    task_id = rows[0][0]
+    sql = (
+        "DELETE FROM task_events WHERE task_id = ?1 AND seq IN"
+        " (SELECT seq FROM task_events WHERE task_id = ?1 ORDER BY seq LIMIT ?2) RETURNING 1"
+    )
+    done = len(list(await db.execute_fetchall(sql, (task_id, batch))))
+    if done < batch:
+        sql = (
+            "DELETE FROM push_outbox WHERE seq IN"
+            " (SELECT seq FROM push_outbox WHERE task_id = ?1 LIMIT ?2) RETURNING 1"
+        )
+        done += len(list(await db.execute_fetchall(sql, (task_id, batch - done))))
+    if done < batch:
+        await db.execute_fetchall("DELETE FROM deleted_tasks WHERE task_id = ?", (task_id,))
+        done += 1
+    return done
