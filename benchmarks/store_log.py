@@ -33,10 +33,11 @@ from pathlib import Path
 from typing import Any
 
 from a2a_wire._protocol.tasks import apply
-from a2a_wire.server.store._base import InMemoryTaskStore, TaskStore, now_timestamp
+from a2a_wire.server.store._base import TaskStore, now_timestamp
 from a2a_wire.server.store._log import EventLogStore
 from a2a_wire.server.store._log_memory import InMemoryEventLog
 from a2a_wire.server.store._log_sqlite import SQLiteEventLog
+from a2a_wire.server.store._memory import InMemoryTaskStore
 from a2a_wire.server.store._sqlite import SQLiteTaskStore
 from a2a_wire.types import (
     Artifact,

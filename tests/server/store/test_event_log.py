@@ -24,7 +24,7 @@ from hypothesis.stateful import RuleBasedStateMachine, invariant, rule, run_stat
 from a2a_wire import codec
 from a2a_wire._protocol.tasks import InvalidTransitionError, apply
 from a2a_wire.errors import TaskNotFoundError
-from a2a_wire.server._limits import trim_history
+from a2a_wire.server._history import trim
 from a2a_wire.server.store import _log_fold
 from a2a_wire.server.store._base import RESTART_MESSAGE, TaskQuery
 from a2a_wire.server.store._log import EventKind, EventLogStore, LogEvent, LogInput
@@ -151,7 +151,7 @@ def sequential(events: Sequence[LogEvent], history_limit: int | None = None) -> 
         item = frame.status_update or frame.artifact_update or frame.message
         assert item is not None
         apply(task, item, now=EPOCH)
-        trim_history(task, history_limit)
+        trim(task, history_limit)
     return task
 
 

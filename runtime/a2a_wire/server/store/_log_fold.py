@@ -14,8 +14,9 @@ from collections.abc import Awaitable, Callable, Iterable, Sequence
 from dataclasses import dataclass
 
 from a2a_wire import codec
-from a2a_wire._protocol.tasks import apply, ends_stream
-from a2a_wire.server._limits import trim_history
+from a2a_wire._protocol.states import is_settled
+from a2a_wire._protocol.tasks import apply
+from a2a_wire.server._history import trim
 from a2a_wire.server.store._base import RESTART_MESSAGE, Instant, timestamp_key
 from a2a_wire.server.store._log import FOLD_MIN_BYTES, EventKind, LogEvent, LogInput
 from a2a_wire.types import (
@@ -126,7 +127,7 @@ def status_instant(status: TaskStatus) -> Instant:
 def should_fold(tail_bytes: int, snapshot_bytes: int, state: TaskState) -> bool:
     """Whether to write the folded snapshot back now (see "When to fold")."""
     return tail_bytes > max(snapshot_bytes, FOLD_MIN_BYTES) or (
-        tail_bytes > 0 and ends_stream(state)
+        tail_bytes > 0 and is_settled(state)
     )
 
 
@@ -136,7 +137,7 @@ def fold(task: Task, events: Iterable[LogEvent], history_limit: int | None) -> T
     Args:
         task: The snapshot the events follow (a fresh copy: it is changed).
         events: Logged events, in order. A ``task`` event starts over from that task.
-        history_limit: Most messages kept (:func:`~a2a_wire.server._limits.trim_history`).
+        history_limit: Most messages kept (:func:`~a2a_wire.server._history.trim`).
     """
     chunks: dict[str, builtins.list[TaskArtifactUpdateEvent]] = {}
     rest: builtins.list[TaskStatusUpdateEvent | Message] = []
@@ -156,7 +157,7 @@ def fold(task: Task, events: Iterable[LogEvent], history_limit: int | None) -> T
         _fold_artifact(task, group)
     for item in rest:
         apply(task, item, now=_EPOCH)
-    trim_history(task, history_limit)
+    trim(task, history_limit)
     return task
 
 

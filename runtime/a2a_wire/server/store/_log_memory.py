@@ -21,16 +21,15 @@ from dataclasses import dataclass
 
 from a2a_wire import codec
 from a2a_wire.errors import TaskNotFoundError
-from a2a_wire.server._limits import trim_history
+from a2a_wire.server._history import trim
 from a2a_wire.server.store._base import (
     RECOVERED_STATES,
     Instant,
-    PageTokens,
     TaskPage,
     TaskQuery,
-    check_page_size,
+    issue_cursor,
     now_timestamp,
-    query_scope,
+    read_cursor,
     state_filter,
     state_key,
     status_key,
@@ -58,6 +57,7 @@ from a2a_wire.server.store._log_fold import (
     status_instant,
     task_frame,
 )
+from a2a_wire.server.store._paging import PageTokens, check_page_size
 from a2a_wire.server.store._push import InMemoryPushStore
 from a2a_wire.types import Task, TaskPushNotificationConfig, TaskState
 
@@ -91,7 +91,7 @@ class InMemoryEventLog(InMemoryPushStore, EventLogStore):
 
     Args:
         page_token_key: HMAC key for page tokens; random when ``None`` (see
-            :class:`~a2a_wire.server.store._base.PageTokens`).
+            :class:`~a2a_wire.server.store._paging.PageTokens`).
         history_limit: Most messages a task keeps (``ServerSettings.max_history_per_task``).
         clock: Seconds since the epoch, for the state-change times retention reads.
     """
@@ -104,7 +104,7 @@ class InMemoryEventLog(InMemoryPushStore, EventLogStore):
         clock: Callable[[], float] = time.time,
     ) -> None:
         self._entries: dict[str, _Entry] = {}
-        self._tokens = PageTokens(page_token_key)
+        self.page_tokens = PageTokens(page_token_key)
         self._history_limit = history_limit
         self._clock = clock
         self._waiters = Waiters()
@@ -162,7 +162,7 @@ class InMemoryEventLog(InMemoryPushStore, EventLogStore):
         if task.id in self._entries:
             raise ValueError(f"task {task.id!r} is already stored")
         stored = copy.copy(task)  # trimming replaces the history list; the caller's stays
-        trim_history(stored, self._history_limit)
+        trim(stored, self._history_limit)
         base = codec.encode(stored)
         first = LogEvent(1, EventKind.TASK, task_frame(base))
         state = task_state(stored)
@@ -232,9 +232,8 @@ class InMemoryEventLog(InMemoryPushStore, EventLogStore):
             InvalidParamsError: the page token is not valid for this query.
         """
         self._require_open()
-        check_page_size(query)
-        scope = query_scope(query, owner)
-        after = self._tokens.read(query.page_token, scope) if query.page_token else None
+        check_page_size(query.page_size)
+        after = read_cursor(self.page_tokens, query, owner)
         state = state_filter(query)
         since = timestamp_key(query.status_after) if query.status_after is not None else None
         matches = sorted(
@@ -252,7 +251,7 @@ class InMemoryEventLog(InMemoryPushStore, EventLogStore):
         token = ""
         if start + query.page_size < len(matches):
             seconds, nanos, last_id = page[-1]
-            token = self._tokens.issue((-seconds, -nanos, last_id), scope)
+            token = issue_cursor(self.page_tokens, query, owner, (-seconds, -nanos, last_id))
         tasks = [self._fold(self._entries[m[2]]) for m in page]
         return TaskPage(tasks=tasks, next_page_token=token, total_size=len(matches))
 

@@ -36,17 +36,16 @@ import aiosqlite
 
 from a2a_wire import codec
 from a2a_wire.errors import TaskNotFoundError
-from a2a_wire.server._limits import trim_history
+from a2a_wire.server._history import trim
 from a2a_wire.server.store import _log_sql as sql
 from a2a_wire.server.store import _log_sqlite_rows as rows
 from a2a_wire.server.store._base import (
     RECOVERED_STATES,
-    PageTokens,
     TaskPage,
     TaskQuery,
-    check_page_size,
+    issue_cursor,
     now_timestamp,
-    query_scope,
+    read_cursor,
     state_key,
     status_key,
     task_state,
@@ -72,6 +71,7 @@ from a2a_wire.server.store._log_fold import (
     task_frame,
 )
 from a2a_wire.server.store._log_sqlite_rows import Head
+from a2a_wire.server.store._paging import PageTokens, check_page_size
 from a2a_wire.server.store._push_sqlite import SQLitePushStore, in_transaction
 from a2a_wire.server.store._sqlite import SYNCHRONOUS_MODES
 from a2a_wire.types import Task, TaskPushNotificationConfig, TaskState
@@ -115,7 +115,7 @@ class SQLiteEventLog(SQLitePushStore, EventLogStore):
             raise ValueError(f"synchronous must be one of {sorted(SYNCHRONOUS_MODES)}")
         self._path = path
         self._synchronous = mode
-        self._tokens = PageTokens(page_token_key)
+        self.page_tokens = PageTokens(page_token_key)
         self._history_limit = history_limit
         self._clock = clock
         self._db: aiosqlite.Connection | None = None
@@ -186,7 +186,7 @@ class SQLiteEventLog(SQLitePushStore, EventLogStore):
         if not task.id:
             raise ValueError("a task needs an id to be stored")
         stored = copy.copy(task)  # trimming replaces the history list; the caller's stays
-        trim_history(stored, self._history_limit)
+        trim(stored, self._history_limit)
         body = codec.encode(stored)
         first = LogEvent(1, EventKind.TASK, task_frame(body))
         state = task_state(stored)
@@ -321,12 +321,11 @@ class SQLiteEventLog(SQLitePushStore, EventLogStore):
         Raises:
             InvalidParamsError: the page token is not valid for this query.
         """
-        check_page_size(query)
-        scope = query_scope(query, owner)
-        after = self._tokens.read(query.page_token, scope) if query.page_token else None
+        check_page_size(query.page_size)
+        after = read_cursor(self.page_tokens, query, owner)
         page = await rows.list_page(self._conn, query, owner, after, self._history_limit)
         tasks, last, count = page
-        token = self._tokens.issue(last, scope) if last is not None else ""
+        token = issue_cursor(self.page_tokens, query, owner, last) if last is not None else ""
         return TaskPage(tasks=tasks, next_page_token=token, total_size=count)
 
     async def read_events(
