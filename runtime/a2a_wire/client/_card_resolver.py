@@ -47,7 +47,8 @@ from a2a_wire.client._errors import (
     UnexpectedContentTypeError,
     safe_url,
 )
-from a2a_wire.client._http import JSON_MEDIA_TYPES, ClientSettings, RawResponse, Transport
+from a2a_wire.client._http import JSON_MEDIA_TYPES, RawResponse, Transport
+from a2a_wire.client._settings import ClientSettings
 from a2a_wire.types import AgentCard, AgentInterface
 
 __all__ = [
