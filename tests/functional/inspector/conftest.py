@@ -107,15 +107,31 @@ def _missing() -> str:
     return ""
 
 
+def _reason() -> str:
+    missing = _missing()
+    return f"browser tests need Chromium and Playwright ({missing}): {HOW}" if missing else ""
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """Mark the browser tests skipped when the browser is missing (and not required).
+
+    A skip *mark* is what pytest folds into one summary line per file (a skip raised by a
+    fixture is reported once per test).
+    """
+    reason = _reason()
+    if not reason or os.environ.get(REQUIRE):
+        return
+    for item in items:
+        if "browser" in getattr(item, "fixturenames", ()):
+            item.add_marker(pytest.mark.skip(reason=reason))
+
+
 @pytest.fixture(scope="module")
 def browser() -> Iterator[Any]:
-    """Headless Chromium, or the one skip (or failure) reason of the module docstring."""
-    missing = _missing()
-    if missing:
-        reason = f"browser tests need Chromium and Playwright ({missing}): {HOW}"
-        if os.environ.get(REQUIRE):
-            pytest.fail(f"{reason}; {REQUIRE} is set, so this fails", pytrace=False)
-        pytest.skip(reason)
+    """Headless Chromium; fails when it is missing but required (see the module docstring)."""
+    reason = _reason()
+    if reason:
+        pytest.fail(f"{reason}; {REQUIRE} is set, so this fails", pytrace=False)
     from playwright.sync_api import sync_playwright
 
     args = ["--no-sandbox"] if os.geteuid() == 0 else []  # Chromium refuses root otherwise

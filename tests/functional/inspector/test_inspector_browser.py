@@ -6,7 +6,9 @@ Agents that must still be running when the test acts are held by gate files the 
 
 from __future__ import annotations
 
+import os
 import re
+import shutil
 from pathlib import Path
 from typing import Any
 
@@ -239,3 +241,23 @@ def test_the_traffic_pane_stays_responsive_with_10000_events(
         )
     finally:
         capped_context.close()
+
+
+def test_screenshot(page: Any, inspector: Inspector, agent: ServerProcess, tmp_path: Path) -> None:
+    """The picture of docs/inspector.md, written where ``$A2A_WIRE_INSPECTOR_SCREENSHOT`` says
+    (``make inspector-screenshot``); a plain test run writes it under its own tmp_path only."""
+    open_agent(page, inspector, agent.url)
+    send(page, "hello", skill="ask")
+    expect(page.locator(".turn-agent .who .badge").last).to_have_text("input-required")
+    send(page, "Ada Lovelace", skill="ask")
+    expect(page.locator(".turn-agent .who .badge").last).to_have_text("completed")
+    send(page, "Streams arrive chunk by chunk, and the traffic pane shows each SSE event.")
+    expect(page.locator(".turn-agent .who .badge").last).to_have_text("completed")
+    page.locator("#traffic-list .row.kind-event").filter(has_text="artifactUpdate").last.click()
+    expect(page.locator("#traffic-detail .json-node").first).to_be_visible()
+    shot = tmp_path / "inspector.png"
+    page.screenshot(path=str(shot))
+    assert shot.stat().st_size > 20_000
+    target = os.environ.get("A2A_WIRE_INSPECTOR_SCREENSHOT")
+    if target:
+        shutil.copyfile(shot, target)

@@ -101,7 +101,7 @@ function select(record) {
     record.url ? el("div", {}, el("code", { text: record.url })) : null,
     record.error ? el("p", { class: "error", text: errorText(record.error) }) : null,
     headersView(record.headers),
-    record.body !== undefined && record.body !== null ? jsonTree(record.body, 3) : null);
+    record.body !== undefined && record.body !== null ? jsonTree(record.body, 5) : null);
 }
 
 function add(record) {
