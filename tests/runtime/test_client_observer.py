@@ -13,7 +13,6 @@ from client_fake import LOCAL, FakeAgent, card_json, sse, status_update, task_js
 from a2a_wire.client import (
     A2AClient,
     ConnectError,
-    ExchangeObserver,
     ExchangeWatch,
     RedirectRefusedError,
     StaticCredentials,
@@ -62,11 +61,6 @@ class Recorder:
 
     def body(self, index: int) -> bytes:
         return b"".join(e[2] for e in self.log if e[0] == "body" and e[1] == index)
-
-
-def test_the_recorder_is_an_observer() -> None:
-    observer: ExchangeObserver = Recorder()
-    assert observer is not None
 
 
 async def test_a_call_is_seen_as_sent_and_as_answered(agent: FakeAgent) -> None:

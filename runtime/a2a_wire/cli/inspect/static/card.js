@@ -51,14 +51,19 @@ function skillsView(card) {
 function summaryView(view) {
   const card = view.document && typeof view.document === "object" ? view.document : {};
   const iface = view.interface;
+  const row = (name, value) => el("tr", {}, el("th", { text: name }), el("td", {}, value));
+  const provider = card.provider && `${card.provider.organization || ""} ${card.provider.url || ""}`;
+  const endpoint = iface
+    ? el("code", { text: iface.url + (iface.tenant ? ` (tenant ${iface.tenant})` : "") })
+    : el("span", { class: "no", text: "no usable interface" });
   return el("div", { class: "card-summary" },
     el("h2", { text: String(card.name || "(no name)") }),
     el("p", { text: String(card.description || "") }),
     el("table", { class: "kv" },
-      el("tr", {}, el("th", { text: "version" }), el("td", { text: String(card.version ?? "") })),
-      card.provider ? el("tr", {}, el("th", { text: "provider" }), el("td", { text: `${card.provider.organization || ""} ${card.provider.url || ""}` })) : null,
-      el("tr", {}, el("th", { text: "card" }), el("td", {}, el("code", { text: view.cardUrl }))),
-      el("tr", {}, el("th", { text: "JSON-RPC" }), el("td", {}, iface ? el("code", { text: iface.url + (iface.tenant ? ` (tenant ${iface.tenant})` : "") }) : el("span", { class: "no", text: "no usable interface" })))));
+      row("version", String(card.version ?? "")),
+      provider ? row("provider", provider) : null,
+      row("card", el("code", { text: view.cardUrl })),
+      row("JSON-RPC", endpoint)));
 }
 
 function extendedView(view) {
@@ -114,7 +119,9 @@ export function showCard(view) {
     el("h3", { text: "Capabilities" }), capabilitiesView(card.capabilities),
     el("h3", { text: "Skills" }), skillsView(card),
     el("h3", { text: "Default media types" }),
-    el("p", {}, "in: ", el("code", { text: list(card.defaultInputModes) || "none" }), "  out: ", el("code", { text: list(card.defaultOutputModes) || "none" })),
+    el("p", {},
+      "in: ", el("code", { text: list(card.defaultInputModes) || "none" }),
+      "  out: ", el("code", { text: list(card.defaultOutputModes) || "none" })),
     extendedView(view),
     el("details", { class: "raw", open: true }, el("summary", { text: "JSON (as received)" }), jsonTree(view.document, 1)));
   emit("card-skills", Array.isArray(card.skills) ? card.skills : []);

@@ -4,7 +4,7 @@
 
 import { call, emit, newId, on, openStream } from "./api.js";
 import { apply } from "./store.js";
-import { $, INTERRUPTED, badge, clear, coalesce, el, errorText, partsView } from "./view.js";
+import { $, INTERRUPTED, badge, clear, coalesce, el, errorText, partsView, statusText } from "./view.js";
 
 const turns = [];            // { kind: "user"|"agent", ..., node }
 const byStream = new Map();  // streamId -> agent turn
@@ -17,9 +17,10 @@ function showThread() {
     return;
   }
   const waiting = thread.taskId && INTERRUPTED.has(thread.state);
-  clear(note,
-    waiting ? el("span", {}, "Continuing task ", el("code", { text: thread.taskId }), " (", badge(thread.state), ")") : "Same conversation, new task",
-    " in context ", el("code", { text: thread.contextId }));
+  const what = waiting
+    ? el("span", {}, "Continuing task ", el("code", { text: thread.taskId }), " (", badge(thread.state), ")")
+    : "Same conversation, new task";
+  clear(note, what, " in context ", el("code", { text: thread.contextId }));
 }
 
 async function fileParts(input) {
@@ -89,7 +90,7 @@ function renderTurn(turn) {
     const t = turn.task;
     head.append(" · task ", el("code", { text: t.id }), " ", badge(t.state));
     body.push(el("ol", { class: "states" }, t.statuses.map((s) =>
-      el("li", {}, badge(s.state), s.message ? el("span", { class: "status-text", text: ` ${(s.message.parts || []).map((p) => p.text || "").join(" ")}` }) : null))));
+      el("li", {}, badge(s.state), el("span", { class: "status-text", text: ` ${statusText(s)}` })))));
     for (const artifact of t.artifacts.values()) body.push(artifactView(artifact));
   }
   if (turn.streaming && !turn.ended) body.push(el("p", { class: "muted live", text: "streaming…" }));

@@ -41,9 +41,15 @@ async function remove(config) {
 }
 
 function summary(event) {
-  if (event.statusUpdate) return [el("code", { text: event.statusUpdate.taskId }), " status ", badge(event.statusUpdate.status && event.statusUpdate.status.state)];
-  if (event.task) return [el("code", { text: event.task.id }), " task ", badge(event.task.status && event.task.status.state)];
-  if (event.artifactUpdate) return [el("code", { text: event.artifactUpdate.taskId }), ` artifact ${event.artifactUpdate.artifact ? event.artifactUpdate.artifact.name || event.artifactUpdate.artifact.artifactId : ""}`];
+  const state = (status) => badge(status && status.state);
+  const update = event.statusUpdate;
+  if (update) return [el("code", { text: update.taskId }), " status ", state(update.status)];
+  if (event.task) return [el("code", { text: event.task.id }), " task ", state(event.task.status)];
+  const chunk = event.artifactUpdate;
+  if (chunk) {
+    const artifact = chunk.artifact || {};
+    return [el("code", { text: chunk.taskId }), ` artifact ${artifact.name || artifact.artifactId || ""}`];
+  }
   if (event.message) return ["message"];
   return [Object.keys(event)[0] || "?"];
 }

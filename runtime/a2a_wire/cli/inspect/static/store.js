@@ -22,8 +22,10 @@ function addStatus(model, status) {
   if (!status) return;
   const last = model.statuses[model.statuses.length - 1];
   const messageId = status.message ? status.message.messageId : "";
-  if (last && last.state === status.state && last.timestamp === status.timestamp && last.messageId === messageId) return;
-  model.statuses.push({ state: status.state, timestamp: status.timestamp || "", message: status.message, messageId, seen: Date.now() });
+  const same = last && last.state === status.state && last.timestamp === status.timestamp;
+  if (same && last.messageId === messageId) return;
+  const timestamp = status.timestamp || "";
+  model.statuses.push({ state: status.state, timestamp, message: status.message, messageId });
   model.state = stateName(status.state);
 }
 

@@ -3,7 +3,7 @@
 
 import { api, call, emit, newId, on, openStream } from "./api.js";
 import { apply, task as taskModel } from "./store.js";
-import { $, badge, clear, coalesce, el, errorText, jsonTree, partsView } from "./view.js";
+import { $, badge, clear, coalesce, el, errorText, jsonTree, partsView, statusText } from "./view.js";
 
 let pages = [""];          // page tokens of the pages seen: pages[i] fetches page i + 1
 let page = 0;
@@ -41,11 +41,13 @@ async function list() {
   const size = Number($("#tasks-page-size").value) || 10;
   const first = page * size + (tasks.length ? 1 : 0);
   const head = el("tr", {}, ["task", "context", "state", "updated", "artifacts"].map((h) => el("th", { text: h })));
+  const where = `page ${page + 1} · tasks ${first}–${page * size + tasks.length} of ${result.totalSize ?? "?"}`;
+  const turn = (step) => () => { page += step; list(); };
   clear(box,
     el("div", { class: "pager" },
-      el("span", { id: "tasks-page", text: `page ${page + 1} · tasks ${first}–${page * size + tasks.length} of ${result.totalSize ?? "?"}` }),
-      el("button", { type: "button", id: "tasks-prev", text: "‹ Previous", disabled: page === 0, onclick: () => { page -= 1; list(); } }),
-      el("button", { type: "button", id: "tasks-next", text: "Next ›", disabled: !result.nextPageToken, onclick: () => { page += 1; list(); } })),
+      el("span", { id: "tasks-page", text: where }),
+      el("button", { type: "button", id: "tasks-prev", text: "‹ Previous", disabled: page === 0, onclick: turn(-1) }),
+      el("button", { type: "button", id: "tasks-next", text: "Next ›", disabled: !result.nextPageToken, onclick: turn(1) })),
     el("table", { class: "grid tasks" }, head, tasks.map((t) =>
       el("tr", { class: "task-row", dataset: { taskId: t.id }, onclick: () => show(t.id) },
         el("td", {}, el("code", { text: t.id })),
@@ -104,8 +106,7 @@ const renderDetail = coalesce(() => {
     follow ? el("p", { class: "muted", id: "task-following", text: followText(follow) }) : null,
     el("h4", { text: "Status history (as seen by the inspector)" }),
     el("ol", { class: "states", id: "task-states" }, t.statuses.map((s) =>
-      el("li", {}, badge(s.state), ` ${s.timestamp || ""} `,
-        s.message ? el("span", { class: "status-text", text: (s.message.parts || []).map((p) => p.text || "").join(" ") }) : null))),
+      el("li", {}, badge(s.state), ` ${s.timestamp || ""} `, el("span", { class: "status-text", text: statusText(s) })))),
     el("h4", { text: `Messages (${t.history.length})` }),
     el("ol", { class: "messages" }, t.history.map(messageView)),
     el("h4", { text: `Artifacts (${t.artifacts.size})` }),

@@ -30,7 +30,10 @@ function matches(record) {
 }
 
 function summary(record) {
-  if (record.kind === "request") return `${record.method} ${record.rpc || record.url}${record.rpcId !== undefined && record.rpcId !== null ? ` #${record.rpcId}` : ""}`;
+  if (record.kind === "request") {
+    const id = record.rpcId !== undefined && record.rpcId !== null ? ` #${record.rpcId}` : "";
+    return `${record.method} ${record.rpc || record.url}${id}`;
+  }
   if (record.kind === "response") return `${record.status} ${record.rpc}${record.error ? ` ${record.error.name}` : ""}`;
   if (record.kind === "event") return `${record.rpc} ${eventKind(record.body)}`;
   if (record.kind === "end") return `${record.rpc} stream ended, ${record.events} events${record.error ? ` (${record.error.name})` : ""}`;

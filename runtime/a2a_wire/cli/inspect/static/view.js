@@ -121,6 +121,12 @@ export function partView(part) {
   return el("div", { class: "part-other" }, jsonTree(part, 1));
 }
 
+// The text of a status message, on one line.
+export function statusText(status) {
+  const parts = (status.message && status.message.parts) || [];
+  return parts.map((p) => p.text || "").join(" ");
+}
+
 // Calls `render` at most once per animation frame, however often `schedule` is called.
 export function coalesce(render) {
   let pending = false;
