@@ -11,7 +11,8 @@ GENERATED := generated/__init__.py generated/types.py generated/methods.py gener
 CODEGEN_SOURCES := $(wildcard codegen/*.py codegen/support/*.py codegen/templates/*.j2)
 SRC := runtime generated codegen tests benchmarks examples
 
-.PHONY: install proto generate check-generated interop-table fmt lint typecheck test check serve clean
+.PHONY: install proto generate check-generated interop-table fmt lint typecheck test check serve clean \
+	inspector-screenshot
 
 $(PY):
 	$(PYTHON) -m venv $(VENV)
@@ -72,6 +73,12 @@ check: lint typecheck check-generated
 
 test: install proto check
 	$(BIN)/pytest -q -p no:cacheprovider
+
+# Refresh docs/inspector.png from a real run of the inspector's browser test (needs Debian's
+# chromium, see docs/inspector.md). A plain test run never writes a tracked file.
+inspector-screenshot: install
+	A2A_WIRE_REQUIRE_BROWSER=1 A2A_WIRE_INSPECTOR_SCREENSHOT=$(CURDIR)/docs/inspector.png \
+	  $(BIN)/pytest -q -p no:cacheprovider tests/functional/inspector/test_inspector_browser.py -k screenshot
 
 clean:
 	rm -rf build $(VENV) .mypy_cache .ruff_cache .pytest_cache

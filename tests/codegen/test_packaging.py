@@ -5,6 +5,7 @@ Also checks that a plain (non-editable) install imports as ``a2a_wire`` without 
 
 from __future__ import annotations
 
+import re
 import subprocess
 import sys
 import zipfile
@@ -47,6 +48,24 @@ def test_wheel_holds_every_module_of_the_source_tree(wheel: Path) -> None:
     assert modules and modules <= names, sorted(modules - names)
     generated = {f"a2a_wire/_generated/{p.name}" for p in (PROJECT / "generated").glob("*.py")}
     assert generated <= names
+
+
+def test_wheel_holds_the_inspector_page(wheel: Path) -> None:
+    from a2a_wire.cli.inspect._app import STATIC_FILES
+
+    names = set(zipfile.ZipFile(wheel).namelist())
+    static = PROJECT / "runtime" / "a2a_wire" / "cli" / "inspect" / "static"
+    assets = {p.name for p in static.iterdir() if p.is_file()}
+    assert assets == set(STATIC_FILES)  # every file is served, every served file exists
+    assert {f"a2a_wire/cli/inspect/static/{name}" for name in assets} <= names
+    # Every module or stylesheet a page file refers to is one of them (no build, no other host).
+    referred = set()
+    for name in assets:
+        text = (static / name).read_text(encoding="utf-8")
+        referred |= set(re.findall(r'from "\./([\w.-]+)"', text))
+        referred |= set(re.findall(r'(?:src|href)="static/([\w.-]+)"', text))
+    assert referred and referred <= assets, sorted(referred - assets)
+    assert not re.search(r"https?://(?!127\.0\.0\.1)", (static / "index.html").read_text())
 
 
 def test_installed_wheel_imports_without_the_checkout(wheel: Path, tmp_path: Path) -> None:

@@ -3,7 +3,8 @@
 ``a2a-wire serve`` runs the server (:mod:`a2a_wire.cli._serve`) on the configuration of
 :mod:`a2a_wire.cli.config._load`; ``card``, ``send``, ``get``, ``list``, ``cancel``, ``subscribe``,
 ``push`` and ``webhook`` talk to agents (:mod:`a2a_wire.cli._client_cmds`,
-:mod:`a2a_wire.cli._push_cmds`). Needs the ``cli`` extra (click, rich):
+:mod:`a2a_wire.cli._push_cmds`); ``inspect`` serves a local web page to explore one
+(:mod:`a2a_wire.cli.inspect`). Needs the ``cli`` extra (click, rich):
 ``pip install "a2a-wire[cli]"``. Also runs as ``python -m a2a_wire``.
 """
 
@@ -23,6 +24,7 @@ from a2a_wire.cli._push_cmds import push, webhook
 from a2a_wire.cli._serve import StartError
 from a2a_wire.cli._serve import serve as run_server
 from a2a_wire.cli.config._load import ConfigError, load
+from a2a_wire.cli.inspect import inspect as inspect_command
 from a2a_wire.server._auth import hash_secret
 
 __all__ = ["cli", "main"]
@@ -123,7 +125,7 @@ def hash_secret_command(secret: str | None) -> None:
     click.echo(hash_secret(secret))
 
 
-for _command in (card, send, get, list_tasks, cancel, subscribe, push, webhook):
+for _command in (card, send, get, list_tasks, cancel, subscribe, push, webhook, inspect_command):
     cli.add_command(_command)
 
 

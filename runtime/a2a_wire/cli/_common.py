@@ -65,6 +65,7 @@ __all__ = [
     "EXIT_TASK_UNSETTLED",
     "EXIT_USAGE",
     "ClientOptions",
+    "agent_options",
     "client_command",
     "client_options",
     "print_error",
@@ -197,12 +198,9 @@ _CLIENT_OPTIONS = [
 ]
 
 
-def client_options(func: Callable[..., Any]) -> Callable[..., Any]:
-    """Add the shared client options; the command receives them as ``opts``."""
-
+def _shared_options(func: Callable[..., Any], options: list[Any]) -> Callable[..., Any]:
     @functools.wraps(func)
     def wrapper(
-        json_output: bool,
         token: str | None,
         token_env: str | None,
         token_file: Path | None,
@@ -210,6 +208,7 @@ def client_options(func: Callable[..., Any]) -> Callable[..., Any]:
         allow_private: bool,
         allow: tuple[str, ...],
         timeout: float,
+        json_output: bool = False,
         **kwargs: Any,
     ) -> Any:
         opts = ClientOptions(
@@ -217,9 +216,19 @@ def client_options(func: Callable[..., Any]) -> Callable[..., Any]:
         )
         return func(opts=opts, **kwargs)
 
-    for option in reversed(_CLIENT_OPTIONS):
+    for option in reversed(options):
         wrapper = option(wrapper)
     return wrapper
+
+
+def client_options(func: Callable[..., Any]) -> Callable[..., Any]:
+    """Add the shared client options; the command receives them as ``opts``."""
+    return _shared_options(func, _CLIENT_OPTIONS)
+
+
+def agent_options(func: Callable[..., Any]) -> Callable[..., Any]:
+    """The shared client options but ``--json``, for commands that print no results."""
+    return _shared_options(func, _CLIENT_OPTIONS[1:])
 
 
 def _error_code(exc: BaseException) -> int:

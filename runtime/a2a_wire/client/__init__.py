@@ -67,6 +67,7 @@ from a2a_wire.client._errors import (
     WaitTimeoutError,
     safe_url,
 )
+from a2a_wire.client._observe import ExchangeObserver, ExchangeWatch
 from a2a_wire.client._push_receiver import (
     EventCallback,
     PushReceiver,
@@ -98,6 +99,8 @@ __all__ = [
     "EnvCredentials",
     "EventCallback",
     "EventStream",
+    "ExchangeObserver",
+    "ExchangeWatch",
     "FileCredentials",
     "HTTPStatusError",
     "HeaderScheme",

@@ -47,15 +47,16 @@ from a2a_wire.client._card_resolver import (
 from a2a_wire.client._credentials import CredentialProvider, CredentialRequest, NoCredentials
 from a2a_wire.client._errors import WaitTimeoutError, safe_url
 from a2a_wire.client._http import (
-    ClientSettings,
     RawResponse,
     StreamConnection,
     Transport,
     json_body,
 )
+from a2a_wire.client._observe import ExchangeObserver
 from a2a_wire.client._requests import P, request_headers, with_tenant
 from a2a_wire.client._requests import text_request as _text_request
 from a2a_wire.client._results import prepare
+from a2a_wire.client._settings import ClientSettings
 from a2a_wire.client._stream import EventStream, ResumableStream, refuse_non_stream
 from a2a_wire.methods import (
     CANCEL_TASK,
@@ -113,6 +114,8 @@ class A2AClient:
         session: An aiohttp session to use instead of an owned, address-guarded one; the caller
             configures and closes it (only IP-literal hosts are then checked against ``allow``).
         card: The agent card, if known (passed to credential providers).
+        observer: Told about every HTTP exchange of this client, as sent and received
+            (:class:`~a2a_wire.client._observe.ExchangeObserver`; for debugging tools).
 
     Raises:
         ValueError: ``url`` is not an absolute http(s) URL.
@@ -127,6 +130,7 @@ class A2AClient:
         credentials: CredentialProvider | None = None,
         session: aiohttp.ClientSession | None = None,
         card: AgentCard | None = None,
+        observer: ExchangeObserver | None = None,
     ) -> None:
         parsed = yarl.URL(url)
         if not parsed.is_absolute() or parsed.scheme not in ("http", "https"):
@@ -136,7 +140,7 @@ class A2AClient:
         self.settings = settings if settings is not None else ClientSettings()
         self.credentials: CredentialProvider = credentials or NoCredentials()
         self.card = card
-        self._transport = Transport(self.settings, session)
+        self._transport = Transport(self.settings, session, observer)
         self._ids = itertools.count(1)
 
     @classmethod
@@ -149,6 +153,7 @@ class A2AClient:
         session: aiohttp.ClientSession | None = None,
         card_cache: CardCache | None = None,
         card_verifier: SignatureCheck | None = None,
+        observer: ExchangeObserver | None = None,
     ) -> A2AClient:
         """Discover the agent's card at ``base_url`` and connect to its JSONRPC 1.0 interface.
 
@@ -160,6 +165,7 @@ class A2AClient:
             card_cache: Where to cache cards; :data:`SHARED_CARD_CACHE` when omitted.
             card_verifier: Checks the card's signatures (spec 8.4.3), e.g. a
                 :class:`a2a_wire.card_signing.CardVerifier`; a card that fails is refused.
+            observer: Told about every HTTP exchange, the card fetch included.
 
         Returns:
             A client for the first fitting interface, carrying its tenant and the card.
@@ -170,7 +176,7 @@ class A2AClient:
             ClientError: Fetching the card failed.
         """
         settings = settings if settings is not None else ClientSettings()
-        transport = Transport(settings, session)
+        transport = Transport(settings, session, observer)
         cache = card_cache if card_cache is not None else SHARED_CARD_CACHE
         try:
             resolver = CardResolver._over(transport, cache, card_verifier)

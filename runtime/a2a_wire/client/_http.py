@@ -18,6 +18,8 @@ rest of the library:
   (:func:`a2a_wire.netguard.guarded_connector`) unless one was injected; an injected session is
   the caller's to configure and close, and only :func:`~a2a_wire.netguard.check_url` (IP-literal
   hosts, scheme) is applied to it.
+* An :class:`~a2a_wire.client._observe.ExchangeObserver`, when given, is told about each
+  exchange: request, response head, body chunks as read, end (with the error, if any).
 """
 
 from __future__ import annotations
@@ -25,8 +27,8 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-from collections.abc import Iterator, Mapping, Sequence
-from dataclasses import dataclass, field
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass
 
 import aiohttp
 from multidict import CIMultiDict, CIMultiDictProxy
@@ -48,64 +50,12 @@ from a2a_wire.client._errors import (
     UnexpectedContentTypeError,
     safe_url,
 )
+from a2a_wire.client._observe import ExchangeObserver, ExchangeWatch
+from a2a_wire.client._settings import ClientSettings
 
-__all__ = ["ClientSettings", "RawResponse", "StreamConnection", "Transport", "json_body"]
+__all__ = ["RawResponse", "StreamConnection", "Transport", "json_body"]
 
 logger = logging.getLogger("a2a_wire.client")
-
-MiB = 1024 * 1024
-
-
-@dataclass(frozen=True)
-class ClientSettings:
-    """Limits and policy of an :class:`~a2a_wire.client._client.A2AClient`; every field has a default.
-
-    Attributes:
-        connect_timeout: Seconds to obtain a connection (DNS, TCP, TLS).
-        read_timeout: Longest silence, in seconds, once a non-streaming response has started;
-            also bounds the wait for a stream's response headers.
-        total_timeout: Seconds for a whole non-streaming call. Generous, because SendMessage
-            blocks until the task is terminal or interrupted unless ``returnImmediately``.
-        stream_idle_timeout: Longest silence on an event stream (``None``: no limit; agents
-            may stay quiet while a task works).
-        card_timeout: Seconds for the whole agent card fetch.
-        max_response_bytes: Largest non-streaming body (and card) accepted.
-        max_event_bytes: Largest single stream event (and line) accepted.
-        allow: Hosts, addresses or networks exempt from the address guard, e.g.
-            ``("127.0.0.1",)``, ``("10.0.0.0/8", "agents.internal")``.
-        allow_private: Turn the address guard off entirely (local development).
-        card_default_ttl: Seconds a card without caching headers stays fresh (spec 8.6.2).
-        extensions: Extension URIs to announce in ``A2A-Extensions`` (spec 3.2.6).
-        user_agent: The ``User-Agent`` header.
-    """
-
-    connect_timeout: float = 10.0
-    read_timeout: float | None = 60.0
-    total_timeout: float | None = 300.0
-    stream_idle_timeout: float | None = None
-    card_timeout: float = 30.0
-    max_response_bytes: int = 16 * MiB
-    max_event_bytes: int = 16 * MiB
-    allow: Sequence[str] = ()
-    allow_private: bool = False
-    card_default_ttl: float = 300.0
-    extensions: Sequence[str] = ()
-    user_agent: str = "a2a-wire"
-    policy: netguard.AddressPolicy = field(init=False, repr=False, compare=False)
-
-    def __post_init__(self) -> None:
-        if isinstance(self.allow, str) or isinstance(self.extensions, str):
-            raise TypeError("allow and extensions take a sequence of strings, not one string")
-        object.__setattr__(self, "allow", tuple(self.allow))
-        object.__setattr__(self, "extensions", tuple(self.extensions))
-        for name in ("connect_timeout", "card_timeout", "max_response_bytes", "max_event_bytes"):
-            if getattr(self, name) <= 0:
-                raise ValueError(f"{name} must be positive")
-        if self.allow_private:
-            policy = netguard.AddressPolicy.allow_all()
-        else:
-            policy = netguard.AddressPolicy.from_strings(self.allow)
-        object.__setattr__(self, "policy", policy)
 
 
 @dataclass(frozen=True, slots=True)
@@ -142,6 +92,21 @@ def _translated(url: str, settings: ClientSettings) -> Iterator[None]:
         raise TransportError(f"request to {safe_url(url)} failed: {reason}") from exc
 
 
+@contextlib.contextmanager
+def _watching(watch: ExchangeWatch | None, *, open_ended: bool = False) -> Iterator[None]:
+    """End ``watch`` with the error that leaves the block, or when it ends unless open-ended."""
+    if watch is None:
+        yield
+        return
+    try:
+        yield
+    except BaseException as exc:
+        watch.end(exc)
+        raise
+    if not open_ended:
+        watch.end(None)
+
+
 def _content_type(response: aiohttp.ClientResponse) -> str:
     return response.content_type if "Content-Type" in response.headers else ""
 
@@ -150,12 +115,22 @@ class StreamConnection:
     """An open ``text/event-stream`` response, read chunk by chunk."""
 
     def __init__(
-        self, response: aiohttp.ClientResponse, url: str, settings: ClientSettings
+        self,
+        response: aiohttp.ClientResponse,
+        url: str,
+        settings: ClientSettings,
+        watch: ExchangeWatch | None = None,
     ) -> None:
         self._response = response
         self._url = url
         self._settings = settings
         self._idle = settings.stream_idle_timeout
+        self._watch = watch
+
+    def _finish(self, error: BaseException | None) -> None:
+        watch, self._watch = self._watch, None
+        if watch is not None:
+            watch.end(error)
 
     async def read_chunk(self) -> bytes:
         """Return the next chunk, or ``b""`` at the end of the stream.
@@ -167,23 +142,38 @@ class StreamConnection:
         try:
             with _translated(self._url, self._settings):
                 async with asyncio.timeout(self._idle):
-                    return await self._response.content.readany()
+                    chunk = await self._response.content.readany()
         except TimeoutError as exc:
-            raise ReadTimeoutError("stream_idle_timeout", self._idle or 0.0, self._url) from exc
+            error = ReadTimeoutError("stream_idle_timeout", self._idle or 0.0, self._url)
+            self._finish(error)
+            raise error from exc
+        except BaseException as exc:
+            self._finish(exc)
+            raise
+        if self._watch is not None:
+            self._watch.body(chunk) if chunk else self._finish(None)
+        return chunk
 
     def close(self) -> None:
         """Drop the connection (safe to call more than once)."""
+        self._finish(None)
         self._response.close()
 
 
 class Transport:
     """Sends requests for one client (or card resolver) and owns its session unless injected."""
 
-    def __init__(self, settings: ClientSettings, session: aiohttp.ClientSession | None) -> None:
+    def __init__(
+        self,
+        settings: ClientSettings,
+        session: aiohttp.ClientSession | None,
+        observer: ExchangeObserver | None = None,
+    ) -> None:
         self.settings = settings
         self._session = session
         self._owns_session = session is None
         self._closed = False
+        self.observer = observer
 
     def _ensure_session(self) -> aiohttp.ClientSession:
         if self._closed:
@@ -200,12 +190,24 @@ class Transport:
             await self._session.close()
         self._session = None
 
+    def _watch(
+        self, method: str, url: str, headers: Mapping[str, str], body: bytes | None, *, stream: bool
+    ) -> ExchangeWatch | None:
+        if self.observer is None:
+            return None
+        return self.observer.exchange(method, url, headers, body, stream=stream)
+
     def _aiohttp_timeout(self) -> aiohttp.ClientTimeout:
         limit = self.settings.connect_timeout
         return aiohttp.ClientTimeout(total=None, connect=limit, sock_connect=limit, sock_read=None)
 
     async def _start(
-        self, method: str, url: str, body: bytes | None, headers: Mapping[str, str]
+        self,
+        method: str,
+        url: str,
+        body: bytes | None,
+        headers: Mapping[str, str],
+        watch: ExchangeWatch | None,
     ) -> aiohttp.ClientResponse:
         """Send the request and return the response once its headers are in."""
         session = self._ensure_session()
@@ -220,13 +222,17 @@ class Transport:
                 timeout=self._aiohttp_timeout(),
             )
         logger.debug("%s %s -> HTTP %d", method, safe_url(url), response.status)
+        if watch is not None:
+            watch.response(response.status, response.headers)
         if 300 <= response.status < 400 and response.status != 304:  # 304 is not a redirect
             location = response.headers.get("Location", "")
             response.close()
             raise RedirectRefusedError(response.status, location)
         return response
 
-    async def _read_body(self, response: aiohttp.ClientResponse, url: str) -> bytes:
+    async def _read_body(
+        self, response: aiohttp.ClientResponse, url: str, watch: ExchangeWatch | None
+    ) -> bytes:
         """Read the whole body, at most ``max_response_bytes``, each wait ``read_timeout``."""
         limit = self.settings.max_response_bytes
         declared = response.content_length
@@ -243,6 +249,8 @@ class Transport:
                 raise ReadTimeoutError("read_timeout", seconds, url) from exc
             if not chunk:
                 return bytes(buf)
+            if watch is not None:
+                watch.body(chunk)
             buf += chunk
             if len(buf) > limit:
                 raise ResponseTooLargeError("max_response_bytes", limit, status=response.status)
@@ -272,17 +280,19 @@ class Transport:
             ClientError: A subclass for each transport failure, limit or redirect.
         """
         setting, seconds = total or ("total_timeout", self.settings.total_timeout)
-        try:
-            async with asyncio.timeout(seconds):
-                response = await self._start(method, url, body, headers)
-                try:
-                    data = await self._read_body(response, url)
-                except BaseException:
-                    response.close()
-                    raise
-                response.release()
-        except TimeoutError as exc:
-            raise TotalTimeoutError(setting, seconds or 0.0, url) from exc
+        watch = self._watch(method, url, headers, body, stream=False)
+        with _watching(watch):
+            try:
+                async with asyncio.timeout(seconds):
+                    response = await self._start(method, url, body, headers, watch)
+                    try:
+                        data = await self._read_body(response, url, watch)
+                    except BaseException:
+                        response.close()
+                        raise
+                    response.release()
+            except TimeoutError as exc:
+                raise TotalTimeoutError(setting, seconds or 0.0, url) from exc
         return RawResponse(
             response.status, response.reason or "", _content_type(response), response.headers, data
         )
@@ -297,21 +307,25 @@ class Transport:
         Raises:
             ClientError: A subclass for each transport failure, limit or redirect.
         """
-        try:
-            async with asyncio.timeout(self.settings.read_timeout):
-                response = await self._start("POST", url, body, headers)
-        except TimeoutError as exc:
-            raise ReadTimeoutError("read_timeout", self.settings.read_timeout or 0.0, url) from exc
+        watch = self._watch("POST", url, headers, body, stream=True)
+        with _watching(watch, open_ended=True):  # a stream's connection ends it
+            try:
+                async with asyncio.timeout(self.settings.read_timeout):
+                    response = await self._start("POST", url, body, headers, watch)
+            except TimeoutError as exc:
+                seconds = self.settings.read_timeout or 0.0
+                raise ReadTimeoutError("read_timeout", seconds, url) from exc
         if response.status == 200 and response.content_type == SSE_MEDIA_TYPE:
-            return StreamConnection(response, url, self.settings)
-        try:
-            async with asyncio.timeout(self.settings.total_timeout):
-                data = await self._read_body(response, url)
-        except TimeoutError as exc:
-            seconds = self.settings.total_timeout or 0.0
-            raise TotalTimeoutError("total_timeout", seconds, url) from exc
-        finally:
-            response.close()
+            return StreamConnection(response, url, self.settings, watch)
+        with _watching(watch):
+            try:
+                async with asyncio.timeout(self.settings.total_timeout):
+                    data = await self._read_body(response, url, watch)
+            except TimeoutError as exc:
+                seconds = self.settings.total_timeout or 0.0
+                raise TotalTimeoutError("total_timeout", seconds, url) from exc
+            finally:
+                response.close()
         return RawResponse(
             response.status, response.reason or "", _content_type(response), response.headers, data
         )

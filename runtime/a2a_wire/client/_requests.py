@@ -28,7 +28,7 @@ from a2a_wire._protocol.wire import (
     VERSION_HEADER,
     join_extensions,
 )
-from a2a_wire.client._http import ClientSettings
+from a2a_wire.client._settings import ClientSettings
 from a2a_wire.types import Message, Part, Role, SendMessageConfiguration, SendMessageRequest
 
 __all__ = ["request_headers", "text_request", "with_tenant"]

@@ -1,0 +1,158 @@
+"""The agent the page looks at: its card as fetched, the findings, and a client on it.
+
+Opening an agent (spec 8.2, 8.3.2) fetches ``{URL}/.well-known/agent-card.json`` through the
+client's HTTP layer (address guard, redirect refusal, size cap, ``card_timeout``) with the
+traffic log watching, keeps the JSON object exactly as received, checks it
+(:mod:`a2a_wire.cli.inspect._checks`), and, when the card decodes and offers a JSONRPC 1.0
+interface, opens an :class:`~a2a_wire.client._client.A2AClient` on that interface with the
+command line's credential, allowlist and timeout. A card the client cannot use is still shown
+with its findings; only the calls are then unavailable.
+
+The host of a URL typed into the page is exempt from the address guard, as the URL given to any
+other command is (:meth:`~a2a_wire.cli._common.ClientOptions.settings`); addresses the agent's
+answers point to are not.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from a2a_wire import codec
+from a2a_wire._protocol.wire import JSON_MEDIA_TYPES, PROTOCOL_VERSION
+from a2a_wire.cli._common import ClientOptions
+from a2a_wire.cli.inspect._checks import Verify, check_card
+from a2a_wire.cli.inspect._traffic import HidingCredentials, TrafficLog, describe_error
+from a2a_wire.client._card_resolver import (
+    card_url,
+    interface_url,
+    select_interface,
+)
+from a2a_wire.client._client import A2AClient
+from a2a_wire.client._errors import (
+    AuthenticationError,
+    ClientError,
+    HTTPStatusError,
+    UnexpectedContentTypeError,
+)
+from a2a_wire.client._http import RawResponse, Transport
+from a2a_wire.errors import A2AError, InvalidAgentCardError
+from a2a_wire.types import AgentCard
+
+__all__ = ["AgentSession", "NotConnectedError"]
+
+
+class NotConnectedError(ClientError):
+    """The page asked for a call before an agent with a usable interface was opened."""
+
+
+def _document(raw: RawResponse, url: str) -> Any:
+    if raw.status in (401, 403):
+        challenge = raw.headers.get("WWW-Authenticate", "")
+        raise AuthenticationError(raw.status, raw.reason, url, challenge)
+    if raw.status != 200:
+        raise HTTPStatusError(raw.status, raw.reason, url)
+    if raw.content_type not in JSON_MEDIA_TYPES:
+        raise UnexpectedContentTypeError(raw.content_type, JSON_MEDIA_TYPES, status=raw.status)
+    try:
+        return codec.loads(raw.body)
+    except codec.JSONSyntaxError as exc:
+        raise InvalidAgentCardError(f"the agent card is not JSON: {exc}") from None
+
+
+class AgentSession:
+    """One agent at a time, as the page chose it.
+
+    Args:
+        opts: The command line's client options (credential, allowlist, timeout).
+        traffic: The log every exchange is shown in.
+        verify: Checks card signatures against the trusted keys, if any were given.
+    """
+
+    def __init__(self, opts: ClientOptions, traffic: TrafficLog, verify: Verify | None) -> None:
+        self.opts = opts
+        self.traffic = traffic
+        self.verify = verify
+        self.view: dict[str, Any] | None = None
+        self._client: A2AClient | None = None
+
+    @property
+    def client(self) -> A2AClient:
+        """The client on the open agent's JSON-RPC interface.
+
+        Raises:
+            NotConnectedError: No agent is open, or its card offers no usable interface.
+        """
+        if self._client is None:
+            raise NotConnectedError("open an agent whose card has a JSONRPC 1.0 interface first")
+        return self._client
+
+    async def close(self) -> None:
+        """Close the client of the open agent."""
+        client, self._client = self._client, None
+        if client is not None:
+            await client.close()
+
+    async def open(self, url: str) -> dict[str, Any]:
+        """Fetch and check the card at ``url`` and connect to its interface.
+
+        Args:
+            url: The agent's base URL (or its card URL).
+
+        Returns:
+            What the Card pane shows: ``url``, ``cardUrl``, ``document`` (as received, or
+            ``None``), ``findings``, ``interface`` (the chosen one, or ``None``) and ``error``.
+        """
+        await self.close()
+        where = card_url(url)
+        view: dict[str, Any] = {"url": url, "cardUrl": where, "document": None}
+        view.update(findings=[], interface=None, error=None, extended=None)
+        self.view = view
+        settings = self.opts.settings(url)
+        transport = Transport(settings, None, self.traffic)
+        headers = {
+            "Accept": "application/json",
+            "A2A-Version": PROTOCOL_VERSION,
+            "User-Agent": settings.user_agent,
+        }
+        try:
+            limit = ("card_timeout", settings.card_timeout)
+            raw = await transport.request("GET", where, None, headers, total=limit)
+            view["document"] = _document(raw, where)
+        except A2AError as exc:
+            view["error"] = describe_error(exc)
+            return view
+        finally:
+            await transport.close()
+        view["findings"] = [f.to_dict() for f in check_card(view["document"], self.verify)]
+        try:
+            card = AgentCard.from_dict(view["document"])
+            iface = select_interface(card)
+        except (codec.DecodeError, A2AError) as exc:
+            view["error"] = describe_error(exc)
+            return view
+        view["interface"] = iface.to_dict()
+        provider = self.opts.credentials()
+        self._client = A2AClient(
+            interface_url(where, iface),
+            tenant=iface.tenant,
+            settings=settings,
+            credentials=HidingCredentials(provider, self.traffic) if provider else None,
+            card=card,
+            observer=self.traffic,
+        )
+        return view
+
+    async def extended(self) -> dict[str, Any]:
+        """GetExtendedAgentCard (spec 3.1.11) and its findings, on the card as decoded.
+
+        Raises:
+            NotConnectedError: No usable agent is open.
+            A2AError: The agent refused or failed.
+        """
+        card = await self.client.get_extended_agent_card()
+        document = card.to_dict()
+        findings = [f.to_dict() for f in check_card(document, self.verify)]
+        extended = {"document": document, "findings": findings}
+        if self.view is not None:
+            self.view["extended"] = extended
+        return extended
