@@ -11,8 +11,7 @@ GENERATED := generated/__init__.py generated/types.py generated/methods.py gener
 CODEGEN_SOURCES := $(wildcard codegen/*.py codegen/support/*.py codegen/templates/*.j2)
 SRC := runtime generated codegen tests benchmarks examples
 
-.PHONY: install proto generate check-generated interop-table fmt lint typecheck test check serve clean \
-	inspector-screenshot
+.PHONY: install proto generate check-generated interop-table fmt lint typecheck test check serve clean inspector-screenshot
 
 $(PY):
 	$(PYTHON) -m venv $(VENV)

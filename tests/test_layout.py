@@ -286,6 +286,8 @@ EXPORTED = {
         "EnvCredentials",
         "EventCallback",
         "EventStream",
+        "ExchangeObserver",
+        "ExchangeWatch",
         "FileCredentials",
         "HTTPStatusError",
         "HeaderScheme",

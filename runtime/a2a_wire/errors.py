@@ -3,7 +3,8 @@
 One class per JSON-RPC and A2A error (spec 3.3.2, 5.4, 9.5), plus the errors raised locally by
 each part of the library. This is the only drawing of the tree; the module in brackets defines
 the classes not defined here (``_support`` is ``a2a_wire._generated._support``, ``server``'s
-classes are in ``a2a_wire.server._errors``, ``client``'s in ``a2a_wire.client._errors``)::
+classes are in ``a2a_wire.server._errors``, ``client``'s in ``a2a_wire.client._errors``,
+``store`` is ``a2a_wire.server.store._log_sqlite``)::
 
     A2AError                         abstract root                                   [_support]
     ├── ProtocolError                abstract: a JSON-RPC error (code, message, data)
@@ -57,12 +58,15 @@ classes are in ``a2a_wire.server._errors``, ``client``'s in ``a2a_wire.client._e
     │   ├── NoCompatibleInterfaceError  the card offers no JSONRPC 1.0 interface (spec 8.3.2)
     │   ├── InvalidAgentCardError    the card document does not decode                   [here]
     │   │   └── CardSignatureError   its signatures do not establish trust (spec 8.4.3)  [here]
-    │   └── CredentialsError         a credential provider could not produce a value
+    │   ├── CredentialsError         a credential provider could not produce a value
+    │   └── NotConnectedError        the inspector's page called before an agent was open [cli.inspect]
+    ├── AppendConflictError          an append lost the race for its sequence number [store]
     ├── ConfigError                  the TOML configuration of serve is unusable   [cli.config]
-    └── StartError                   ``a2a-wire serve`` could not start                   [cli]
+    ├── StartError                   ``a2a-wire serve`` could not start                   [cli]
+    └── BadRequestError              the inspector's page sent an unusable request [cli.inspect]
 
-Abstract classes refuse direct instantiation (:class:`A2AError`); a class that also derives from
-a builtin exception (in parentheses) is still caught by ``except ValueError``.
+Abstract classes refuse direct instantiation; one that also derives from a builtin exception (in
+parentheses) is still caught by ``except ValueError``.
 
 A :class:`ProtocolError` carries its wire identity (``code``, default ``message``, ErrorInfo
 ``reason`` and ``domain``) and ``http_status``, the status of a response holding only this
@@ -71,8 +75,6 @@ JSON-RPC errors travel with HTTP 200 (spec 5.4's HTTP column is the HTTP+JSON bi
 the server's HTTP-level refusals differ, and its glue takes status and headers from the error.
 Raised locally, an error becomes a JSON-RPC error object through :meth:`ProtocolError.to_wire`;
 received from a peer, :func:`from_wire` rebuilds the registered class, keeping ``data``.
-``ClientError`` and the card errors are defined here, not in :mod:`a2a_wire.client`, because
-the verifier of :mod:`a2a_wire.card_signing` (imported by both roles) raises them.
 """
 
 from __future__ import annotations
@@ -121,7 +123,7 @@ FieldViolation = tuple[str, str]
 
 
 class ClientError(A2AError):
-    """A failure detected by the client itself (the rest of the branch: module docstring)."""
+    """A failure the client detects; defined here since card signing (both roles) raises some."""
 
     _abstract = True
 
@@ -131,9 +133,7 @@ class InvalidAgentCardError(ClientError):
 
 
 class CardSignatureError(InvalidAgentCardError):
-    """A card's signatures do not establish trust (spec 8.4.3); ``reasons`` says why, per signature.
-
-    Raised by :class:`a2a_wire.card_signing.CardVerifier`, hence by the client's card resolver.
+    """A card's signatures do not establish trust (spec 8.4.3); raised by the card verifier.
 
     Attributes:
         reasons: One text per signature tried (or the single reason there were none).

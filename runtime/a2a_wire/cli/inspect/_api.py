@@ -53,7 +53,7 @@ _STREAMING = {SEND_STREAMING_MESSAGE.name, SUBSCRIBE_TO_TASK.name}
 RESUBSCRIBES = 6
 
 
-class BadRequestError(Exception):
+class BadRequestError(A2AError):
     """What the page sent cannot be used."""
 
 

@@ -35,7 +35,7 @@ from typing import Any
 import aiosqlite
 
 from a2a_wire import codec
-from a2a_wire.errors import TaskNotFoundError
+from a2a_wire.errors import A2AError, TaskNotFoundError
 from a2a_wire.server._history import trim
 from a2a_wire.server.store import _log_sql as sql
 from a2a_wire.server.store import _log_sqlite_rows as rows
@@ -82,7 +82,7 @@ HEAD_CACHE = 4096
 """Most task heads the store remembers; a forgotten one is loaded again by one query."""
 
 
-class _Conflict(Exception):
+class AppendConflictError(A2AError):
     """An INSERT found another number before its own, or no task; nothing was written."""
 
 
@@ -237,7 +237,7 @@ class SQLiteEventLog(SQLitePushStore, EventLogStore):
             for event in logged:
                 row = (task_id, event.seq, int(event.kind), event.body)
                 if not await db.execute_fetchall(sql.INSERT_EVENT, row):
-                    raise _Conflict
+                    raise AppendConflictError
             if status is not None:
                 columns = (state_key(status.state), *status_instant(status), self._clock(), task_id)
                 await db.execute_fetchall(sql.UPDATE_STATUS, columns)
@@ -258,7 +258,7 @@ class SQLiteEventLog(SQLitePushStore, EventLogStore):
                     outbox = await in_transaction(db, work)
         except BaseException as exc:
             self._heads.pop(task_id, None)  # reload the truth from the file next time
-            if not isinstance(exc, _Conflict):
+            if not isinstance(exc, AppendConflictError):
                 raise
             if await self._head(task_id) is None:
                 raise TaskNotFoundError(metadata={"taskId": task_id}) from None
