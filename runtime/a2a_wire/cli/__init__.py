@@ -22,7 +22,7 @@ from a2a_wire.cli._push_cmds import push, webhook
 from a2a_wire.cli._serve import StartError
 from a2a_wire.cli._serve import serve as run_server
 from a2a_wire.cli.config._load import ConfigError, load
-from a2a_wire.server._auth import hash_secret
+from a2a_wire.server._auth import generate_token, hash_secret
 
 __all__ = ["cli", "main"]
 
@@ -94,7 +94,31 @@ def serve(
     raise click.exceptions.Exit(code)
 
 
+def _generate(ctx: click.Context, _param: click.Parameter, value: bool) -> None:
+    """``--generate``: print a new credential and its hash, then stop (before any prompt)."""
+    if not value or ctx.resilient_parsing:
+        return
+    token = generate_token()
+    click.echo(token)
+    click.echo(hash_secret(token))
+    click.echo(
+        "line 1: the new credential, for the client only (not shown again); "
+        "line 2: its hash, for token_hash or api_key_hash",
+        err=True,
+    )
+    ctx.exit()
+
+
 @cli.command("hash-secret")
+@click.option(
+    "--generate",
+    is_flag=True,
+    is_eager=True,
+    expose_value=False,
+    callback=_generate,
+    help="Make a new credential with a key id (one scrypt run per first use, whatever the "
+    "number of clients) and print it and its hash.",
+)
 @click.option(
     "--secret",
     prompt="Secret",
@@ -103,7 +127,11 @@ def serve(
     help="The token or API key (asked for when omitted; read from stdin when piped).",
 )
 def hash_secret_command(secret: str) -> None:
-    """Print the scrypt hash of a client credential for [[clients]] token_hash/api_key_hash."""
+    """Print the scrypt hash of a client credential for [[clients]] token_hash/api_key_hash.
+
+    With --generate, make the credential too: the server then verifies it with one scrypt run
+    however many clients it has.
+    """
     if not secret:
         raise click.BadParameter("must not be empty", param_hint="--secret")
     click.echo(hash_secret(secret))
