@@ -22,7 +22,7 @@ from a2a_wire.cli._push_cmds import push, webhook
 from a2a_wire.cli._serve import StartError
 from a2a_wire.cli._serve import serve as run_server
 from a2a_wire.cli.config._load import ConfigError, load
-from a2a_wire.server._auth import generate_token, hash_secret
+from a2a_wire.server._scrypt import generate_token, hash_secret
 
 __all__ = ["cli", "main"]
 

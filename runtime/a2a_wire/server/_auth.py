@@ -16,9 +16,8 @@ by recomputing the hash and comparing with :func:`hmac.compare_digest`.
 
 Cost of a lookup
 ----------------
-Scrypt is slow on purpose (tens of milliseconds), and salted hashes cannot be indexed: from the
-hashes alone, the only way to find the client of a value is to try every hash. The index must
-come from elsewhere (:mod:`a2a_wire.server._keyring` has the details):
+Scrypt is slow on purpose (tens of milliseconds), and salted hashes cannot be indexed: from them
+alone, finding the client of a value means trying every hash. So (:mod:`a2a_wire.server._keyring`):
 
 * A credential made by :func:`generate_token` (``a2a-wire hash-secret --generate``) reads
   ``a2w_<key id>_<secret>``, and its hash records the key id, which picks the one hash to try:

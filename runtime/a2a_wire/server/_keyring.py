@@ -101,7 +101,7 @@ class Keyring:
             ValueError: another credential of this kind has the same key id.
         """
         if pin is not None:
-            self._pins[pin] = client_id
+            self._pins.setdefault(pin, client_id)  # as the scan does: the first client wins
         if hashed.kid:
             other = self._by_kid.get((kind, hashed.kid))
             if other is not None:
