@@ -278,6 +278,24 @@ async def test_a_caller_going_away_does_not_cancel_the_shared_run(scrypt_runs: C
     assert scrypt_runs.calls == 1
 
 
+async def test_a_verification_cancelled_before_it_ran_is_not_reused(scrypt_runs: Counter) -> None:
+    clients, tokens = with_key_ids(3)
+    registry = ClientRegistry(clients)
+    scrypt_runs.calls = 0
+    first = asyncio.create_task(registry.authenticate(bearer(tokens[0])))
+    pending = registry._keyring._pending
+    for _ in range(100):  # scheduling steps, not time: until the first caller waits
+        if pending:
+            break
+        await asyncio.sleep(0)
+    [verification] = pending.values()
+    verification.cancel()  # e.g. the loop shutting down
+    with pytest.raises(asyncio.CancelledError):
+        await first
+    assert await registry.authenticate(bearer(tokens[0])) == Principal("c0")
+    assert scrypt_runs.calls == 1 and not pending
+
+
 # -- secrets and constant time --------------------------------------------------------------------
 
 

@@ -159,23 +159,26 @@ class Keyring:
         if found:
             return found
         pending = self._pending.get(key)
-        if pending is None:
+        if pending is None or pending.cancelled():
             candidates = self._candidates(kind, value)
             if not candidates:
                 return ""
             pending = asyncio.get_running_loop().create_task(self._verify(key, candidates, value))
             self._pending[key] = pending
+            pending.add_done_callback(lambda done: self._forget(key, done))
         # shield: a caller that goes away does not cancel the verification the others wait for
         return await asyncio.shield(pending)
 
+    def _forget(self, key: bytes, done: asyncio.Future[str]) -> None:
+        """Drop a finished verification (also one cancelled before it started)."""
+        if self._pending.get(key) is done:
+            del self._pending[key]
+
     async def _verify(self, key: bytes, candidates: list[Entry], value: str) -> str:
-        try:
-            loop = asyncio.get_running_loop()
-            found = await loop.run_in_executor(_POOL, _check, candidates, value)
-            if found:
-                self._known[key] = found
-                while len(self._known) > _REMEMBERED:
-                    self._known.popitem(last=False)
-            return found
-        finally:
-            self._pending.pop(key, None)
+        loop = asyncio.get_running_loop()
+        found = await loop.run_in_executor(_POOL, _check, candidates, value)
+        if found:
+            self._known[key] = found
+            while len(self._known) > _REMEMBERED:
+                self._known.popitem(last=False)
+        return found
