@@ -27,7 +27,8 @@ Scenarios: ``one token`` (every request carries the same token, as in the issue'
 ``every token`` (the requests are spread over all clients' tokens). The server's request rate
 limit is raised out of the way; the failure limit plays no part (every token is valid).
 
-Run: ``.venv/bin/python benchmarks/auth.py`` (about a minute and a half on 2 CPUs) or ``--quick``.
+Run: ``.venv/bin/python benchmarks/auth.py`` (2 to 5 minutes on 2 CPUs, most of it in the slow
+``no key ids`` and ``before`` cells) or ``--quick``.
 The issue's target: p99 under 1 s with 50 clients and 600 concurrent first requests.
 """
 
@@ -103,25 +104,12 @@ def before_registry(clients: Any) -> Any:
     return BeforeRegistry(clients)
 
 
-def serve(way: str, port: int, hashes_file: Path) -> None:
-    """The server of one cell (``--serve``): the clients of ``hashes_file``, runs counted."""
+def _count_scrypt_runs() -> list[int]:
+    """Instrument ``a2a_wire.server._scrypt._scrypt``; the one-item list holds the count."""
     import threading
 
-    from aiohttp import web
+    from a2a_wire.server import _scrypt
 
-    from a2a_wire.server import (
-        AgentExecutor,
-        EventQueue,
-        RegisteredClient,
-        RequestContext,
-        SecurityConfig,
-        ServerSettings,
-        _scrypt,
-        create_app,
-    )
-    from a2a_wire.types import AgentCapabilities, AgentCard, AgentSkill
-
-    logging.getLogger("a2a_wire.server").setLevel(logging.ERROR)  # the warning about no key ids
     runs = [0]
     lock = threading.Lock()
     real = _scrypt._scrypt
@@ -132,20 +120,14 @@ def serve(way: str, port: int, hashes_file: Path) -> None:
         return real(secret, salt, log2_n, r, p, size)
 
     _scrypt._scrypt = counted  # type: ignore[assignment]
+    return runs
 
-    class NoAgent(AgentExecutor):
-        async def execute(self, context: RequestContext, events: EventQueue) -> None:
-            raise RuntimeError("GetTask never runs the agent")
 
-    hashes = json.loads(hashes_file.read_text())
-    clients = [RegisteredClient(f"c{i}", token_hash=h) for i, h in enumerate(hashes)]
-
-    class Security(SecurityConfig):
-        def registry(self) -> Any:
-            return before_registry(self.clients) if way == "before" else super().registry()
+def _card() -> Any:
+    from a2a_wire.types import AgentCapabilities, AgentCard, AgentSkill
 
     skill = AgentSkill(id="none", name="none", description="never used", tags=["bench"])
-    card = AgentCard(
+    return AgentCard(
         name="auth-bench",
         description="authentication benchmark",
         version="1.0.0",
@@ -154,8 +136,37 @@ def serve(way: str, port: int, hashes_file: Path) -> None:
         default_output_modes=["text/plain"],
         skills=[skill],
     )
+
+
+def serve(way: str, port: int, hashes_file: Path) -> None:
+    """The server of one cell (``--serve``): the clients of ``hashes_file``, runs counted."""
+    from aiohttp import web
+
+    from a2a_wire.server import (
+        AgentExecutor,
+        EventQueue,
+        RegisteredClient,
+        RequestContext,
+        SecurityConfig,
+        ServerSettings,
+        create_app,
+    )
+
+    logging.getLogger("a2a_wire.server").setLevel(logging.ERROR)  # the warning about no key ids
+    runs = _count_scrypt_runs()
+
+    class NoAgent(AgentExecutor):
+        async def execute(self, context: RequestContext, events: EventQueue) -> None:
+            raise RuntimeError("GetTask never runs the agent")
+
+    class Security(SecurityConfig):
+        def registry(self) -> Any:
+            return before_registry(self.clients) if way == "before" else super().registry()
+
+    hashes = json.loads(hashes_file.read_text())
+    clients = [RegisteredClient(f"c{i}", token_hash=h) for i, h in enumerate(hashes)]
     settings = ServerSettings(requests_per_second=1e6, request_burst=1_000_000)
-    app = create_app(card, NoAgent(), settings=settings, security=Security(clients=clients))
+    app = create_app(_card(), NoAgent(), settings=settings, security=Security(clients=clients))
 
     async def scrypt_runs(_request: web.Request) -> web.Response:
         return web.json_response({"runs": runs[0]})
