@@ -232,6 +232,7 @@ EXPORTED = {
         "TaskUpdater",
         "agent_message",
         "create_app",
+        "generate_token",
         "hash_secret",
         "is_interrupted",
         "is_settled",

@@ -170,12 +170,13 @@ async def test_verified_values_are_remembered_by_hmac_only(
     registry: ClientRegistry, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     await registry.authenticate(headers(Authorization="Bearer tok-a"))
-    assert all(isinstance(k, bytes) and b"tok-a" not in k for k in registry._known)
+    remembered = registry._keyring._known
+    assert remembered and all(isinstance(k, bytes) and b"tok-a" not in k for k in remembered)
 
-    def no_scrypt(*args: object) -> str:
+    def no_scrypt(*args: object) -> bytes:
         raise AssertionError("scrypt ran again")
 
-    monkeypatch.setattr(registry, "_search", no_scrypt)
+    monkeypatch.setattr(_scrypt, "_scrypt", no_scrypt)
     assert (await registry.authenticate(headers(Authorization="Bearer tok-a"))) == Principal(
         "alice", frozenset({"echo"})
     )

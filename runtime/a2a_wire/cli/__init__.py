@@ -25,7 +25,7 @@ from a2a_wire.cli._serve import StartError
 from a2a_wire.cli._serve import serve as run_server
 from a2a_wire.cli.config._load import ConfigError, load
 from a2a_wire.cli.inspect import inspect as inspect_command
-from a2a_wire.server._auth import hash_secret
+from a2a_wire.server._scrypt import generate_token, hash_secret
 
 __all__ = ["cli", "main"]
 
@@ -104,7 +104,31 @@ def serve(
     raise click.exceptions.Exit(code)
 
 
+def _generate(ctx: click.Context, _param: click.Parameter, value: bool) -> None:
+    """``--generate``: print a new credential and its hash, then stop (before any prompt)."""
+    if not value or ctx.resilient_parsing:
+        return
+    token = generate_token()
+    click.echo(token)
+    click.echo(hash_secret(token))
+    click.echo(
+        "line 1: the new credential, for the client only (not shown again); "
+        "line 2: its hash, for token_hash or api_key_hash",
+        err=True,
+    )
+    ctx.exit()
+
+
 @cli.command("hash-secret")
+@click.option(
+    "--generate",
+    is_flag=True,
+    is_eager=True,
+    expose_value=False,
+    callback=_generate,
+    help="Make a new credential with a key id (one scrypt run per first use, whatever the "
+    "number of clients) and print it and its hash.",
+)
 @click.option(
     "--secret",
     help="The token or API key (else asked for on a terminal, or one line read from a pipe).",
@@ -114,6 +138,8 @@ def hash_secret_command(secret: str | None) -> None:
 
     Without --secret, the secret is asked for twice, hidden, on a terminal; from a pipe
     (``echo "$TOKEN" | a2a-wire hash-secret``) its first line is read, without its line end.
+    With --generate, make the credential too: the server then verifies it with one scrypt run
+    however many clients it has.
     """
     if secret is None:
         if sys.stdin.isatty():

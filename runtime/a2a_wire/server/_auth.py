@@ -12,14 +12,33 @@ A client presents either a bearer token (``Authorization: Bearer <token>``) or a
 header (``X-API-Key`` by default). The server holds neither: each client carries salted scrypt
 hashes in the PHC string form ``$scrypt$ln=14,r=8,p=1$<salt>$<hash>`` made by
 :func:`hash_secret` (standard library :func:`hashlib.scrypt`), and a presented value is checked
-by recomputing the hash and comparing with :func:`hmac.compare_digest`. Scrypt is slow on
-purpose, so it runs in a worker thread, and a value that verified is remembered for the life of
-the registry under an HMAC with a random per-process key (never the value itself), making later
-requests cost one HMAC. Values that fail are never remembered; the server rate-limits failures
-per source address before they reach scrypt.
+by recomputing the hash and comparing with :func:`hmac.compare_digest`.
 
-No message, log line or exception of this module contains a presented value: failures carry a
-fixed reason such as ``"unknown bearer token"``.
+Cost of a lookup
+----------------
+Scrypt is slow on purpose (tens of milliseconds), and salted hashes cannot be indexed: from them
+alone, finding the client of a value means trying every hash. So (:mod:`a2a_wire.server._keyring`):
+
+* A credential made by :func:`generate_token` (``a2a-wire hash-secret --generate``) reads
+  ``a2w_<key id>_<secret>``, and its hash records the key id, which picks the one hash to try:
+  **one scrypt run** for a value never seen, whatever the number of clients, and none when no
+  hash has that key id. The key id is not secret; the 256-bit secret part is.
+* A plain credential the server reads at start (``token_env``, ``token_file``, ... of the
+  configuration; :meth:`RegisteredClient.from_secrets`) is known exactly: **no scrypt**.
+* A value that verified is remembered under an HMAC with a random per-process key (never the
+  value itself): later requests cost one HMAC. Concurrent first uses of one value share one
+  verification (single-flight), whether it succeeds or fails.
+* The trade-off: hashes without a key id (of values of any other form, as made before key ids)
+  keep working, but such a value can only be tried against each of them: with ``k`` such
+  hashes a value never seen costs up to ``k`` scrypt runs (one with a single client), and the
+  registry logs a warning at start when ``k`` is two or more. Refusing them would break every
+  deployment with several clients; new credentials for those clients remove the cost.
+
+Values that fail are never remembered; the server rate-limits failures per source address before
+they reach scrypt (:mod:`a2a_wire.server._admission`). Scrypt never runs on the event loop.
+
+No message, log line, ``repr`` or exception of this module contains a presented value: failures
+carry a fixed reason such as ``"unknown bearer token"``.
 
 Ownership (spec 13.1)
 ---------------------
@@ -32,18 +51,13 @@ same way: two clients using the same ``contextId`` have two separate conversatio
 
 from __future__ import annotations
 
-import asyncio
-import hashlib
-import hmac
 import re
-import secrets
-from collections import OrderedDict
 from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Literal
 
 from a2a_wire.server._card import Signer
-from a2a_wire.server._scrypt import ScryptHash, hash_secret, verify_secret
+from a2a_wire.server._keyring import Keyring, Kind, tag
+from a2a_wire.server._scrypt import ScryptHash, generate_token, hash_secret, verify_secret
 from a2a_wire.server._skills import Skill
 from a2a_wire.types import (
     APIKeySecurityScheme,
@@ -63,6 +77,7 @@ __all__ = [
     "Principal",
     "RegisteredClient",
     "SecurityConfig",
+    "generate_token",
     "hash_secret",
     "owner_key",
     "verify_secret",
@@ -76,9 +91,6 @@ API_KEY_SCHEME = "apiKey"
 
 SEPARATOR = "\x1f"
 MAX_CREDENTIAL_LENGTH = 4096
-_CACHE_SIZE = 4096
-
-Kind = Literal["bearer", "api_key"]
 
 
 def owner_key(tenant: str, client_id: str) -> str:
@@ -86,6 +98,10 @@ def owner_key(tenant: str, client_id: str) -> str:
     if not tenant and not client_id:
         return ""
     return f"{tenant}{SEPARATOR}{client_id}"
+
+
+def _by_kind(api_key: str, token: str) -> tuple[tuple[Kind, str], tuple[Kind, str]]:
+    return ("api_key", api_key), ("bearer", token)
 
 
 @dataclass(frozen=True)
@@ -104,7 +120,8 @@ class RegisteredClient:
     api_key_hash: str = ""
     token_hash: str = ""
     skills: Collection[str] | None = None
-    _hashes: dict[str, ScryptHash] = field(init=False, repr=False, compare=False)
+    _hashes: dict[Kind, ScryptHash] = field(init=False, repr=False, compare=False)
+    _pins: dict[Kind, bytes] = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
         """Normalise ``skills`` and parse the hashes.
@@ -121,19 +138,67 @@ class RegisteredClient:
         if skills is not None:
             skills = None if "*" in skills else frozenset(skills)
         object.__setattr__(self, "skills", skills)
-        hashes: dict[str, ScryptHash] = {}
-        for kind, text in (("api_key", self.api_key_hash), ("bearer", self.token_hash)):
+        hashes: dict[Kind, ScryptHash] = {}
+        for kind, text in _by_kind(self.api_key_hash, self.token_hash):
             if text:
                 try:
                     hashes[kind] = ScryptHash.parse(text)
                 except ValueError as exc:
                     raise ValueError(f"client {self.id!r}: {kind} hash: {exc}") from None
         object.__setattr__(self, "_hashes", hashes)
+        object.__setattr__(self, "_pins", {})
+
+    @classmethod
+    def from_secrets(
+        cls,
+        id: str,
+        *,
+        token: str = "",
+        api_key: str = "",
+        token_hash: str = "",
+        api_key_hash: str = "",
+        skills: Collection[str] | None = None,
+        log2_n: int = 14,
+    ) -> RegisteredClient:
+        """A client some of whose plain credentials the server has (e.g. read at start).
+
+        A plain credential is hashed now (:func:`hash_secret`) and also pinned: the registry
+        recognises it without any scrypt run (module docstring, "Cost of a lookup"). The plain
+        value is not kept, only its HMAC under the per-process key.
+
+        Args:
+            id: The client id.
+            token: Its plain bearer token, or ``""``.
+            api_key: Its plain API key, or ``""``.
+            token_hash: The hash of its bearer token instead of ``token``.
+            api_key_hash: The hash of its API key instead of ``api_key``.
+            skills: As for the class.
+            log2_n: The scrypt cost of the hashes made here (lower values are for tests).
+
+        Raises:
+            ValueError: a kind given both plain and hashed, or as for the class.
+        """
+        if (token and token_hash) or (api_key and api_key_hash):
+            raise ValueError(f"client {id!r}: give a credential either plain or hashed")
+        client = cls(
+            id,
+            api_key_hash=hash_secret(api_key, log2_n=log2_n) if api_key else api_key_hash,
+            token_hash=hash_secret(token, log2_n=log2_n) if token else token_hash,
+            skills=skills,
+        )
+        pins = {kind: tag(kind, value) for kind, value in _by_kind(api_key, token) if value}
+        client._pins.update(pins)
+        return client
 
     @property
     def permitted(self) -> frozenset[str] | None:
         """The skill ids it may use, ``None`` for all."""
         return None if self.skills is None else frozenset(self.skills)
+
+    @property
+    def key_ids(self) -> dict[Kind, str]:
+        """The key id of each of its credentials that has one (:func:`generate_token`)."""
+        return {kind: hashed.kid for kind, hashed in self._hashes.items() if hashed.kid}
 
 
 @dataclass(frozen=True, slots=True)
@@ -181,7 +246,8 @@ class ClientRegistry:
         realm: The ``realm`` of ``WWW-Authenticate`` challenges.
 
     Raises:
-        ValueError: a repeated client id, or an unusable header name.
+        ValueError: a repeated client id, two credentials of one kind with the same key id, or
+            an unusable header name.
     """
 
     def __init__(
@@ -204,8 +270,11 @@ class ClientRegistry:
             self.clients[client.id] = client
         self.api_key_header = api_key_header
         self.realm = realm.replace('"', "")
-        self._key = secrets.token_bytes(32)
-        self._known: OrderedDict[bytes, str] = OrderedDict()
+        self._keyring = Keyring()
+        for client in self.clients.values():
+            for kind, hashed in client._hashes.items():
+                self._keyring.add(client.id, kind, hashed, client._pins.get(kind))
+        self._keyring.warn_about_legacy()
 
     @property
     def enabled(self) -> bool:
@@ -269,18 +338,6 @@ class ClientRegistry:
             return AuthFailure("credential too long", "invalid_token" if kind == "bearer" else "")
         return kind, value
 
-    def _tag(self, kind: Kind, value: str) -> bytes:
-        return hmac.new(self._key, f"{kind}\0{value}".encode(), hashlib.sha256).digest()
-
-    def _search(self, kind: Kind, value: str) -> str:
-        """The id of the client whose ``kind`` hash matches, or ``""`` (slow: scrypt)."""
-        found = ""
-        for client in self.clients.values():
-            hashed = client._hashes.get(kind)
-            if hashed is not None and hashed.matches(value) and not found:
-                found = client.id
-        return found
-
     async def authenticate(self, headers: Mapping[str, str]) -> Principal | AuthFailure:
         """Identify the caller of a request.
 
@@ -297,18 +354,10 @@ class ClientRegistry:
         if isinstance(credential, AuthFailure):
             return credential
         kind, value = credential
-        tag = self._tag(kind, value)
-        client_id = self._known.get(tag)
-        if client_id is None:
-            client_id = await asyncio.to_thread(self._search, kind, value)
-            if not client_id:
-                what = "bearer token" if kind == "bearer" else "API key"
-                return AuthFailure(f"unknown {what}", "invalid_token" if kind == "bearer" else "")
-            self._known[tag] = client_id
-            while len(self._known) > _CACHE_SIZE:
-                self._known.popitem(last=False)
-        else:
-            self._known.move_to_end(tag)
+        client_id = await self._keyring.find(kind, value)
+        if not client_id:
+            what = "bearer token" if kind == "bearer" else "API key"
+            return AuthFailure(f"unknown {what}", "invalid_token" if kind == "bearer" else "")
         return Principal(client_id, self.clients[client_id].permitted)
 
 

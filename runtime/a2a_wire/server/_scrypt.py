@@ -1,9 +1,18 @@
 """Salted scrypt hashes of API keys and bearer tokens (standard library :func:`hashlib.scrypt`).
 
-A hash is the PHC string ``$scrypt$ln=<log2 N>,r=<r>,p=<p>$<salt>$<digest>`` (standard base64
-without padding, a 16-byte random salt, a 32-byte digest). Checking recomputes the digest with
-the stored parameters and compares with :func:`hmac.compare_digest`. Used by
-:mod:`a2a_wire.server._auth`, which re-exports :func:`hash_secret` and :func:`verify_secret`.
+A hash is the PHC string ``$scrypt$ln=<log2 N>,r=<r>,p=<p>[,kid=<key id>]$<salt>$<digest>``
+(standard base64 without padding, a 16-byte random salt, a 32-byte digest). Checking recomputes
+the digest with the stored parameters and compares with :func:`hmac.compare_digest`.
+
+Key ids
+-------
+A credential made by :func:`generate_token` has the form ``a2w_<key id>_<secret>``: the key id is
+12 random hexadecimal digits, not secret, that name the credential (and so its client) without
+any hashing; the secret is 32 random bytes in URL-safe base64. :func:`hash_secret` of such a value
+records the key id in the hash (``kid=``), so that the server can pick the one hash to verify
+(:mod:`a2a_wire.server._keyring`). The whole value, key id included, is what scrypt hashes. Values
+of any other form hash as before, without a key id. Used by :mod:`a2a_wire.server._auth`, which
+re-exports :func:`hash_secret`, :func:`verify_secret` and :func:`generate_token`.
 """
 
 from __future__ import annotations
@@ -16,11 +25,15 @@ import re
 import secrets
 from dataclasses import dataclass
 
-__all__ = ["ScryptHash", "hash_secret", "verify_secret"]
+__all__ = ["TOKEN_PREFIX", "ScryptHash", "generate_token", "hash_secret", "key_id", "verify_secret"]
 
 _PHC = re.compile(
-    r"\$scrypt\$ln=(\d{1,2}),r=(\d{1,2}),p=(\d{1,2})\$([A-Za-z0-9+/]+)\$([A-Za-z0-9+/]+)\Z"
+    r"\$scrypt\$ln=(\d{1,2}),r=(\d{1,2}),p=(\d{1,2})(?:,kid=([0-9a-f]{12}))?"
+    r"\$([A-Za-z0-9+/]+)\$([A-Za-z0-9+/]+)\Z"
 )
+TOKEN_PREFIX = "a2w_"
+"""How a credential with a key id begins (module docstring)."""
+_TOKEN = re.compile(r"a2w_([0-9a-f]{12})_.+\Z")
 
 
 def _b64(data: bytes) -> str:
@@ -43,6 +56,25 @@ def _scrypt(secret: str, salt: bytes, log2_n: int, r: int, p: int, size: int) ->
     )
 
 
+def key_id(secret: str) -> str:
+    """The key id of a credential of the form ``a2w_<key id>_<secret>``, else ``""``."""
+    match = _TOKEN.match(secret)
+    return match[1] if match else ""
+
+
+def generate_token() -> str:
+    """A new random credential with a key id, ``a2w_<12 hex digits>_<43 characters>``.
+
+    Give it to the client, and its :func:`hash_secret` to the server: with a key id, the server
+    verifies a credential it has not seen before with one scrypt run, however many clients are
+    registered (:mod:`a2a_wire.server._keyring`).
+
+    Returns:
+        The credential (a bearer token or an API key); only URL-safe characters.
+    """
+    return f"{TOKEN_PREFIX}{secrets.token_hex(6)}_{secrets.token_urlsafe(32)}"
+
+
 def hash_secret(secret: str, *, log2_n: int = 14, r: int = 8, p: int = 1) -> str:
     """Hash an API key or bearer token for a :class:`a2a_wire.server._auth.RegisteredClient`.
 
@@ -54,7 +86,8 @@ def hash_secret(secret: str, *, log2_n: int = 14, r: int = 8, p: int = 1) -> str
         p: scrypt parallelism.
 
     Returns:
-        The PHC string ``$scrypt$ln=..,r=..,p=..$<salt>$<hash>`` (base64, no padding).
+        The PHC string ``$scrypt$ln=..,r=..,p=..$<salt>$<hash>`` (base64, no padding), with
+        ``,kid=<key id>`` after the parameters when ``secret`` has a key id (:func:`key_id`).
 
     Raises:
         ValueError: empty secret or parameters out of range.
@@ -65,18 +98,21 @@ def hash_secret(secret: str, *, log2_n: int = 14, r: int = 8, p: int = 1) -> str
         raise ValueError("scrypt parameters out of range")
     salt = secrets.token_bytes(16)
     digest = _scrypt(secret, salt, log2_n, r, p, 32)
-    return f"$scrypt$ln={log2_n},r={r},p={p}${_b64(salt)}${_b64(digest)}"
+    kid = key_id(secret)
+    params = f"ln={log2_n},r={r},p={p}" + (f",kid={kid}" if kid else "")
+    return f"$scrypt${params}${_b64(salt)}${_b64(digest)}"
 
 
 @dataclass(frozen=True, slots=True)
 class ScryptHash:
-    """A parsed hash string (see the module docstring)."""
+    """A parsed hash string (see the module docstring); ``kid`` is ``""`` without a key id."""
 
     log2_n: int
     r: int
     p: int
     salt: bytes
     digest: bytes
+    kid: str = ""
 
     @classmethod
     def parse(cls, text: str) -> ScryptHash:
@@ -90,12 +126,12 @@ class ScryptHash:
             raise ValueError("not a $scrypt$ hash made by hash_secret")
         log2_n, r, p = int(match[1]), int(match[2]), int(match[3])
         try:
-            salt, digest = _unb64(match[4]), _unb64(match[5])
+            salt, digest = _unb64(match[5]), _unb64(match[6])
         except (binascii.Error, ValueError):
             raise ValueError("the salt or digest of the hash is not base64") from None
         if not _in_range(log2_n, r, p) or len(digest) < 16:
             raise ValueError("scrypt parameters out of range")
-        return cls(log2_n, r, p, salt, digest)
+        return cls(log2_n, r, p, salt, digest, match[4] or "")
 
     def matches(self, secret: str) -> bool:
         """Whether ``secret`` hashes to this digest (constant-time comparison)."""

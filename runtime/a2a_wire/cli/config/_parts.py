@@ -2,8 +2,9 @@
 
 Secrets never sit in the configuration file. A registered client's credential is given as a
 salted scrypt hash (``token_hash`` / ``api_key_hash``, made with ``a2a-wire hash-secret``), or
-read at start from an environment variable or a file and hashed then (``token_env``,
-``token_file``, ``api_key_env``, ``api_key_file``). A remote agent's credential is read from an
+read at start from an environment variable or a file (``token_env``, ``token_file``,
+``api_key_env``, ``api_key_file``), hashed then and known to the registry without scrypt
+(:meth:`~a2a_wire.server._auth.RegisteredClient.from_secrets`). A remote agent's credential is read from an
 environment variable or a file at each request. Card signing keys are read from PEM or JWK files.
 """
 
@@ -28,7 +29,6 @@ from a2a_wire.client._credentials import (
     HeaderScheme,
 )
 from a2a_wire.server._auth import DEFAULT_API_KEY_HEADER, RegisteredClient
-from a2a_wire.server._scrypt import hash_secret
 
 if TYPE_CHECKING:
     from a2a_wire.cli._skills import RemoteAgent
@@ -147,11 +147,11 @@ def read_agents(
     return agents
 
 
-def _secret(table: Table, base: Path, kind: str) -> str:
-    """A client's ``<kind>_hash``, or the hash of ``<kind>_env`` / ``<kind>_file`` (made now)."""
+def _secret(table: Table, base: Path, kind: str) -> tuple[str, str]:
+    """``(hash, plain)``: a client's ``<kind>_hash``, or the value of ``<kind>_env`` / ``_file``."""
     source = _one_of(table, (f"{kind}_hash", f"{kind}_env", f"{kind}_file"))
     if f"{kind}_hash" in source:
-        return source[f"{kind}_hash"]
+        return source[f"{kind}_hash"], ""
     value = ""
     if f"{kind}_env" in source:
         name = source[f"{kind}_env"]
@@ -164,17 +164,28 @@ def _secret(table: Table, base: Path, kind: str) -> str:
             value = path.read_text(encoding="utf-8")[:_SECRET_LIMIT].strip()
         except (OSError, UnicodeDecodeError) as exc:
             table.problem((f"{kind}_file",), f"cannot read {path}: {type(exc).__name__}")
-    return hash_secret(value) if value else ""
+    return "", value
+
+
+def _unique_key_ids(
+    table: Table, client: RegisteredClient, seen: dict[tuple[str, str], str]
+) -> None:
+    """Record a problem when a credential's key id is another client's (their hashes clash)."""
+    for kind, kid in client.key_ids.items():
+        other = seen.setdefault((kind, kid), client.id)
+        if other != client.id:
+            table.problem((), f"has the same {kind} key id as client {other!r}; make a new one")
 
 
 def read_clients(tables: list[Table], base: Path, skill_ids: set[str]) -> list[RegisteredClient]:
     """Read ``[[clients]]`` into registered clients (see the module docstring for secrets)."""
     clients: list[RegisteredClient] = []
     ids: set[str] = set()
+    key_ids: dict[tuple[str, str], str] = {}
     for table in tables:
         client_id = table.text("id")
-        token_hash = _secret(table, base, "token")
-        api_key_hash = _secret(table, base, "api_key")
+        token_hash, token = _secret(table, base, "token")
+        api_key_hash, api_key = _secret(table, base, "api_key")
         skills = table.strings("skills", ("*",))
         table.done()
         given = any(table.data.get(f"{kind}_{how}") for kind in _KINDS for how in _HOWS)
@@ -189,12 +200,22 @@ def read_clients(tables: list[Table], base: Path, skill_ids: set[str]) -> list[R
         for skill in skills:
             if skill != "*" and skill not in skill_ids:
                 table.problem(("skills",), f"no skill has id {skill!r}")
-        if not token_hash and not api_key_hash:
+        if not (token_hash or token or api_key_hash or api_key):
             continue  # the credential's problem is recorded already
         try:
-            clients.append(RegisteredClient(client_id, api_key_hash, token_hash, skills))
+            client = RegisteredClient.from_secrets(
+                client_id,
+                token=token,
+                api_key=api_key,
+                token_hash=token_hash,
+                api_key_hash=api_key_hash,
+                skills=skills,
+            )
         except ValueError as exc:
             table.problem((), str(exc))
+            continue
+        _unique_key_ids(table, client, key_ids)
+        clients.append(client)
     return clients
 
 
