@@ -26,6 +26,9 @@ class ServerSettings:
             ``"https://agent.example.com"``. Empty: taken from each card request's scheme and
             ``Host`` header (set it when the server runs behind a proxy).
         max_body_bytes: Largest request body read; a larger one is answered with HTTP 413.
+        body_timeout_seconds: Longest time a request body may take to arrive once its headers
+            are in; a slower one is answered with HTTP 408 and its connection closed. Also the
+            time a refused request's unread body gets to be read and dropped.
         max_batch_size: Most requests in one JSON-RPC batch; a longer batch is refused whole.
         stream_queue_size: Events buffered per open stream. A reader that falls this far behind
             is sent an error event and disconnected, so one slow reader never holds memory or
@@ -45,6 +48,7 @@ class ServerSettings:
     rpc_path: str = "/"
     public_url: str = ""
     max_body_bytes: int = 10 * MIB
+    body_timeout_seconds: float = 30.0
     max_batch_size: int = 100
     stream_queue_size: int = 1024
     keepalive_seconds: float = 15.0
@@ -71,6 +75,7 @@ class ServerSettings:
             raise ValueError(f"rpc_path must start with '/': {self.rpc_path!r}")
         positive = {
             "max_body_bytes": self.max_body_bytes,
+            "body_timeout_seconds": self.body_timeout_seconds,
             "max_batch_size": self.max_batch_size,
             "stream_queue_size": self.stream_queue_size,
             "keepalive_seconds": self.keepalive_seconds,
