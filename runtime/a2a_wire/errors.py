@@ -14,6 +14,7 @@ classes are in ``a2a_wire.server._errors``, ``client``'s in ``a2a_wire.client._e
     │   │   ├── RateLimitedError       HTTP 429 + Retry-After; RATE_LIMITED            [server]
     │   │   ├── RequestTooLargeError   HTTP 413: body over max_body_bytes              [server]
     │   │   ├── BodyTimeoutError       HTTP 408: body slower than body_timeout_seconds [server]
+    │   │   ├── OriginNotAllowedError  HTTP 403: a CORS preflight from another origin  [server]
     │   │   └── HTTPRefusalError       aiohttp's 4xx (404 path, 405 method + Allow)    [server]
     │   ├── MethodNotFoundError        -32601
     │   ├── InvalidParamsError         -32602  carries google.rpc.BadRequest field violations

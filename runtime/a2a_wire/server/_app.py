@@ -34,6 +34,8 @@ HTTP-level rules kept here:
   the refusals are in :mod:`a2a_wire.server._errors`), aiohttp's HTTP exceptions are
   translated there, and nothing here picks a status for an error.
 * ``A2A-Version`` (header, else query parameter) is checked for every call (spec 3.6): -32009.
+* CORS, when ``ServerSettings.cors_origins`` lists origins: headers on every answer to a listed
+  origin and ``OPTIONS`` preflights (:mod:`a2a_wire.server._cors`).
 * Notifications (requests without ``id``) are executed and never answered; a body holding only
   notifications gets HTTP 204 with no body (JSON-RPC 2.0 section 6), once they have run (a
   SendMessage notification therefore waits like a SendMessage call).
@@ -87,6 +89,7 @@ from a2a_wire.server._auth import SecurityConfig
 from a2a_wire.server._body import client_left, read_body, settle
 from a2a_wire.server._call import CallInfo, Services
 from a2a_wire.server._card import CardPublisher
+from a2a_wire.server._cors import Cors
 from a2a_wire.server._engine import Runtime
 from a2a_wire.server._errors import ServerFailureError, UnsupportedMediaTypeError, from_http
 from a2a_wire.server._executor import AgentExecutor
@@ -306,6 +309,11 @@ def create_app(
     app.router.add_get(WELL_KNOWN_PATH, publisher.handle)
     app.on_response_prepare.append(echo_extensions)
     app.router.add_post(settings.rpc_path, endpoint.handle)
+    if settings.cors_origins:
+        cors = Cors(settings.cors_origins, security.api_key_header)
+        app.on_response_prepare.append(cors.add_headers)
+        for path in dict.fromkeys((WELL_KNOWN_PATH, settings.rpc_path)):
+            app.router.add_route(hdrs.METH_OPTIONS, path, cors.preflight)
     app.cleanup_ctx.append(_storage)
     if deliverer is not None:  # after the store: started once it is open, closed before it
         app[PUSH_DELIVERER_KEY] = deliverer

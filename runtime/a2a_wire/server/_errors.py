@@ -35,6 +35,7 @@ __all__ = [
     "DOMAIN",
     "BodyTimeoutError",
     "HTTPRefusalError",
+    "OriginNotAllowedError",
     "RateLimitedError",
     "RequestTooLargeError",
     "ServerFailureError",
@@ -150,6 +151,19 @@ class BodyTimeoutError(InvalidRequestError):
 
     def __init__(self, seconds: float) -> None:
         super().__init__(f"Request body not received within {seconds:g} s")
+
+
+class OriginNotAllowedError(InvalidRequestError):
+    """A CORS preflight from an origin not in ``ServerSettings.cors_origins``: HTTP 403.
+
+    Args:
+        origin: The ``Origin`` header (already shortened; ``""`` when absent).
+    """
+
+    http_status = 403
+
+    def __init__(self, origin: str) -> None:
+        super().__init__(f"Origin {origin!r} is not allowed")
 
 
 class HTTPRefusalError(InvalidRequestError):

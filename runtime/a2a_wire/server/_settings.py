@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from a2a_wire.server._cors import normalize_origin
 from a2a_wire.server.push._settings import PushSettings
 
 __all__ = ["ServerSettings"]
@@ -41,6 +42,9 @@ class ServerSettings:
         first_event_seconds: How long SendMessage with ``returnImmediately`` waits for the
             agent's first event (which decides between a task and a direct Message reply)
             before the server makes the SUBMITTED task itself and answers with it.
+        cors_origins: Origins of browser applications allowed to call the server
+            (``"https://app.example.com"``, or ``"*"`` for any); empty, the default, turns CORS
+            off. See :mod:`a2a_wire.server._cors`.
         push: Push notification delivery (timeouts, retries, webhook address allowlist); used
             when the card declares ``capabilities.pushNotifications``.
     """
@@ -63,13 +67,15 @@ class ServerSettings:
     request_burst: int = 200
     auth_failures_per_minute: int = 10
     limit_anonymous: bool = False
+    cors_origins: tuple[str, ...] = ()
     push: PushSettings = field(default_factory=PushSettings)
 
     def __post_init__(self) -> None:
         """Check the values.
 
         Raises:
-            ValueError: a limit is not positive, or ``rpc_path`` does not start with ``/``.
+            ValueError: a limit is not positive, ``rpc_path`` does not start with ``/``, or an
+                entry of ``cors_origins`` is not an origin.
         """
         if not self.rpc_path.startswith("/"):
             raise ValueError(f"rpc_path must start with '/': {self.rpc_path!r}")
@@ -94,3 +100,11 @@ class ServerSettings:
                 raise ValueError(f"{name} must be positive, not {value!r}")
         if self.card_max_age_seconds < 0:
             raise ValueError("card_max_age_seconds must not be negative")
+        object.__setattr__(self, "cors_origins", tuple(self.cors_origins))
+        for origin in self.cors_origins:
+            try:
+                normalize_origin(origin)
+            except ValueError:
+                raise ValueError(
+                    f"cors_origins must hold origins scheme://host[:port] or '*', not {origin!r}"
+                ) from None
