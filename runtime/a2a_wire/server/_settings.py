@@ -1,5 +1,7 @@
 """Server settings: every limit and interval the JSON-RPC server applies, with its default.
 
+``docs/server.md`` ("Configuration reference") lists each with its ``serve`` configuration key.
+
 The server reads these once, when :func:`a2a_wire.server._app.create_app` builds the application; a
 :class:`ServerSettings` is frozen, so one instance can be shared by several applications.
 """
@@ -42,6 +44,19 @@ class ServerSettings:
         first_event_seconds: How long SendMessage with ``returnImmediately`` waits for the
             agent's first event (which decides between a task and a direct Message reply)
             before the server makes the SUBMITTED task itself and answers with it.
+        max_parts_per_message: Most parts in a client's message; more is -32602 on
+            ``message.parts``.
+        max_history_per_task: Most messages a task keeps. Beyond it the oldest go, silently,
+            except the first (the message that started the task): see
+            :func:`a2a_wire.server._history.trim`.
+        max_streams_per_client: Open streams one caller may hold; one more is HTTP 429.
+        requests_per_second: Sustained request rate of one caller (a token bucket); over it,
+            HTTP 429 with ``Retry-After``.
+        request_burst: Requests one caller may send at once above that rate.
+        auth_failures_per_minute: Failed authentications one source address may make per
+            minute (with registered clients); then HTTP 429 before credentials are looked at.
+        limit_anonymous: Also apply the request and stream limits to unauthenticated callers,
+            per source address; otherwise only registered clients are limited, per client id.
         cors_origins: Origins of browser applications allowed to call the server
             (``"https://app.example.com"``, or ``"*"`` for any); empty, the default, turns CORS
             off. See :mod:`a2a_wire.server._cors`.

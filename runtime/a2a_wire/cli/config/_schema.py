@@ -209,7 +209,7 @@ class Table:
 
 @dataclass(frozen=True)
 class ServerSection:
-    """``[server]``: where and how the server runs (README, "Configuration reference")."""
+    """``[server]``: where and how the server runs (docs/server.md, "Configuration reference")."""
 
     host: str = DEFAULT_HOST
     port: int = DEFAULT_PORT
