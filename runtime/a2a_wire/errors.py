@@ -357,11 +357,7 @@ class UnknownProtocolError(ProtocolError):
     default_message = "Unknown error"
 
     def __init__(
-        self,
-        message: str | None = None,
-        *,
-        code: int = 0,
-        data: list[Any] | None = None,
+        self, message: str | None = None, *, code: int = 0, data: list[Any] | None = None
     ) -> None:
         super().__init__(message, data=data)
         self.code = code  # type: ignore[misc]

@@ -310,10 +310,7 @@ def create_app(
     app.on_response_prepare.append(echo_extensions)
     app.router.add_post(settings.rpc_path, endpoint.handle)
     if settings.cors_origins:
-        cors = Cors(settings.cors_origins, security.api_key_header)
-        app.on_response_prepare.append(cors.add_headers)
-        for path in dict.fromkeys((WELL_KNOWN_PATH, settings.rpc_path)):
-            app.router.add_route(hdrs.METH_OPTIONS, path, cors.preflight)
+        Cors(settings.cors_origins, security.api_key_header).install(app, settings.rpc_path)
     app.cleanup_ctx.append(_storage)
     if deliverer is not None:  # after the store: started once it is open, closed before it
         app[PUSH_DELIVERER_KEY] = deliverer

@@ -27,7 +27,7 @@ from collections.abc import Iterable
 import yarl
 from aiohttp import hdrs, web
 
-from a2a_wire._protocol.wire import EXTENSIONS_HEADER, VERSION_HEADER
+from a2a_wire._protocol.wire import EXTENSIONS_HEADER, VERSION_HEADER, WELL_KNOWN_PATH
 from a2a_wire.server._errors import OriginNotAllowedError
 
 __all__ = ["ANY_ORIGIN", "Cors", "normalize_origin"]
@@ -86,6 +86,12 @@ class Cors:
         self.origins = allowed - {ANY_ORIGIN}
         headers = [*_REQUEST_HEADERS, "Last-Event-ID", api_key_header]
         self.request_headers = ", ".join(dict.fromkeys(h for h in headers if h))
+
+    def install(self, app: web.Application, rpc_path: str) -> None:
+        """Add the header hook and the preflight routes (card path and ``rpc_path``) to ``app``."""
+        app.on_response_prepare.append(self.add_headers)
+        for path in dict.fromkeys((WELL_KNOWN_PATH, rpc_path)):
+            app.router.add_route(hdrs.METH_OPTIONS, path, self.preflight)
 
     def allowed(self, request: web.Request) -> str | None:
         """The ``Access-Control-Allow-Origin`` value for ``request``; ``None`` when refused."""
