@@ -23,10 +23,13 @@ with hand-built bodies, so that they check the wire format itself.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import uuid
+from collections.abc import AsyncIterator
 from typing import Any
 
 import aiohttp
+from aiohttp import web
 
 from a2a_wire import codec
 from a2a_wire._protocol.sse import SSEDecoder
@@ -285,3 +288,92 @@ def states(events: list[dict[str, Any]]) -> list[str]:
         elif "statusUpdate" in res:
             out.append(res["statusUpdate"]["status"]["state"])
     return out
+
+
+@contextlib.asynccontextmanager
+async def serve_like_the_cli(app: Any) -> AsyncIterator[tuple[str, int]]:
+    """Serve ``app`` on 127.0.0.1 as ``a2a-wire serve`` does; yield its address.
+
+    aiohttp's test server cancels a handler whose client leaves (``handler_cancellation``);
+    ``serve``'s runner, like aiohttp's default, lets it run on, which is what these tests need.
+    """
+    runner = web.AppRunner(app, access_log=None)
+    await runner.setup()
+    try:
+        site = web.TCPSite(runner, "127.0.0.1", 0)
+        await site.start()
+        host, port = runner.addresses[0][:2]
+        yield str(host), int(port)
+    finally:
+        await runner.cleanup()
+
+
+class RawConnection:
+    """One TCP connection to a test server, for requests an HTTP client would not send.
+
+    Every read has a generous deadline, so a test waits for the server, never for the clock.
+    """
+
+    def __init__(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        self.reader = reader
+        self.writer = writer
+
+    @classmethod
+    async def open(cls, address: tuple[str, int]) -> RawConnection:
+        """Connect to ``(host, port)``, e.g. from :func:`serve_like_the_cli`."""
+        reader, writer = await asyncio.open_connection(*address)
+        return cls(reader, writer)
+
+    async def __aenter__(self) -> RawConnection:
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.close()
+
+    async def send(self, data: bytes) -> None:
+        self.writer.write(data)
+        await self.writer.drain()
+
+    async def interim(self, status: int, deadline: float = 10.0) -> None:
+        """Read an interim response (``100 Continue``) with that status."""
+        async with asyncio.timeout(deadline):
+            head = await self.reader.readuntil(b"\r\n\r\n")
+        assert head.split()[1] == str(status).encode(), head
+
+    async def response(self, deadline: float = 10.0) -> tuple[int, dict[str, str], bytes]:
+        """Read one HTTP response with a ``Content-Length``: status, headers (lower-case), body."""
+        async with asyncio.timeout(deadline):
+            head = await self.reader.readuntil(b"\r\n\r\n")
+            lines = head.decode("latin-1").split("\r\n")
+            status = int(lines[0].split()[1])
+            headers = dict(
+                (name.strip().lower(), value.strip())
+                for name, _, value in (line.partition(":") for line in lines[1:] if line)
+            )
+            body = await self.reader.readexactly(int(headers.get("content-length", "0")))
+        return status, headers, body
+
+    async def closed_by_server(self, deadline: float = 10.0) -> bool:
+        """Whether the server closes the connection (nothing more arrives before EOF)."""
+        async with asyncio.timeout(deadline):
+            return await self.reader.read() == b""
+
+    async def close(self) -> None:
+        self.writer.close()
+        try:
+            await self.writer.wait_closed()
+        except ConnectionError:
+            pass
+
+
+def post_head(length: int, **headers: str) -> bytes:
+    """The head of a JSON-RPC POST declaring a body of ``length`` bytes."""
+    fields = {
+        "Host": "127.0.0.1",
+        "Content-Type": "application/json",
+        "A2A-Version": "1.0",
+        "Content-Length": str(length),
+        **{name.replace("_", "-"): value for name, value in headers.items()},
+    }
+    lines = "".join(f"{name}: {value}\r\n" for name, value in fields.items())
+    return f"POST / HTTP/1.1\r\n{lines}\r\n".encode("latin-1")

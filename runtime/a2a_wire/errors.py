@@ -14,6 +14,8 @@ classes are in ``a2a_wire.server._errors``, ``client``'s in ``a2a_wire.client._e
     │   │   ├── UnauthenticatedError   HTTP 401 + WWW-Authenticate; UNAUTHENTICATED    [server]
     │   │   ├── RateLimitedError       HTTP 429 + Retry-After; RATE_LIMITED            [server]
     │   │   ├── RequestTooLargeError   HTTP 413: body over max_body_bytes              [server]
+    │   │   ├── BodyTimeoutError       HTTP 408: body slower than body_timeout_seconds [server]
+    │   │   ├── OriginNotAllowedError  HTTP 403: a CORS preflight from another origin  [server]
     │   │   └── HTTPRefusalError       aiohttp's 4xx (404 path, 405 method + Allow)    [server]
     │   ├── MethodNotFoundError        -32601
     │   ├── InvalidParamsError         -32602  carries google.rpc.BadRequest field violations
@@ -355,11 +357,7 @@ class UnknownProtocolError(ProtocolError):
     default_message = "Unknown error"
 
     def __init__(
-        self,
-        message: str | None = None,
-        *,
-        code: int = 0,
-        data: list[Any] | None = None,
+        self, message: str | None = None, *, code: int = 0, data: list[Any] | None = None
     ) -> None:
         super().__init__(message, data=data)
         self.code = code  # type: ignore[misc]

@@ -2,16 +2,31 @@
 
 from __future__ import annotations
 
+import asyncio
 import json
 import logging
 from pathlib import Path
 from typing import Any
 
 import pytest
-from server_support import envelope, message, post, send_params
+from server_support import (
+    RawConnection,
+    envelope,
+    message,
+    post,
+    post_head,
+    send_params,
+    serve_like_the_cli,
+)
 
 from a2a_wire.cli._app import build_app
-from a2a_wire.cli._logging import JSONFormatter, RequestLog, TextFormatter, configure_logging
+from a2a_wire.cli._logging import (
+    JSONFormatter,
+    MalformedRequests,
+    RequestLog,
+    TextFormatter,
+    configure_logging,
+)
 from a2a_wire.cli.config import load
 from a2a_wire.server.store import SQLiteTaskStore
 
@@ -171,6 +186,9 @@ def restore_logging() -> Any:
     for name, level in zip(names, saved[2], strict=True):
         logging.getLogger(name).setLevel(level)
     logging.getLogger("aiohttp.access").disabled = False
+    aiohttp_server = logging.getLogger("aiohttp.server")
+    for added in [f for f in aiohttp_server.filters if isinstance(f, MalformedRequests)]:
+        aiohttp_server.removeFilter(added)
 
 
 @pytest.mark.parametrize("sql", [False, True])
@@ -185,3 +203,48 @@ async def test_debug_leaves_out_the_sql_lines_unless_asked(
     err = capsys.readouterr().err
     assert "a debug line of our own" in err
     assert ("logger=aiosqlite" in err) is sql
+
+
+def _memory_config(tmp_path: Path) -> Path:
+    path = tmp_path / "mem.toml"
+    path.write_text('[server]\nstorage = "memory"\n', encoding="utf-8")
+    return path
+
+
+async def test_a_hang_up_while_sending_is_one_499_line(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    caplog.set_level(logging.INFO)
+    app, _ = build_app(load(_memory_config(tmp_path)))
+    body = envelope("GetTask", {"id": "t"})
+    async with serve_like_the_cli(app) as address:
+        for _ in range(10):
+            async with await RawConnection.open(address) as conn:
+                await conn.send(post_head(100, Expect="100-continue"))
+                await conn.interim(100)  # the application reads the body now
+                await conn.send(json.dumps(body).encode()[:10])
+        async with asyncio.timeout(10):
+            while len(_lines(caplog)) < 10:
+                await asyncio.sleep(0.01)
+    assert [(f["http"], f["status"]) for f in _lines(caplog)] == [("POST", 499)] * 10
+    others = [r for r in caplog.records if r.name != "a2a_wire.access"]
+    assert [r.getMessage() for r in others if r.levelno >= logging.INFO or r.exc_info] == []
+
+
+async def test_what_aiohttp_cannot_parse_is_one_info_line(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], restore_logging: None
+) -> None:
+    configure_logging("info", "text")
+    app, _ = build_app(load(_memory_config(tmp_path)))
+    garbage = [b"BLAH BLAH\r\n\r\n", b"GET / HTTP/1.1\r\nX-Big: " + b"a" * 9000 + b"\r\n\r\n"]
+    async with serve_like_the_cli(app) as address:
+        for data in garbage:
+            async with await RawConnection.open(address) as conn:
+                await conn.send(data)
+                status, _, _ = await conn.response()  # aiohttp logs before it answers
+                assert status == 400
+    err = capsys.readouterr().err
+    lines = [line for line in err.splitlines() if "malformed request" in line]
+    assert len(lines) == 1 and "status=400" in lines[0] and "remote=127.0.0.1" in lines[0]
+    assert "info malformed request logger=aiohttp.server" in lines[0]
+    assert "Traceback" not in err and " error " not in err

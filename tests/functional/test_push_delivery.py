@@ -78,6 +78,27 @@ async def test_a_config_created_later_gets_the_later_events(
     assert hook.kinds() == ["status:TASK_STATE_WORKING", "artifact", "status:TASK_STATE_COMPLETED"]
 
 
+async def test_deliveries_after_a_get_still_send_the_stored_secrets(
+    aiohttp_client: Any, aiohttp_server: Any
+) -> None:
+    client = await start(aiohttp_client)
+    task = (await result(client, "SendMessage", send_params("input")))["task"]
+    hook = Hook(expected=[task["id"]])  # refuses a request without the token and credentials
+    url = await serve(aiohttp_server, hook)
+    config = {"taskId": task["id"], "url": url, "token": TOKEN, "authentication": AUTH.to_dict()}
+    made = await result(client, "CreateTaskPushNotificationConfig", config)
+    key = {"taskId": task["id"], "id": made["id"]}
+    got = await result(client, "GetTaskPushNotificationConfig", key)
+    listed = await result(client, "ListTaskPushNotificationConfigs", {"taskId": task["id"]})
+    assert "token" not in got and got["authentication"] == {"scheme": AUTH.scheme}
+    assert listed["configs"] == [got]
+    await result(client, "SendMessage", send_params("more", taskId=task["id"]))
+    await wait_until(lambda: len(hook.events) == 3)
+    for headers, _ in hook.requests:
+        assert headers["Authorization"] == f"Bearer {AUTH.credentials}"
+        assert headers["X-A2A-Notification-Token"] == TOKEN
+
+
 async def test_a_receiver_failing_three_times_still_gets_everything_once(
     aiohttp_client: Any, aiohttp_server: Any
 ) -> None:
@@ -213,7 +234,9 @@ async def test_client_helpers_register_and_remove_a_webhook(aiohttp_server: Any)
         task = (await client.send_text("input")).task
         assert task is not None
         config = await register_webhook(client, task.id, url, receiver=hook.receiver)
-        assert config.id and config.token == TOKEN and config.authentication == AUTH
+        assert config.id and config.url == url and not config.token  # secrets never shown
+        assert config.authentication is not None
+        assert config.authentication.scheme == AUTH.scheme and not config.authentication.credentials
         await client.send_text("more", task_id=task.id)
         await wait_until(lambda: len(hook.events) == 3)
         assert hook.kinds()[-1] == "status:TASK_STATE_COMPLETED"

@@ -317,6 +317,7 @@ def test_http_level_refusals_carry_their_status_and_headers() -> None:
         (s.UnsupportedMediaTypeError("text/plain"), 415, []),
         (s.UnreadableBodyError("bad gzip"), 400, []),
         (s.RequestTooLargeError(4096), 413, []),
+        (s.BodyTimeoutError(30.0), 408, []),
         (refused, 405, [("Allow", "POST")]),
         (s.HTTPRefusalError("HTTP 404 Not Found", status=404), 404, []),
         (s.ServerFailureError(), 500, []),

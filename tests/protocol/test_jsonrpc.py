@@ -15,7 +15,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from a2a_wire import codec, errors
-from a2a_wire._protocol.jsonrpc import Call, decode_params, parse_body
+from a2a_wire._protocol.jsonrpc import Call, decode_params, error, parse_body, result
 from a2a_wire.methods import METHODS
 from a2a_wire.types import GetTaskRequest, ListTasksRequest
 
@@ -137,7 +137,9 @@ def test_every_method_name_resolves_to_its_record() -> None:
 
 # -- parse_body: ids of every JSON type ------------------------------------------------------
 
-# (JSON text of the id, the id read, or None with the id refused)
+N = codec.JSONNumber
+# (JSON text of the id, the id read, or None with the id refused). A number that is not an
+# integer within 64 bits keeps its exact text, so that the answer carries the id as sent.
 IDS: list[tuple[str, Any]] = [
     ('"abc"', "abc"),
     ('""', ""),
@@ -146,9 +148,15 @@ IDS: list[tuple[str, Any]] = [
     ("-1", -1),
     ("9223372036854775807", 2**63 - 1),
     ("18446744073709551615", 2**64 - 1),
-    ("1.5", 1.5),
-    ("1e2", 100.0),
-    ("-0.0", -0.0),
+    ("-9223372036854775808", -(2**63)),
+    ("1.5", N("1.5")),
+    ("1e2", N("1e2")),
+    ("1E+2", N("1E+2")),
+    ("-0.0", N("-0.0")),
+    ("0.1000000000000000000001", N("0.1000000000000000000001")),
+    ("18446744073709551616", N("18446744073709551616")),
+    ("-9223372036854775809", N("-9223372036854775809")),
+    ("123456789012345678901234567890", N("123456789012345678901234567890")),
     ("null", None),
 ]
 REFUSED_IDS = ["true", "false", "[]", "[1]", "{}", '{"id": 1}']
@@ -160,6 +168,35 @@ def test_a_string_number_or_null_id_is_echoed_with_its_type(text: str, rid: Any)
     call = only(raw)
     assert call.invalid is None and call.notification is False
     assert call.id == rid and type(call.id) is type(rid)
+    answer = body(error(call.id, errors.InternalError()))
+    assert codec.loads(answer)["id"] == codec.loads(text)
+    if not text.startswith('"'):  # numbers and null come back as the very text sent
+        assert answer.startswith(b'{"jsonrpc":"2.0","id":' + text.encode() + b',"error":')
+
+
+def test_exact_ids_in_a_batch_leave_the_params_alone() -> None:
+    big = "123456789012345678901234567890"
+    raw = (
+        b'[{"jsonrpc": "2.0", "method": "GetTask", "id": 1.25, "params": {"x": 0.5}},'
+        b' {"jsonrpc": "2.0", "method": "GetTask", "id": "s", "params": {"x": 2.5}},'
+        b' {"jsonrpc": "2.0", "method": "GetTask", "id": ' + big.encode() + b"},"
+        b' {"jsonrpc": "2.0", "method": "GetTask", "id": 7}, 3.5]'
+    )
+    calls, batch = parse_body(raw)
+    assert batch and [c.id for c in calls] == [N("1.25"), "s", N(big), 7, None]
+    assert [c.params for c in calls] == [{"x": 0.5}, {"x": 2.5}, None, None, None]
+    answers = body([result(c.id, {}) for c in calls[:4]])
+    assert answers == (
+        b'[{"jsonrpc":"2.0","id":1.25,"result":{}},{"jsonrpc":"2.0","id":"s","result":{}},'
+        b'{"jsonrpc":"2.0","id":' + big.encode() + b',"result":{}},'
+        b'{"jsonrpc":"2.0","id":7,"result":{}}]'
+    )
+
+
+def test_an_id_too_deep_for_the_second_parse_stays_a_float() -> None:
+    deep = b"[" * 1000 + b"]" * 1000  # orjson reads it; the stdlib parser runs out of stack
+    raw = b'{"jsonrpc": "2.0", "method": "GetTask", "id": 1.5, "params": ' + deep + b"}"
+    assert only(raw).id == 1.5
 
 
 @pytest.mark.parametrize("text", REFUSED_IDS)
@@ -186,7 +223,7 @@ def test_a_batch_gives_one_call_per_member_in_order() -> None:
     ]
     calls, batch = parse_body(body(members))
     assert batch is True
-    assert [c.id for c in calls] == ["a", None, "c", None, None, 5, 6.5]
+    assert [c.id for c in calls] == ["a", None, "c", None, None, 5, codec.JSONNumber("6.5")]
     assert [c.notification for c in calls] == [False, True, False, False, False, False, False]
     assert [type(c.invalid).__name__ for c in calls] == [
         "NoneType",
@@ -246,7 +283,7 @@ def test_any_json_value_gives_calls_or_the_one_batch_error(value: Any) -> None:
     for call in calls:
         assert (call.invalid is None) is (call.method is not None)
         assert call.invalid is None or call.invalid.code in (-32600, -32601)
-        assert call.id is None or type(call.id) in (str, int, float)
+        assert call.id is None or type(call.id) in (str, int, codec.JSONNumber)
 
 
 @given(raw=st.binary(max_size=40))

@@ -11,6 +11,11 @@ Rules kept:
 * A body that is not strict JSON is -32700 with id ``null``.
 * A request object needs ``"jsonrpc": "2.0"``, a string ``method`` and an ``id`` that is a
   string, a number or ``null``; otherwise -32600, echoing the id when it was usable.
+* An id is answered exactly as sent (JSON-RPC 2.0 section 5): a number id that is not an integer
+  within 64 bits (a fraction, an exponent, ``123456789012345678901234567890``) is kept as its
+  text (:class:`~a2a_wire.codec.JSONNumber`), which the answer writes unchanged. Only bodies
+  holding such an id pay for the second parse (:func:`~a2a_wire.codec.loads_exact`); elsewhere
+  (params) numbers follow ``docs/codec.md``.
 * A request without an ``id`` member is a notification: it is executed and never answered.
 * An empty batch is -32600; each invalid member of a batch gets its own error entry.
 """
@@ -35,7 +40,7 @@ __all__ = [
 ]
 
 M = TypeVar("M", bound=codec.ProtoMessage)
-RequestId = str | int | float | None
+RequestId = str | int | float | codec.JSONNumber | None
 
 
 @dataclass(frozen=True, slots=True)
@@ -43,7 +48,8 @@ class Call:
     """One request object of a body.
 
     Attributes:
-        id: The request id (string, number or ``None``).
+        id: The request id (string, number or ``None``): an ``int``, or a
+            :class:`~a2a_wire.codec.JSONNumber` holding its exact text for any other number.
         method: The method record, or ``None`` when the name is unknown.
         method_name: The name as sent.
         params: The raw ``params`` value (``None`` when absent).
@@ -60,7 +66,27 @@ class Call:
 
 
 def _valid_id(value: object) -> bool:
-    return value is None or type(value) in (str, int, float)
+    return value is None or type(value) in (str, int, float, codec.JSONNumber)
+
+
+def _members(obj: object) -> list[Any]:
+    return obj if isinstance(obj, list) else [obj]
+
+
+def _inexact_id(member: object) -> bool:
+    """Whether ``member`` is an object whose id orjson read as a float (text possibly lost)."""
+    return isinstance(member, dict) and type(member.get("id")) is float
+
+
+def _keep_id_texts(body: bytes, obj: Any) -> None:
+    """Replace each float id of ``obj`` by its exact text, read by a second parse of ``body``."""
+    try:
+        exact = codec.loads_exact(body)
+    except codec.JSONSyntaxError:  # too deep for the stdlib parser: the ids stay floats
+        return
+    for member, twin in zip(_members(obj), _members(exact), strict=True):
+        if _inexact_id(member):
+            member["id"] = twin["id"]
 
 
 def _call(obj: object) -> Call:
@@ -97,6 +123,8 @@ def parse_body(body: bytes) -> tuple[list[Call], bool]:
         obj = codec.loads(body)
     except codec.JSONSyntaxError as exc:
         raise errors.JSONParseError(f"Invalid JSON payload: {exc}") from None
+    if any(_inexact_id(member) for member in _members(obj)):
+        _keep_id_texts(body, obj)
     if isinstance(obj, list):
         if not obj:
             raise errors.InvalidRequestError("empty batch")

@@ -17,6 +17,12 @@ request (:mod:`a2a_wire.server._report`). The id of a task the request *created*
 the executor wrapper :class:`NotingExecutor` through a context variable (the agent run inherits
 the request's context).
 
+A client that hangs up while sending its body gets ``status=499`` and nothing else (the server
+logs one debug line). What aiohttp cannot parse as HTTP (a garbage request line, oversized
+headers) never reaches the application: aiohttp answers it with a plain 400 and logs it with a
+traceback; :class:`MalformedRequests` turns that into one ``info`` line (``malformed request``
+with ``status``, ``problem`` and ``remote``), since the fault is the client's.
+
 Formats: ``text`` (``2025-01-31T12:00:00.123Z info request method=GetTask status=200 ...``,
 ``key=value`` pairs, values quoted when needed) and ``json`` (one object per line).
 """
@@ -35,6 +41,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from aiohttp import web
+from aiohttp.http_exceptions import HttpProcessingError
 from aiohttp.typedefs import Handler
 
 from a2a_wire import codec
@@ -45,6 +52,7 @@ from a2a_wire.server._report import CLIENT_ID_KEY, ERROR_CODES_KEY
 
 __all__ = [
     "JSONFormatter",
+    "MalformedRequests",
     "NotingExecutor",
     "RequestLog",
     "TextFormatter",
@@ -249,11 +257,40 @@ class JSONFormatter(logging.Formatter):
         return json.dumps(obj, ensure_ascii=False, default=str)
 
 
+class MalformedRequests(logging.Filter):
+    """Filter of ``aiohttp.server``: a request aiohttp could not parse is one line, no traceback.
+
+    aiohttp logs ``Error handling request`` with the parser's exception (at ``error``, or at
+    ``debug`` for garbage opening a connection); the record is rewritten to ``malformed request``
+    at ``info`` at most, with the status aiohttp answered, the problem's first line and the
+    remote address. Other records pass unchanged.
+    """
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        """Rewrite a parse failure's record; keep it only when its new level is logged."""
+        exc = record.exc_info[1] if record.exc_info else None
+        if not isinstance(exc, HttpProcessingError):
+            return True
+        remote = record.args[0] if isinstance(record.args, tuple) and record.args else ""
+        problem = str(exc.message).strip().splitlines()
+        record.fields = {
+            "status": exc.code,
+            "problem": problem[0][:200] if problem else "",
+            "remote": str(remote),
+        }
+        record.msg, record.args = "malformed request", ()
+        record.exc_info, record.exc_text = None, None
+        if record.levelno > logging.INFO:
+            record.levelno, record.levelname = logging.INFO, "INFO"
+        return logging.getLogger().isEnabledFor(record.levelno)
+
+
 def configure_logging(level: str, fmt: str, *, sql: bool = False) -> None:
     """Send every log record at ``level`` or above to stderr in format ``fmt``.
 
     The server's start and stop lines are logged whatever the level. aiosqlite writes two debug
     lines per SQL statement; they are left out, even at ``debug``, unless ``sql`` asks for them.
+    aiohttp's reports of requests it could not parse go through :class:`MalformedRequests`.
 
     Args:
         level: ``debug``, ``info``, ``warning`` or ``error``.
@@ -273,3 +310,6 @@ def configure_logging(level: str, fmt: str, *, sql: bool = False) -> None:
     sqlite_log = logging.getLogger("aiosqlite")
     sqlite_log.setLevel(logging.NOTSET if sql else max(logging.INFO, root.level))
     logging.getLogger("aiohttp.access").disabled = True
+    aiohttp_server = logging.getLogger("aiohttp.server")
+    if not any(isinstance(f, MalformedRequests) for f in aiohttp_server.filters):
+        aiohttp_server.addFilter(MalformedRequests())

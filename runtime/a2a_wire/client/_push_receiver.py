@@ -268,7 +268,8 @@ async def register_webhook(
         config_id: The config's id; the agent makes one when empty.
 
     Returns:
-        The config as the agent stored it (with its ``id``).
+        The config as the agent answered (with its ``id``); an a2a-wire agent leaves out the
+        ``token`` and ``authentication.credentials`` it stored (spec 13.2).
 
     Raises:
         PushNotificationNotSupportedError: the agent does not support push notifications.

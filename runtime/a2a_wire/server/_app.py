@@ -20,13 +20,22 @@ HTTP-level rules kept here:
   not JSON.
 * A body over ``max_body_bytes`` is HTTP 413; an unknown path 404, a wrong HTTP method 405; each
   with a -32600 JSON-RPC error body. Any unexpected exception is logged and answered with HTTP
-  500 and a -32603 body that holds no detail. No answer is ever an HTML page.
+  500 and a -32603 body that holds no detail. No answer the application gives is an HTML page.
+* The body must arrive within ``body_timeout_seconds`` (HTTP 408, then the connection is
+  closed); a body that does not decode is HTTP 400 (-32700) and closes the connection too; a
+  client that hangs up while sending is not an error (one debug line, status 499 for the
+  request log). Refusals settle the body they leave unread (:mod:`a2a_wire.server._body`).
+* aiohttp itself answers what it cannot parse as HTTP (a garbage request line, oversized or
+  malformed headers) with a ``text/plain`` 400, before any application code runs: aiohttp 3.14
+  offers no public hook for that answer (``RequestHandler.handle_error`` is called directly).
 * JSON-RPC errors found while answering a call use HTTP 200 (as the reference SDK does).
 * Every error that answers a whole request is raised, and the middleware turns it into the
   response: its status and headers are the error's own (``http_status``, ``http_headers``;
   the refusals are in :mod:`a2a_wire.server._errors`), aiohttp's HTTP exceptions are
   translated there, and nothing here picks a status for an error.
 * ``A2A-Version`` (header, else query parameter) is checked for every call (spec 3.6): -32009.
+* CORS, when ``ServerSettings.cors_origins`` lists origins: headers on every answer to a listed
+  origin and ``OPTIONS`` preflights (:mod:`a2a_wire.server._cors`).
 * Notifications (requests without ``id``) are executed and never answered; a body holding only
   notifications gets HTTP 204 with no body (JSON-RPC 2.0 section 6), once they have run (a
   SendMessage notification therefore waits like a SendMessage call).
@@ -77,16 +86,12 @@ from a2a_wire.server._admission import (
     public_card,
 )
 from a2a_wire.server._auth import SecurityConfig
+from a2a_wire.server._body import client_left, read_body, settle
 from a2a_wire.server._call import CallInfo, Services
 from a2a_wire.server._card import CardPublisher
+from a2a_wire.server._cors import Cors
 from a2a_wire.server._engine import Runtime
-from a2a_wire.server._errors import (
-    RequestTooLargeError,
-    ServerFailureError,
-    UnreadableBodyError,
-    UnsupportedMediaTypeError,
-    from_http,
-)
+from a2a_wire.server._errors import ServerFailureError, UnsupportedMediaTypeError, from_http
 from a2a_wire.server._executor import AgentExecutor
 from a2a_wire.server._methods import Capabilities, call_stream, call_unary
 from a2a_wire.server._report import CLIENT_ID_KEY, ERROR_CODES_KEY, error_codes
@@ -143,13 +148,8 @@ class _RPCEndpoint:
         request[CLIENT_ID_KEY] = info.client_id
         if request.content_type not in JSON_MEDIA_TYPES or hdrs.CONTENT_TYPE not in request.headers:
             raise UnsupportedMediaTypeError(request.headers.get(hdrs.CONTENT_TYPE, "")[:100])
-        limit = self.settings.max_body_bytes
-        if request.content_length is not None and request.content_length > limit:
-            raise RequestTooLargeError(limit)
-        try:
-            body = await request.read()
-        except web.RequestPayloadError as exc:  # e.g. a Content-Encoding that does not decode
-            raise UnreadableBodyError(exc) from exc
+        settings = self.settings
+        body = await read_body(request, settings.max_body_bytes, settings.body_timeout_seconds)
         calls, is_batch = _jsonrpc.parse_body(body)
         request[CALLS_KEY] = (tuple(calls), is_batch)
         if is_batch and len(calls) > self.settings.max_batch_size:
@@ -241,20 +241,21 @@ def _refusal(call: Call, version: ProtocolError | None) -> ProtocolError | None:
 @web.middleware
 async def _json_errors(request: web.Request, handler: Handler) -> web.StreamResponse:
     """Answer every error with a JSON-RPC error body, with the error's own status (module doc)."""
+    settings = request.app[_SETTINGS]
     try:
         return await handler(request)
     except ProtocolError as exc:
-        return _error(exc)
+        refusal: ProtocolError = exc
     except web.HTTPException as exc:
         if exc.status < 400:
             raise
-        return _error(from_http(exc, request, request.app[_SETTINGS].max_body_bytes))
-    except ConnectionResetError:  # the client went away; aiohttp drops the connection quietly
-        log.debug("client disconnected during %s %s", request.method, request.path)
-        raise
+        refusal = from_http(exc, request, settings.max_body_bytes)
+    except ConnectionResetError:  # the client hung up (while sending its body): nobody to answer
+        return client_left(request)
     except Exception:  # the outermost server boundary: log, answer -32603 without detail
         log.exception("unhandled error serving %s %s", request.method, request.path)
-        return _error(ServerFailureError())
+        refusal = ServerFailureError()
+    return await settle(request, _error(refusal), refusal, settings.body_timeout_seconds)
 
 
 def create_app(
@@ -308,6 +309,8 @@ def create_app(
     app.router.add_get(WELL_KNOWN_PATH, publisher.handle)
     app.on_response_prepare.append(echo_extensions)
     app.router.add_post(settings.rpc_path, endpoint.handle)
+    if settings.cors_origins:
+        Cors(settings.cors_origins, security.api_key_header).install(app, settings.rpc_path)
     app.cleanup_ctx.append(_storage)
     if deliverer is not None:  # after the store: started once it is open, closed before it
         app[PUSH_DELIVERER_KEY] = deliverer

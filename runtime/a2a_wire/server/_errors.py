@@ -33,7 +33,9 @@ from a2a_wire.server._limits import retry_after_header
 
 __all__ = [
     "DOMAIN",
+    "BodyTimeoutError",
     "HTTPRefusalError",
+    "OriginNotAllowedError",
     "RateLimitedError",
     "RequestTooLargeError",
     "ServerFailureError",
@@ -134,6 +136,34 @@ class RequestTooLargeError(InvalidRequestError):
 
     def __init__(self, limit: int) -> None:
         super().__init__(f"Request body too large (limit {limit} bytes)")
+
+
+class BodyTimeoutError(InvalidRequestError):
+    """The body did not arrive within ``ServerSettings.body_timeout_seconds``: HTTP 408.
+
+    The connection is closed once the answer is sent (:mod:`a2a_wire.server._body`).
+
+    Args:
+        seconds: The limit.
+    """
+
+    http_status = 408
+
+    def __init__(self, seconds: float) -> None:
+        super().__init__(f"Request body not received within {seconds:g} s")
+
+
+class OriginNotAllowedError(InvalidRequestError):
+    """A CORS preflight from an origin not in ``ServerSettings.cors_origins``: HTTP 403.
+
+    Args:
+        origin: The ``Origin`` header (already shortened; ``""`` when absent).
+    """
+
+    http_status = 403
+
+    def __init__(self, origin: str) -> None:
+        super().__init__(f"Origin {origin!r} is not allowed")
 
 
 class HTTPRefusalError(InvalidRequestError):

@@ -1,5 +1,7 @@
 """Server settings: every limit and interval the JSON-RPC server applies, with its default.
 
+``docs/server.md`` ("Configuration reference") lists each with its ``serve`` configuration key.
+
 The server reads these once, when :func:`a2a_wire.server._app.create_app` builds the application; a
 :class:`ServerSettings` is frozen, so one instance can be shared by several applications.
 """
@@ -8,6 +10,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from a2a_wire.server._cors import normalize_origin
 from a2a_wire.server.push._settings import PushSettings
 
 __all__ = ["ServerSettings"]
@@ -26,6 +29,9 @@ class ServerSettings:
             ``"https://agent.example.com"``. Empty: taken from each card request's scheme and
             ``Host`` header (set it when the server runs behind a proxy).
         max_body_bytes: Largest request body read; a larger one is answered with HTTP 413.
+        body_timeout_seconds: Longest time a request body may take to arrive once its headers
+            are in; a slower one is answered with HTTP 408 and its connection closed. Also the
+            time a refused request's unread body gets to be read and dropped.
         max_batch_size: Most requests in one JSON-RPC batch; a longer batch is refused whole.
         stream_queue_size: Events buffered per open stream. A reader that falls this far behind
             is sent an error event and disconnected, so one slow reader never holds memory or
@@ -38,6 +44,22 @@ class ServerSettings:
         first_event_seconds: How long SendMessage with ``returnImmediately`` waits for the
             agent's first event (which decides between a task and a direct Message reply)
             before the server makes the SUBMITTED task itself and answers with it.
+        max_parts_per_message: Most parts in a client's message; more is -32602 on
+            ``message.parts``.
+        max_history_per_task: Most messages a task keeps. Beyond it the oldest go, silently,
+            except the first (the message that started the task): see
+            :func:`a2a_wire.server._history.trim`.
+        max_streams_per_client: Open streams one caller may hold; one more is HTTP 429.
+        requests_per_second: Sustained request rate of one caller (a token bucket); over it,
+            HTTP 429 with ``Retry-After``.
+        request_burst: Requests one caller may send at once above that rate.
+        auth_failures_per_minute: Failed authentications one source address may make per
+            minute (with registered clients); then HTTP 429 before credentials are looked at.
+        limit_anonymous: Also apply the request and stream limits to unauthenticated callers,
+            per source address; otherwise only registered clients are limited, per client id.
+        cors_origins: Origins of browser applications allowed to call the server
+            (``"https://app.example.com"``, or ``"*"`` for any); empty, the default, turns CORS
+            off. See :mod:`a2a_wire.server._cors`.
         push: Push notification delivery (timeouts, retries, webhook address allowlist); used
             when the card declares ``capabilities.pushNotifications``.
     """
@@ -45,6 +67,7 @@ class ServerSettings:
     rpc_path: str = "/"
     public_url: str = ""
     max_body_bytes: int = 10 * MIB
+    body_timeout_seconds: float = 30.0
     max_batch_size: int = 100
     stream_queue_size: int = 1024
     keepalive_seconds: float = 15.0
@@ -59,18 +82,21 @@ class ServerSettings:
     request_burst: int = 200
     auth_failures_per_minute: int = 10
     limit_anonymous: bool = False
+    cors_origins: tuple[str, ...] = ()
     push: PushSettings = field(default_factory=PushSettings)
 
     def __post_init__(self) -> None:
         """Check the values.
 
         Raises:
-            ValueError: a limit is not positive, or ``rpc_path`` does not start with ``/``.
+            ValueError: a limit is not positive, ``rpc_path`` does not start with ``/``, or an
+                entry of ``cors_origins`` is not an origin.
         """
         if not self.rpc_path.startswith("/"):
             raise ValueError(f"rpc_path must start with '/': {self.rpc_path!r}")
         positive = {
             "max_body_bytes": self.max_body_bytes,
+            "body_timeout_seconds": self.body_timeout_seconds,
             "max_batch_size": self.max_batch_size,
             "stream_queue_size": self.stream_queue_size,
             "keepalive_seconds": self.keepalive_seconds,
@@ -89,3 +115,11 @@ class ServerSettings:
                 raise ValueError(f"{name} must be positive, not {value!r}")
         if self.card_max_age_seconds < 0:
             raise ValueError("card_max_age_seconds must not be negative")
+        object.__setattr__(self, "cors_origins", tuple(self.cors_origins))
+        for origin in self.cors_origins:
+            try:
+                normalize_origin(origin)
+            except ValueError:
+                raise ValueError(
+                    f"cors_origins must hold origins scheme://host[:port] or '*', not {origin!r}"
+                ) from None

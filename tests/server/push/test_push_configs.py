@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import logging
+import socket
 from typing import Any
 
 import pytest
@@ -19,7 +21,7 @@ from server_support import (
 )
 
 from a2a_wire.netguard import AddressPolicy
-from a2a_wire.server import ServerSettings, create_app
+from a2a_wire.server import STORE_KEY, ServerSettings, create_app
 from a2a_wire.server.push import PushSettings
 from a2a_wire.server.store import SQLiteTaskStore
 
@@ -64,7 +66,7 @@ async def test_create_get_list_delete(client: Any) -> None:
         {"taskId": task_id, "url": HOOK, "token": "t", "authentication": auth},
     )
     assert made["id"] and made["taskId"] == task_id and made["url"] == HOOK
-    assert made["token"] == "t" and made["authentication"] == auth
+    assert "token" not in made and made["authentication"] == {"scheme": "Bearer"}
     key = {"taskId": task_id, "id": made["id"]}
     assert await result(client, "GetTaskPushNotificationConfig", key) == made
     listed = await result(client, "ListTaskPushNotificationConfigs", {"taskId": task_id})
@@ -185,10 +187,11 @@ FORBIDDEN_URLS = [
     "https://[::ffff:10.0.0.1]/hook",
     "https://2130706433/hook",
     "https://localhost/hook",
+    "https://LocalHost./hook",
+    "https://hooks.localhost/hook",
     "https://intranet.example/hook",
     "https://mixed.example/hook",
     "https://v6local.example/hook",
-    "https://nowhere.example/hook",
     "ftp://hooks.example.com/hook",
     "https://user:pw@hooks.example.com/hook",
     "/relative/hook",
@@ -299,3 +302,83 @@ async def test_configs_survive_a_restart(aiohttp_client: Any, tmp_path: Any) -> 
     again = await start(aiohttp_client, store=SQLiteTaskStore(path))
     key = {"taskId": task_id, "id": "keep"}
     assert await result(again, "GetTaskPushNotificationConfig", key) == made
+    stored = await again.app[STORE_KEY].get_push_config(task_id, "keep")
+    assert stored is not None and stored.token == "t"  # the secret too, though never shown
+
+
+async def test_answers_never_carry_the_secrets_and_the_store_keeps_them(
+    aiohttp_client: Any,
+) -> None:
+    app = push_app()
+    client = await aiohttp_client(app)
+    task_id = await new_task(client)
+    auth = {"scheme": "Bearer", "credentials": "the-credential"}
+    config = {
+        "taskId": task_id,
+        "id": "c1",
+        "url": HOOK,
+        "token": "the-token",
+        "authentication": auth,
+    }
+    made = await result(client, "CreateTaskPushNotificationConfig", config)
+    got = await result(client, "GetTaskPushNotificationConfig", {"taskId": task_id, "id": "c1"})
+    listed = await result(client, "ListTaskPushNotificationConfigs", {"taskId": task_id})
+    shown = {"taskId": task_id, "id": "c1", "url": HOOK, "authentication": {"scheme": "Bearer"}}
+    assert made == got == shown and listed == {"configs": [shown]}
+    stored = await app[STORE_KEY].get_push_config(task_id, "c1")
+    assert stored is not None and stored.token == "the-token"
+    assert stored.authentication is not None
+    assert stored.authentication.credentials == "the-credential"
+
+
+@pytest.mark.parametrize(
+    "url", ["https://localhost/x", "https://a.b.localhost/x", "https://[::1]/x"]
+)
+async def test_loopback_by_definition_is_refused_without_a_lookup(
+    aiohttp_client: Any, url: str
+) -> None:
+    resolver = FakeResolver({})
+    client = await start(aiohttp_client, PushSettings(resolver=resolver))
+    task_id = await new_task(client)
+    err = await error(client, "CreateTaskPushNotificationConfig", {"taskId": task_id, "url": url})
+    assert err["code"] == -32602 and violations(err) == ["url"]
+    assert resolver.lookups == []
+
+
+async def test_an_allowlisted_loopback_name_is_looked_up_like_any_name(
+    aiohttp_client: Any,
+) -> None:
+    resolver = FakeResolver({"localhost": [["127.0.0.1"]]})
+    push = local_settings(allowlist=AddressPolicy.from_strings(["127.0.0.1"]), resolver=resolver)
+    client = await start(aiohttp_client, push)
+    task_id = await new_task(client)
+    config = {"taskId": task_id, "url": "http://localhost:9/hook"}
+    assert (await result(client, "CreateTaskPushNotificationConfig", config))["url"]
+    assert resolver.lookups == ["localhost"]
+
+
+class UnreachableDNS(FakeResolver):
+    """A resolver whose every lookup fails as when no DNS server answers."""
+
+    def __init__(self) -> None:
+        super().__init__({})
+
+    async def resolve(self, host: str, port: int = 0, family: Any = 0) -> Any:
+        self.lookups.append(host)
+        raise socket.gaierror(socket.EAI_AGAIN, "Temporary failure in name resolution")
+
+
+@pytest.mark.parametrize("resolver", [FakeResolver({}), UnreachableDNS()])
+async def test_a_name_that_does_not_resolve_now_is_accepted_and_logged(
+    aiohttp_client: Any, caplog: pytest.LogCaptureFixture, resolver: FakeResolver
+) -> None:
+    caplog.set_level(logging.INFO, logger="a2a_wire.server")
+    client = await start(aiohttp_client, PushSettings(resolver=resolver))
+    task_id = await new_task(client)
+    url = "https://example.com/hook"
+    made = await result(client, "CreateTaskPushNotificationConfig", {"taskId": task_id, "url": url})
+    assert made["url"] == url and resolver.lookups == ["example.com"]
+    [line] = [r.getMessage() for r in caplog.records if "does not resolve now" in r.getMessage()]
+    assert "'example.com'" in line and "address guard decides" in line
+    inline = {"taskPushNotificationConfig": {"url": "https://later.example/hook"}}
+    assert (await result(client, "SendMessage", send_params("input", inline)))["task"]

@@ -6,10 +6,10 @@
 keys are problems too: a misspelt key must not be silently ignored. Executors are imported and
 built during the check, so an import error is reported the same way.
 
-Sections (README.md, "Configuration reference", documents each key and its default):
+Sections (docs/server.md, "Configuration reference", documents each key and its default):
 
 * ``[server]``: listen address, ``public_url`` for the card, ``rpc_path``, storage and
-  ``data_dir``, logging, ``keepalive_seconds``, ``shutdown_grace_seconds``;
+  ``data_dir``, logging, ``keepalive_seconds``, ``shutdown_grace_seconds``, ``cors_origins``;
 * ``[limits]``: the other fields of :class:`~a2a_wire.server._settings.ServerSettings`, by name;
 * ``[card]``: the agent card's own fields (spec 8.2) and the declared capabilities;
 * ``[network]``: the outgoing address guard's allowlist (spec 13.2: remote agents, webhooks);

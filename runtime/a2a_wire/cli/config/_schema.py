@@ -30,7 +30,13 @@ _NAME = r"[A-Za-z0-9][A-Za-z0-9!#$&^_.+-]{0,126}"  # RFC 6838 section 4.2
 _TOKEN = r"[!#$%&'*+.^_`|~0-9A-Za-z-]+"  # RFC 9110 section 5.6.2
 _PARAMETER = rf"[ \t]*;[ \t]*{_TOKEN}=(?:{_TOKEN}|\"(?:[^\"\\]|\\.)*\")"
 _MEDIA_TYPE = re.compile(rf"(?:\*/\*|{_NAME}/(?:\*|{_NAME}))(?:{_PARAMETER})*\Z")
-SERVER_FIELDS = ("rpc_path", "public_url", "keepalive_seconds", "shutdown_grace_seconds")
+SERVER_FIELDS = (
+    "rpc_path",
+    "public_url",
+    "keepalive_seconds",
+    "shutdown_grace_seconds",
+    "cors_origins",
+)
 """ServerSettings fields set in ``[server]``; the others go in ``[limits]``."""
 
 
@@ -203,7 +209,7 @@ class Table:
 
 @dataclass(frozen=True)
 class ServerSection:
-    """``[server]``: where and how the server runs (README, "Configuration reference")."""
+    """``[server]``: where and how the server runs (docs/server.md, "Configuration reference")."""
 
     host: str = DEFAULT_HOST
     port: int = DEFAULT_PORT
@@ -216,6 +222,7 @@ class ServerSection:
     log_format: str = "text"
     keepalive_seconds: float = 15.0
     shutdown_grace_seconds: float = 10.0
+    cors_origins: tuple[str, ...] = ()
 
     @property
     def database(self) -> Path:
@@ -239,6 +246,7 @@ def read_server(
         "log_format": table.choice("log_format", "text", LOG_FORMATS),
         "keepalive_seconds": table.number("keepalive_seconds", 15.0),
         "shutdown_grace_seconds": table.number("shutdown_grace_seconds", 10.0),
+        "cors_origins": table.strings("cors_origins"),
     }
     table.done()
     values["sqlite_synchronous"] = values["sqlite_synchronous"].upper()

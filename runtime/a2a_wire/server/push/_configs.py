@@ -11,10 +11,18 @@ Rules kept (the capability check, -32003 when the card does not declare
   most ``PushSettings.max_configs_per_task`` configs (-32602 beyond).
 * A config is validated before it is stored (-32602 with a BadRequest violation per field):
   ``url`` must be absolute, ``https`` (or ``http`` when ``PushSettings.allow_http``), without
-  user information, and its host must not be, or resolve to, an address the SSRF guard forbids
-  (:mod:`a2a_wire.netguard`, with ``PushSettings.allowlist``); ``token``, the authentication
-  ``scheme`` (an RFC 9110 token) and ``credentials`` must be fit for an HTTP header.
-  The delivery worker checks the address again when it connects (spec 13.2).
+  user information; ``token``, the authentication ``scheme`` (an RFC 9110 token) and
+  ``credentials`` must be fit for an HTTP header.
+* Creation refuses the webhook addresses that are certain to be refused by the SSRF guard
+  (:mod:`a2a_wire.netguard`, with ``PushSettings.allowlist``): an IP literal in a forbidden range,
+  a name that is loopback by definition (``localhost`` and ``*.localhost``, RFC 6761 section 6.3),
+  and a name whose DNS answer, looked up now, holds a forbidden address. A name that does not
+  resolve now (no such name yet, DNS unreachable, no answer within
+  ``PushSettings.timeout_seconds``) is accepted and logged. Either way the delivery worker checks
+  the address again when it connects, and that check decides (spec 13.2).
+* The answers (Create, Get, List) never carry the secrets: ``token`` and
+  ``authentication.credentials`` are left out (spec 13.2 treats them as secrets;
+  docs/prose-and-proto.md row 50). The stored config keeps them, and deliveries send them.
 * ListTaskPushNotificationConfigs returns the configs in creation order, paged like ListTasks
   (:mod:`a2a_wire.server.store._paging`): ``pageSize`` 1 to 100, and 0 (the field has no
   presence) means 50; anything else is -32602. ``pageToken`` is the signed ``nextPageToken`` of
@@ -29,6 +37,7 @@ from __future__ import annotations
 
 import asyncio
 import ipaddress
+import logging
 import re
 import socket
 from typing import Any
@@ -44,6 +53,7 @@ from a2a_wire.server._call import MethodCall
 from a2a_wire.server.push._settings import PushSettings
 from a2a_wire.server.store._paging import page_size, scope
 from a2a_wire.types import (
+    AuthenticationInfo,
     DeleteTaskPushNotificationConfigRequest,
     Empty,
     GetTaskPushNotificationConfigRequest,
@@ -60,7 +70,10 @@ __all__ = [
     "get_push_config",
     "inline_push_config",
     "list_push_configs",
+    "without_secrets",
 ]
+
+log = logging.getLogger("a2a_wire.server")
 
 MAX_URL_LENGTH = 2048
 MAX_ID_LENGTH = 256
@@ -68,6 +81,7 @@ MAX_SECRET_LENGTH = 4096
 _SCHEME = re.compile(r"[!#$%&'*+.^_`|~0-9A-Za-z-]+")  # RFC 9110 token
 _HEADER_TEXT = re.compile(r"[\x21-\x7e](?:[\x20-\x7e]*[\x21-\x7e])?")  # visible ASCII
 _INLINE = "configuration.taskPushNotificationConfig."
+_LOOPBACK = (ipaddress.ip_address("127.0.0.1"), ipaddress.ip_address("::1"))
 
 
 async def check_config(
@@ -129,17 +143,33 @@ async def _url_problem(url: str, settings: PushSettings) -> str | None:
     try:
         ipaddress.ip_address(host)
     except ValueError:
+        if _loopback_name(host) and not any(
+            settings.allowlist.allows(host, ip) for ip in _LOOPBACK
+        ):
+            return "the host name is loopback by definition (RFC 6761)"
         return await _resolved_problem(host, parsed.port or 0, settings)
     return None  # an IP literal, judged by check_url
 
 
+def _loopback_name(host: str) -> bool:
+    name = host.lower().removesuffix(".")
+    return name == "localhost" or name.endswith(".localhost")
+
+
 async def _resolved_problem(host: str, port: int, settings: PushSettings) -> str | None:
+    """Why the current DNS answer for ``host`` is refused; ``None`` also when there is none."""
     resolver = settings.resolver or aiohttp.ThreadedResolver()
     try:
         async with asyncio.timeout(settings.timeout_seconds):
             answers = await resolver.resolve(host, port, socket.AF_UNSPEC)
-    except (OSError, TimeoutError):
-        return "the host name does not resolve"
+    except (OSError, TimeoutError) as exc:
+        log.info(
+            "push webhook host %r does not resolve now (%s); accepted, the address guard "
+            "decides when a notification is delivered",
+            host[:253],
+            type(exc).__name__,
+        )
+        return None
     finally:
         if settings.resolver is None:
             await resolver.close()
@@ -149,6 +179,25 @@ async def _resolved_problem(host: str, port: int, settings: PushSettings) -> str
         except netguard.ForbiddenAddressError as exc:
             return f"the host name resolves to an address that is not allowed ({exc.reason})"
     return None
+
+
+def without_secrets(config: TaskPushNotificationConfig) -> TaskPushNotificationConfig:
+    """The config as an answer shows it: a copy without ``token`` and ``credentials``.
+
+    Args:
+        config: The stored config (left unchanged; deliveries use it).
+
+    Returns:
+        A new config with the same ids, URL and authentication scheme.
+    """
+    auth = config.authentication
+    return TaskPushNotificationConfig(
+        tenant=config.tenant,
+        id=config.id,
+        task_id=config.task_id,
+        url=config.url,
+        authentication=AuthenticationInfo(scheme=auth.scheme) if auth is not None else None,
+    )
 
 
 async def _check_task(call: MethodCall[Any], task_id: str) -> None:
@@ -179,7 +228,7 @@ async def create_push_config(
     await _check_task(call, request.task_id)
     await check_config(request, call.settings.push)
     await _store(call, request)
-    return request
+    return without_secrets(request)
 
 
 async def get_push_config(
@@ -194,7 +243,7 @@ async def get_push_config(
             f"Push notification config not found: {request.id[:100]!r}",
             metadata={"taskId": request.task_id, "configId": request.id[:MAX_ID_LENGTH]},
         )
-    return config
+    return without_secrets(config)
 
 
 async def list_push_configs(
@@ -211,7 +260,7 @@ async def list_push_configs(
     page = rest[:size]
     token = tokens.issue((page[-1][0],), bound) if len(rest) > size else ""
     return ListTaskPushNotificationConfigsResponse(
-        configs=[config for _, config in page], next_page_token=token
+        configs=[without_secrets(config) for _, config in page], next_page_token=token
     )
 
 

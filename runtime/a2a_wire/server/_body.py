@@ -1,0 +1,118 @@
+"""Reading a request body, and ending the requests whose body was not read (spec 13.4).
+
+:func:`read_body` reads the body of a JSON-RPC POST:
+
+* a declared ``Content-Length`` over ``max_body_bytes`` is HTTP 413 before anything is read;
+* the body must arrive within ``body_timeout_seconds``, else HTTP 408
+  (:class:`~a2a_wire.server._errors.BodyTimeoutError`) and the connection is closed;
+* a body that does not decode (a bad ``Content-Encoding``, broken chunk framing) is HTTP 400
+  (:class:`~a2a_wire.server._errors.UnreadableBodyError`) and the connection is closed;
+* a client that hangs up while sending raises aiohttp's ``ConnectionResetError``: the glue
+  answers it with :func:`client_left` (status 499, which nobody reads, and one debug line), never
+  with a 500 and a traceback.
+
+:func:`settle` sends a refusal and deals with the body it left unread. Left alone, aiohttp reads
+and drops an unread body after the answer for up to ten seconds (its ``lingering_time``) and, when
+that body fails to decode, logs "Unhandled exception" with a traceback. So a refusal settles the
+body itself: a body that failed (400, 408) ends the connection once the answer is sent; any other
+unread body (a refusal before reading it: 401, 413, 415, 429, 404, 405) is read and dropped
+within ``body_timeout_seconds``, and the connection is closed when that fails, takes too long or
+the client leaves. A connection whose body was dropped whole stays open for the next request.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+
+from aiohttp import StreamReader, web
+from aiohttp.http_exceptions import HttpProcessingError
+
+from a2a_wire.errors import ProtocolError
+from a2a_wire.server._errors import BodyTimeoutError, RequestTooLargeError, UnreadableBodyError
+
+__all__ = ["CLIENT_LEFT", "client_left", "read_body", "settle"]
+
+log = logging.getLogger("a2a_wire.server")
+
+CLIENT_LEFT = 499
+"""The status recorded for a request whose client hung up before it could be answered."""
+
+_BROKEN = (UnreadableBodyError, BodyTimeoutError)
+
+
+async def read_body(request: web.Request, limit: int, seconds: float) -> bytes:
+    """The whole body of ``request``.
+
+    Args:
+        request: The HTTP request.
+        limit: ``ServerSettings.max_body_bytes``.
+        seconds: ``ServerSettings.body_timeout_seconds``.
+
+    Returns:
+        The body bytes (decoded per ``Content-Encoding``).
+
+    Raises:
+        RequestTooLargeError: the declared length is over ``limit`` (aiohttp raises its own 413
+            when an undeclared length goes over it).
+        BodyTimeoutError: the body did not arrive in time.
+        UnreadableBodyError: the body does not decode.
+        ConnectionResetError: the client hung up while sending it.
+    """
+    if request.content_length is not None and request.content_length > limit:
+        raise RequestTooLargeError(limit)
+    try:
+        async with asyncio.timeout(seconds):
+            return await request.read()
+    except TimeoutError:
+        raise BodyTimeoutError(seconds) from None
+    except web.RequestPayloadError as exc:
+        raise UnreadableBodyError(exc) from exc
+
+
+def client_left(request: web.Request) -> web.Response:
+    """The (unsent) answer to a request whose client hung up: status 499, one debug line."""
+    log.debug("client hung up during %s %s", request.method, request.path[:200])
+    return web.Response(status=CLIENT_LEFT)
+
+
+async def settle(
+    request: web.Request, response: web.Response, exc: ProtocolError, seconds: float
+) -> web.StreamResponse:
+    """Send the refusal ``response`` (for ``exc``) and settle the unread body (module doc).
+
+    Args:
+        request: The refused request.
+        response: Its answer, not yet sent.
+        exc: The refusal.
+        seconds: ``ServerSettings.body_timeout_seconds``, the time left to drop the body.
+
+    Returns:
+        ``response``, sent already unless nothing was left to settle.
+    """
+    broken = isinstance(exc, _BROKEN)
+    if not broken and request.content.is_eof():  # no body, or read whole: aiohttp answers
+        return response
+    if broken:
+        response.force_close()  # says Connection: close
+    try:
+        await response.prepare(request)
+        await response.write_eof()
+        ended = not broken and await _discard(request.content, seconds)
+    except ConnectionError:
+        ended = False
+    if not ended:
+        log.debug("closing the connection of %s %s: unread body", request.method, request.path)
+        request.protocol.force_close()  # the answer is flushed first; aiohttp reads no more
+    return response
+
+
+async def _discard(content: StreamReader, seconds: float) -> bool:
+    """Read and drop the rest of a body; whether it ended, decoded, within ``seconds``."""
+    try:
+        async with asyncio.timeout(seconds):
+            while await content.readany():
+                pass
+    except (TimeoutError, ConnectionError, web.RequestPayloadError, HttpProcessingError):
+        return False
+    return content.is_eof()

@@ -1,0 +1,127 @@
+"""Cross-origin requests from browser applications (CORS, WHATWG Fetch), off unless configured.
+
+With ``ServerSettings.cors_origins`` empty (the default) the server sends no CORS header and an
+``OPTIONS`` request is HTTP 405 like any other unrouted method. With origins listed
+(``"https://app.example.com"``, or ``"*"`` for any):
+
+* a response to a request whose ``Origin`` is listed carries ``Access-Control-Allow-Origin``
+  (that origin, or ``*``), ``Vary: Origin`` and ``Access-Control-Expose-Headers`` naming the
+  headers a caller reads (``A2A-Extensions``, ``WWW-Authenticate``, ``Retry-After``, ``ETag``);
+  refusals (401, 429, ...) carry them too, so that a browser application can read their body;
+* ``OPTIONS`` on the JSON-RPC path and on the card path is a preflight: a listed ``Origin`` gets
+  HTTP 204 allowing ``GET``, ``POST`` and ``OPTIONS`` and the request headers of the binding
+  (``A2A-Version``, ``A2A-Extensions``, ``Authorization``, ``Content-Type``, ``Last-Event-ID``
+  and the API key header of :class:`~a2a_wire.server._auth.SecurityConfig`), cached by the
+  browser for ``Access-Control-Max-Age`` seconds; any other ``OPTIONS`` is HTTP 403 with a
+  -32600 body (:class:`~a2a_wire.server._errors.OriginNotAllowedError`).
+
+``Access-Control-Allow-Credentials`` is never sent: callers authenticate with a header the
+preflight allows (spec 7), not with cookies. Origins are compared as browsers serialize them:
+scheme and host in lower case, the port only when it is not the scheme's default.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+import yarl
+from aiohttp import hdrs, web
+
+from a2a_wire._protocol.wire import EXTENSIONS_HEADER, VERSION_HEADER, WELL_KNOWN_PATH
+from a2a_wire.server._errors import OriginNotAllowedError
+
+__all__ = ["ANY_ORIGIN", "Cors", "normalize_origin"]
+
+ANY_ORIGIN = "*"
+MAX_AGE_SECONDS = 600
+_METHODS = "GET, POST, OPTIONS"
+_REQUEST_HEADERS = (VERSION_HEADER, EXTENSIONS_HEADER, "Authorization", "Content-Type")
+_EXPOSED = ", ".join((EXTENSIONS_HEADER, "WWW-Authenticate", "Retry-After", "ETag"))
+
+
+def normalize_origin(text: str) -> str:
+    """An origin as a browser sends it in ``Origin``: ``scheme://host[:port]``.
+
+    Args:
+        text: ``"*"``, or an ``http``/``https`` URL without user information, path, query or
+            fragment.
+
+    Returns:
+        ``"*"``, or the origin with scheme and host in lower case and a default port left out
+        (a trailing ``/`` is dropped).
+
+    Raises:
+        ValueError: ``text`` is neither.
+    """
+    if text == ANY_ORIGIN:
+        return text
+    try:
+        url = yarl.URL(text)
+    except ValueError:
+        url = None
+    if (
+        url is None
+        or url.scheme not in ("http", "https")
+        or not url.raw_host
+        or url.raw_user is not None
+        or url.raw_path not in ("", "/")
+        or url.raw_query_string
+        or url.raw_fragment
+    ):
+        raise ValueError(f"{text[:100]!r} is not an origin scheme://host[:port] (or '*')")
+    return str(url.origin())
+
+
+class Cors:
+    """The CORS rules of one application (module docstring).
+
+    Args:
+        origins: ``ServerSettings.cors_origins``, each already valid.
+        api_key_header: The API key header callers may send.
+    """
+
+    def __init__(self, origins: Iterable[str], api_key_header: str) -> None:
+        allowed = frozenset(normalize_origin(origin) for origin in origins)
+        self.any = ANY_ORIGIN in allowed
+        self.origins = allowed - {ANY_ORIGIN}
+        headers = [*_REQUEST_HEADERS, "Last-Event-ID", api_key_header]
+        self.request_headers = ", ".join(dict.fromkeys(h for h in headers if h))
+
+    def install(self, app: web.Application, rpc_path: str) -> None:
+        """Add the header hook and the preflight routes (card path and ``rpc_path``) to ``app``."""
+        app.on_response_prepare.append(self.add_headers)
+        for path in dict.fromkeys((WELL_KNOWN_PATH, rpc_path)):
+            app.router.add_route(hdrs.METH_OPTIONS, path, self.preflight)
+
+    def allowed(self, request: web.Request) -> str | None:
+        """The ``Access-Control-Allow-Origin`` value for ``request``; ``None`` when refused."""
+        origin = request.headers.get(hdrs.ORIGIN)
+        if origin is None:
+            return None
+        if self.any:
+            return ANY_ORIGIN
+        return origin if origin.lower() in self.origins else None
+
+    async def add_headers(self, request: web.Request, response: web.StreamResponse) -> None:
+        """``on_response_prepare`` hook: the CORS headers of an allowed origin's response."""
+        allow = self.allowed(request)
+        if allow is None or hdrs.ACCESS_CONTROL_ALLOW_ORIGIN in response.headers:
+            return
+        response.headers[hdrs.ACCESS_CONTROL_ALLOW_ORIGIN] = allow
+        response.headers[hdrs.ACCESS_CONTROL_EXPOSE_HEADERS] = _EXPOSED
+        if allow != ANY_ORIGIN:
+            response.headers.add(hdrs.VARY, hdrs.ORIGIN)
+
+    async def preflight(self, request: web.Request) -> web.StreamResponse:
+        """Answer ``OPTIONS``: 204 for an allowed origin's preflight, else raise.
+
+        Raises:
+            OriginNotAllowedError: no ``Origin``, or one that is not listed.
+        """
+        if self.allowed(request) is None:
+            raise OriginNotAllowedError(request.headers.get(hdrs.ORIGIN, "")[:100])
+        response = web.Response(status=204)
+        response.headers[hdrs.ACCESS_CONTROL_ALLOW_METHODS] = _METHODS
+        response.headers[hdrs.ACCESS_CONTROL_ALLOW_HEADERS] = self.request_headers
+        response.headers[hdrs.ACCESS_CONTROL_MAX_AGE] = str(MAX_AGE_SECONDS)
+        return response
