@@ -303,6 +303,7 @@ EXPORTED = {
         "Secret",
         "SignatureCheck",
         "StaticCredentials",
+        "StreamIdleTimeoutError",
         "TotalTimeoutError",
         "TransportError",
         "TruncatedResponseError",

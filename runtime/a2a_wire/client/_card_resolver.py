@@ -56,7 +56,8 @@ from a2a_wire.client._errors import (
     UnexpectedContentTypeError,
     safe_url,
 )
-from a2a_wire.client._http import ClientSettings, RawResponse, Transport
+from a2a_wire.client._http import RawResponse, Transport
+from a2a_wire.client._settings import ClientSettings
 from a2a_wire.types import AgentCard, AgentInterface
 
 __all__ = [

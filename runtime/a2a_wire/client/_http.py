@@ -9,11 +9,17 @@ rest of the library:
   an answer to a conditional card fetch) becomes :class:`RedirectRefusedError` naming the
   status and ``Location``.
 * Bodies are read chunk by chunk and abandoned as soon as they pass ``max_response_bytes``.
-* Time limits: aiohttp only enforces ``connect_timeout``. The other two are applied here so they
+* Time limits: aiohttp only enforces ``connect_timeout``. The others are applied here so they
   mean what the settings say: ``total_timeout`` bounds a whole non-streaming exchange (a blocking
   SendMessage may legitimately stay silent until the task settles, spec 3.2.2), and
-  ``read_timeout`` bounds each silence *after* the response has started. Streams use
-  ``stream_idle_timeout`` between chunks and have no total limit.
+  ``read_timeout`` bounds each silence *after* the response has started. A stream ends when no
+  complete line (an event line or a keep-alive comment, spec 3.5.2 leaves keep-alives to the
+  server) arrived for ``stream_idle_timeout``; bytes that finish no line do not count, so a
+  stream trickling one byte at a time cannot live for ever. ``stream_timeout``, when set, bounds
+  a whole stream from its request to its last byte.
+* Size limits agree with the a2a-wire server's
+  (:data:`~a2a_wire.client._settings.DEFAULT_MAX_RESPONSE_BYTES`): what the default server can
+  answer within its own limits, the default client can read.
 * The session is created lazily inside the running loop with the address guard
   (:func:`a2a_wire.netguard.guarded_connector`) unless one was injected; an injected session is
   the caller's to configure and close, and only :func:`~a2a_wire.netguard.check_url` (IP-literal
@@ -24,9 +30,10 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import io
 import logging
-from collections.abc import Iterator, Mapping, Sequence
-from dataclasses import dataclass, field
+from collections.abc import Callable, Iterator, Mapping
+from dataclasses import dataclass
 
 import aiohttp
 from multidict import CIMultiDict, CIMultiDictProxy
@@ -42,70 +49,24 @@ from a2a_wire.client._errors import (
     ReadTimeoutError,
     RedirectRefusedError,
     ResponseTooLargeError,
+    StreamIdleTimeoutError,
     TotalTimeoutError,
     TransportError,
     TruncatedResponseError,
     UnexpectedContentTypeError,
     safe_url,
 )
+from a2a_wire.client._settings import ClientSettings
 
-__all__ = ["ClientSettings", "RawResponse", "StreamConnection", "Transport", "json_body"]
+__all__ = ["Peek", "RawResponse", "StreamConnection", "Transport", "json_body"]
 
 logger = logging.getLogger("a2a_wire.client")
 
-MiB = 1024 * 1024
+_PEEK_BYTES = 64 * 1024  # read of an oversized body, to name the task it is about
+_LARGE_BODY_BYTES = 1024 * 1024  # aiohttp warns about writing more from bytes in one go
 
-
-@dataclass(frozen=True)
-class ClientSettings:
-    """Limits and policy of an :class:`~a2a_wire.client._client.A2AClient`; every field has a default.
-
-    Attributes:
-        connect_timeout: Seconds to obtain a connection (DNS, TCP, TLS).
-        read_timeout: Longest silence, in seconds, once a non-streaming response has started;
-            also bounds the wait for a stream's response headers.
-        total_timeout: Seconds for a whole non-streaming call. Generous, because SendMessage
-            blocks until the task is terminal or interrupted unless ``returnImmediately``.
-        stream_idle_timeout: Longest silence on an event stream (``None``: no limit; agents
-            may stay quiet while a task works).
-        card_timeout: Seconds for the whole agent card fetch.
-        max_response_bytes: Largest non-streaming body (and card) accepted.
-        max_event_bytes: Largest single stream event (and line) accepted.
-        allow: Hosts, addresses or networks exempt from the address guard, e.g.
-            ``("127.0.0.1",)``, ``("10.0.0.0/8", "agents.internal")``.
-        allow_private: Turn the address guard off entirely (local development).
-        card_default_ttl: Seconds a card without caching headers stays fresh (spec 8.6.2).
-        extensions: Extension URIs to announce in ``A2A-Extensions`` (spec 3.2.6).
-        user_agent: The ``User-Agent`` header.
-    """
-
-    connect_timeout: float = 10.0
-    read_timeout: float | None = 60.0
-    total_timeout: float | None = 300.0
-    stream_idle_timeout: float | None = None
-    card_timeout: float = 30.0
-    max_response_bytes: int = 16 * MiB
-    max_event_bytes: int = 16 * MiB
-    allow: Sequence[str] = ()
-    allow_private: bool = False
-    card_default_ttl: float = 300.0
-    extensions: Sequence[str] = ()
-    user_agent: str = "a2a-wire"
-    policy: netguard.AddressPolicy = field(init=False, repr=False, compare=False)
-
-    def __post_init__(self) -> None:
-        if isinstance(self.allow, str) or isinstance(self.extensions, str):
-            raise TypeError("allow and extensions take a sequence of strings, not one string")
-        object.__setattr__(self, "allow", tuple(self.allow))
-        object.__setattr__(self, "extensions", tuple(self.extensions))
-        for name in ("connect_timeout", "card_timeout", "max_response_bytes", "max_event_bytes"):
-            if getattr(self, name) <= 0:
-                raise ValueError(f"{name} must be positive")
-        if self.allow_private:
-            policy = netguard.AddressPolicy.allow_all()
-        else:
-            policy = netguard.AddressPolicy.from_strings(self.allow)
-        object.__setattr__(self, "policy", policy)
+Peek = Callable[[bytes], str]
+"""Finds a task id in the first bytes of a body (``""`` when it cannot)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -142,38 +103,80 @@ def _translated(url: str, settings: ClientSettings) -> Iterator[None]:
         raise TransportError(f"request to {safe_url(url)} failed: {reason}") from exc
 
 
+def _payload(body: bytes | None) -> bytes | io.BytesIO | None:
+    """A large body as a buffer, which aiohttp writes in chunks, yielding to the loop between."""
+    return io.BytesIO(body) if body is not None and len(body) > _LARGE_BODY_BYTES else body
+
+
 def _content_type(response: aiohttp.ClientResponse) -> str:
     return response.content_type if "Content-Type" in response.headers else ""
 
 
+def _ends_a_line(chunk: bytes) -> bool:
+    """Whether ``chunk`` completes an SSE line (CRLF, LF or CR, spec 9.4.2's framing)."""
+    return b"\n" in chunk or b"\r" in chunk
+
+
 class StreamConnection:
-    """An open ``text/event-stream`` response, read chunk by chunk."""
+    """An open ``text/event-stream`` response, read chunk by chunk.
+
+    Its time limits are kept as deadlines on the loop's clock: ``stream_idle_timeout`` runs
+    from the last chunk that completed a line (from the response headers, at first), the
+    stream's own ``deadline`` (``stream_timeout``) from its request. The response is closed
+    when the connection is dropped, also when nothing references the stream any more (a loop
+    that broke out of ``async for`` without ``async with``).
+    """
 
     def __init__(
-        self, response: aiohttp.ClientResponse, url: str, settings: ClientSettings
+        self,
+        response: aiohttp.ClientResponse,
+        url: str,
+        settings: ClientSettings,
+        *,
+        deadline: float | None = None,
     ) -> None:
         self._response = response
         self._url = url
         self._settings = settings
         self._idle = settings.stream_idle_timeout
+        self._deadline = deadline
+        self._loop = asyncio.get_running_loop()
+        self._idle_until = None if self._idle is None else self._loop.time() + self._idle
 
     async def read_chunk(self) -> bytes:
         """Return the next chunk, or ``b""`` at the end of the stream.
 
         Raises:
-            ReadTimeoutError: Nothing arrived within ``stream_idle_timeout``.
+            StreamIdleTimeoutError: No complete line within ``stream_idle_timeout``.
+            TotalTimeoutError: The stream outlived ``stream_timeout``.
             TransportError: The connection broke.
         """
+        limits = [t for t in (self._idle_until, self._deadline) if t is not None]
+        until = min(limits) if limits else None
         try:
             with _translated(self._url, self._settings):
-                async with asyncio.timeout(self._idle):
-                    return await self._response.content.readany()
+                async with asyncio.timeout_at(until):
+                    chunk = await self._response.content.readany()
         except TimeoutError as exc:
-            raise ReadTimeoutError("stream_idle_timeout", self._idle or 0.0, self._url) from exc
+            if until == self._deadline:
+                seconds = self._settings.stream_timeout or 0.0
+                raise TotalTimeoutError("stream_timeout", seconds, self._url) from exc
+            idle = self._idle or 0.0
+            raise StreamIdleTimeoutError("stream_idle_timeout", idle, self._url) from exc
+        if self._idle is not None and _ends_a_line(chunk):
+            self._idle_until = self._loop.time() + self._idle
+        return chunk
 
     def close(self) -> None:
         """Drop the connection (safe to call more than once)."""
         self._response.close()
+
+    def __del__(self) -> None:
+        # A stream abandoned without aclose (``break`` out of a bare ``async for``) is freed by
+        # reference counting at once; closing here releases its connection then, not at exit.
+        with contextlib.suppress(Exception):
+            if not self._response.closed:
+                self._response.close()
 
 
 class Transport:
@@ -214,7 +217,7 @@ class Transport:
             response = await session.request(
                 method,
                 url,
-                data=body,
+                data=_payload(body),
                 headers=CIMultiDict(headers),
                 allow_redirects=False,
                 timeout=self._aiohttp_timeout(),
@@ -226,14 +229,19 @@ class Transport:
             raise RedirectRefusedError(response.status, location)
         return response
 
-    async def _read_body(self, response: aiohttp.ClientResponse, url: str) -> bytes:
-        """Read the whole body, at most ``max_response_bytes``, each wait ``read_timeout``."""
+    async def _read_body(
+        self, response: aiohttp.ClientResponse, url: str, peek: Peek | None = None
+    ) -> bytes:
+        """Read the whole body, at most ``max_response_bytes``, each wait ``read_timeout``.
+
+        An oversized body is abandoned; ``peek`` gets its first bytes (at most 64 KiB) to name
+        the task it is about in the error.
+        """
         limit = self.settings.max_response_bytes
         declared = response.content_length
-        if declared is not None and declared > limit:
-            raise ResponseTooLargeError("max_response_bytes", limit, status=response.status)
+        cap = min(limit, _PEEK_BYTES) if declared is not None and declared > limit else limit
         buf = bytearray()
-        while True:
+        while len(buf) <= cap:
             try:
                 with _translated(url, self.settings):
                     async with asyncio.timeout(self.settings.read_timeout):
@@ -242,10 +250,14 @@ class Transport:
                 seconds = self.settings.read_timeout or 0.0
                 raise ReadTimeoutError("read_timeout", seconds, url) from exc
             if not chunk:
+                if cap < limit:  # shorter than declared: still refused, as declared
+                    break
                 return bytes(buf)
             buf += chunk
-            if len(buf) > limit:
-                raise ResponseTooLargeError("max_response_bytes", limit, status=response.status)
+        task_id = peek(bytes(buf[:_PEEK_BYTES])) if peek is not None else ""
+        raise ResponseTooLargeError(
+            "max_response_bytes", limit, status=response.status, task_id=task_id
+        )
 
     async def request(
         self,
@@ -255,6 +267,7 @@ class Transport:
         headers: Mapping[str, str],
         *,
         total: tuple[str, float | None] | None = None,
+        peek: Peek | None = None,
     ) -> RawResponse:
         """Send one request and read its whole response.
 
@@ -264,6 +277,7 @@ class Transport:
             body: Request body, if any.
             headers: Request headers.
             total: ``(setting name, seconds)`` bounding the exchange; default ``total_timeout``.
+            peek: Finds the task id in the beginning of a body too large to read.
 
         Returns:
             The status, media type, headers and body.
@@ -276,7 +290,7 @@ class Transport:
             async with asyncio.timeout(seconds):
                 response = await self._start(method, url, body, headers)
                 try:
-                    data = await self._read_body(response, url)
+                    data = await self._read_body(response, url, peek)
                 except BaseException:
                     response.close()
                     raise
@@ -292,18 +306,26 @@ class Transport:
     ) -> StreamConnection | RawResponse:
         """POST and return the open stream, or the whole response if it is not an event stream.
 
-        The wait for the response headers is bounded by ``read_timeout``.
+        The wait for the response headers is bounded by ``read_timeout`` (and
+        ``stream_timeout``, which runs from here to the stream's end).
 
         Raises:
             ClientError: A subclass for each transport failure, limit or redirect.
         """
+        loop = asyncio.get_running_loop()
+        lifetime = self.settings.stream_timeout
+        deadline = None if lifetime is None else loop.time() + lifetime
+        read = self.settings.read_timeout
+        until = [t for t in (deadline, None if read is None else loop.time() + read) if t]
         try:
-            async with asyncio.timeout(self.settings.read_timeout):
+            async with asyncio.timeout_at(min(until) if until else None):
                 response = await self._start("POST", url, body, headers)
         except TimeoutError as exc:
-            raise ReadTimeoutError("read_timeout", self.settings.read_timeout or 0.0, url) from exc
+            if deadline is not None and min(until) == deadline:
+                raise TotalTimeoutError("stream_timeout", lifetime or 0.0, url) from exc
+            raise ReadTimeoutError("read_timeout", read or 0.0, url) from exc
         if response.status == 200 and response.content_type == SSE_MEDIA_TYPE:
-            return StreamConnection(response, url, self.settings)
+            return StreamConnection(response, url, self.settings, deadline=deadline)
         try:
             async with asyncio.timeout(self.settings.total_timeout):
                 data = await self._read_body(response, url)
