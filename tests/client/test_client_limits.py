@@ -129,3 +129,13 @@ async def test_send_text_puts_the_skill_where_the_server_reads_it(
 def test_text_request_skill_is_message_metadata() -> None:
     request = A2AClient.text_request("hi", skill="reverse")
     assert request.message is not None and request.message.metadata == {"skillId": "reverse"}
+
+
+@pytest.mark.parametrize(
+    "name", ["read_timeout", "total_timeout", "stream_idle_timeout", "stream_timeout"]
+)
+def test_optional_time_limits_are_positive_or_none(name: str) -> None:
+    assert getattr(ClientSettings(**{name: None}), name) is None
+    for bad in (0, -1.0):
+        with pytest.raises(ValueError, match=f"^{name} must be positive or None$"):
+            ClientSettings(**{name: bad})
