@@ -8,7 +8,8 @@ rest of the library:
 * Redirects are never followed (``allow_redirects=False``); any 3xx but 304 (Not Modified,
   an answer to a conditional card fetch) becomes :class:`RedirectRefusedError` naming the
   status and ``Location``.
-* Bodies are read chunk by chunk and abandoned as soon as they pass ``max_response_bytes``.
+* Bodies are read chunk by chunk and abandoned as soon as they pass ``max_response_bytes``
+  (one declared larger after its first 64 KiB at most, read to name the task it is about).
 * Time limits: aiohttp only enforces ``connect_timeout``. The others are applied here so they
   mean what the settings say: ``total_timeout`` bounds a whole non-streaming exchange (a blocking
   SendMessage may legitimately stay silent until the task settles, spec 3.2.2), and
@@ -239,7 +240,8 @@ class Transport:
         """
         limit = self.settings.max_response_bytes
         declared = response.content_length
-        cap = min(limit, _PEEK_BYTES) if declared is not None and declared > limit else limit
+        too_large = declared is not None and declared > limit
+        cap = min(limit, _PEEK_BYTES) if too_large else limit
         buf = bytearray()
         while len(buf) <= cap:
             try:
@@ -250,7 +252,7 @@ class Transport:
                 seconds = self.settings.read_timeout or 0.0
                 raise ReadTimeoutError("read_timeout", seconds, url) from exc
             if not chunk:
-                if cap < limit:  # shorter than declared: still refused, as declared
+                if too_large:  # shorter than declared: still refused, as declared
                     break
                 return bytes(buf)
             buf += chunk
