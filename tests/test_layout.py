@@ -306,6 +306,7 @@ EXPORTED = {
         "Secret",
         "SignatureCheck",
         "StaticCredentials",
+        "StreamIdleTimeoutError",
         "TotalTimeoutError",
         "TransportError",
         "TruncatedResponseError",

@@ -46,8 +46,9 @@ classes are in ``a2a_wire.server._errors``, ``client``'s in ``a2a_wire.client._e
     │   │   └── TruncatedResponseError  the body ended before it was complete
     │   ├── ClientTimeoutError       abstract: a configured time limit was exceeded
     │   │   ├── ConnectTimeoutError  ClientSettings.connect_timeout
-    │   │   ├── ReadTimeoutError     read_timeout / stream_idle_timeout
-    │   │   └── TotalTimeoutError    total_timeout (or card_timeout)
+    │   │   ├── ReadTimeoutError     read_timeout
+    │   │   │   └── StreamIdleTimeoutError  stream_idle_timeout: no complete SSE line
+    │   │   └── TotalTimeoutError    total_timeout (card_timeout, stream_timeout)
     │   ├── UnexpectedResponseError  abstract: an HTTP answer that is not a usable reply
     │   │   ├── RedirectRefusedError any 3xx (redirects are never followed)
     │   │   ├── HTTPStatusError      a non-2xx status without a JSON-RPC error body

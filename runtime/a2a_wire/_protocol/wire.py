@@ -37,6 +37,7 @@ __all__ = [
     "PROTOCOL_BINDING",
     "PROTOCOL_VERSION",
     "PUSH_CONTENT_TYPE",
+    "SKILL_ID_KEY",
     "SSE_MEDIA_TYPE",
     "SUPPORTED_VERSIONS",
     "TOKEN_HEADER",
@@ -62,6 +63,10 @@ PROTOCOL_BINDING = "JSONRPC"
 
 WELL_KNOWN_PATH = "/.well-known/agent-card.json"
 """Where an agent publishes its public card (spec 8.2)."""
+
+SKILL_ID_KEY = "skillId"
+"""The ``message.metadata`` key naming the skill a message is for (an a2a-wire convention: the
+server routes by it, the client's ``skill`` arguments set it; spec 4.4.5 leaves routing open)."""
 
 VERSION_HEADER = "A2A-Version"
 """Header naming the protocol version of a request (spec 3.6.1)."""

@@ -17,12 +17,14 @@ from typing import Any
 import click
 
 from a2a_wire._protocol.ids import new_uuid
+from a2a_wire._protocol.wire import SKILL_ID_KEY
 from a2a_wire.cli._common import (
     EXIT_TASK_FAILED,
     EXIT_TASK_UNSETTLED,
     ClientOptions,
     client_command,
     client_options,
+    remember_task,
 )
 from a2a_wire.cli._output import Printer
 from a2a_wire.cli._view import TaskView
@@ -104,7 +106,7 @@ def _request(
             raise click.BadParameter("must be a JSON object", param_hint="--metadata")
         meta.update(value)
     if skill:
-        meta["skillId"] = skill
+        meta[SKILL_ID_KEY] = skill
     message = Message(
         message_id=new_uuid(),
         role=Role.USER,
@@ -127,6 +129,7 @@ async def _follow(printer: Printer, client: A2AClient, stream: EventStream) -> i
         async with events:
             async for event in events:
                 view.apply(event)
+                remember_task(events.task_id)
                 printer.event(event)
     printer.stream_result(view)
     return 0 if view.message is not None else _outcome(view.state)
@@ -228,6 +231,7 @@ async def send(
         no_wait=no_wait,
         history=history,
     )
+    remember_task(task_id or "")
     printer = Printer(opts.json)
     async with await opts.connect(url) as client:
         if stream:
@@ -255,6 +259,7 @@ async def send(
 @client_command
 async def get(url: str, task_id: str, history: int | None, opts: ClientOptions) -> int:
     """Show the task TASK_ID."""
+    remember_task(task_id)
     printer = Printer(opts.json)
     async with await opts.connect(url) as client:
         task = await client.get_task(GetTaskRequest(id=task_id, history_length=history))
@@ -293,7 +298,13 @@ def _since(value: str | None) -> Timestamp | None:
 @click.option("--since", help="Only tasks whose status changed at or after this time (ISO 8601).")
 @click.option("--page-size", type=click.IntRange(1, 100), help="Tasks per page (1-100).")
 @click.option("--page-token", default="", help="The page to show (from the previous page).")
-@click.option("--history", type=click.IntRange(min=0), help="History messages per task.")
+@click.option(
+    "--history",
+    type=click.IntRange(min=0),
+    default=0,
+    show_default=True,
+    help="History messages per task (each task's messages make the page larger).",
+)
 @click.option("--include-artifacts", is_flag=True, help="Include artifacts (with --json).")
 @client_options
 @client_command
@@ -304,11 +315,15 @@ async def list_tasks(
     since: str | None,
     page_size: int | None,
     page_token: str,
-    history: int | None,
+    history: int,
     include_artifacts: bool,
     opts: ClientOptions,
 ) -> int:
-    """List the tasks of the agent at URL, newest first."""
+    """List the tasks of the agent at URL, newest first.
+
+    Without ``--history`` no history is asked for (``historyLength`` 0), so that a page stays
+    small whatever the tasks hold.
+    """
     request = ListTasksRequest(
         context_id=context_id or "",
         status=_state(status),
@@ -332,6 +347,7 @@ async def list_tasks(
 @client_command
 async def cancel(url: str, task_id: str, opts: ClientOptions) -> int:
     """Cancel the task TASK_ID and show it."""
+    remember_task(task_id)
     printer = Printer(opts.json)
     async with await opts.connect(url) as client:
         task = await client.cancel_task(CancelTaskRequest(id=task_id))
@@ -346,6 +362,7 @@ async def cancel(url: str, task_id: str, opts: ClientOptions) -> int:
 @client_command
 async def subscribe(url: str, task_id: str, opts: ClientOptions) -> int:
     """Follow the events of the task TASK_ID until it settles."""
+    remember_task(task_id)
     printer = Printer(opts.json)
     async with await opts.connect(url) as client:
         stream = client.subscribe_to_task(SubscribeToTaskRequest(id=task_id))

@@ -20,12 +20,19 @@ or the agent answered with a message; ``send --no-wait`` also when the task is s
 
 Errors go to stderr as ``error: <name> (<code>): <message>`` (the code only for A2A/JSON-RPC
 errors), or with ``--json`` as one ``{"error": {...}}`` object. Messages never contain a
-credential: the client's errors are written that way (:mod:`a2a_wire.client._errors`).
+credential: the client's errors are written that way (:mod:`a2a_wire.client._errors`). When the
+error leaves a task behind whose id is known (a timeout, an answer too large to read), a second
+line names it (``taskId`` in the JSON object), so that the user can follow it with ``get``.
+
+``--timeout`` bounds the whole command (the card fetch, the call, the whole stream): each of the
+client's own limits is capped by it, and the command as a whole runs under it.
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextvars
+import dataclasses
 import functools
 import sys
 from collections.abc import Callable, Coroutine
@@ -38,6 +45,7 @@ import yarl
 
 from a2a_wire import __version__, codec, netguard
 from a2a_wire.cli._output import clean
+from a2a_wire.cli._params import ByteSize
 from a2a_wire.client._client import A2AClient, ClientSettings
 from a2a_wire.client._credentials import (
     BEARER,
@@ -52,8 +60,12 @@ from a2a_wire.client._errors import (
     ClientError,
     ClientTimeoutError,
     CredentialsError,
+    ResponseTooLargeError,
+    TotalTimeoutError,
     TransportError,
     WaitTimeoutError,
+    note_task,
+    safe_url,
 )
 from a2a_wire.errors import A2AError, ProtocolError
 
@@ -69,6 +81,7 @@ __all__ = [
     "client_command",
     "client_options",
     "print_error",
+    "remember_task",
 ]
 
 EXIT_USAGE = 2
@@ -95,7 +108,8 @@ class ClientOptions:
     auth_header: str = "Authorization"
     allow_private: bool = False
     allow: tuple[str, ...] = ()
-    timeout: float = 300.0
+    timeout: float | None = None
+    max_response_bytes: int | None = None
 
     def credentials(self) -> CredentialProvider | None:
         """The credential provider the options ask for, if any.
@@ -128,11 +142,26 @@ class ClientOptions:
         """
         host = yarl.URL(url).host or ""
         allow = (*self.allow, host.strip("[]")) if host else self.allow
-        return ClientSettings(
+        settings = ClientSettings(
             allow=allow,
             allow_private=self.allow_private,
-            total_timeout=self.timeout,
             user_agent=f"a2a-wire-cli/{__version__}",
+        )
+        if self.max_response_bytes is not None:
+            settings = dataclasses.replace(
+                settings,
+                max_response_bytes=self.max_response_bytes,
+                max_event_bytes=self.max_response_bytes,
+            )
+        if self.timeout is None:
+            return settings
+        limit = self.timeout
+        return dataclasses.replace(
+            settings,
+            connect_timeout=min(settings.connect_timeout, limit),
+            total_timeout=limit,
+            card_timeout=min(settings.card_timeout, limit),
+            stream_timeout=limit,
         )
 
     async def connect(self, url: str) -> A2AClient:
@@ -141,6 +170,31 @@ class ClientOptions:
         return await A2AClient.connect(
             url, settings=self.settings(url), credentials=self.credentials()
         )
+
+
+#: The task the running command is about, once known (for the error that ends it).
+_KNOWN_TASK: contextvars.ContextVar[str] = contextvars.ContextVar("a2a_wire_task", default="")
+
+
+def remember_task(task_id: str) -> None:
+    """Note the task the running command is about, so that its error can name it."""
+    if task_id:
+        _KNOWN_TASK.set(task_id)
+
+
+async def _bounded(call: Coroutine[Any, Any, int], seconds: float | None) -> int:
+    """Run a command under ``--timeout``; its client errors name the task once known."""
+    deadline = asyncio.timeout(seconds)
+    try:
+        async with deadline:
+            return await call
+    except TimeoutError as exc:
+        if not deadline.expired():
+            raise
+        raise TotalTimeoutError("--timeout", seconds or 0.0, task_id=_KNOWN_TASK.get()) from exc
+    except ClientError as exc:
+        note_task(exc, _KNOWN_TASK.get())
+        raise
 
 
 def _check_url(url: str) -> None:
@@ -191,9 +245,14 @@ _CLIENT_OPTIONS = [
     click.option(
         "--timeout",
         type=click.FloatRange(min=0.1),
-        default=300.0,
-        show_default=True,
-        help="Seconds for one call.",
+        help="Seconds for the whole command: the card fetch, the call, the whole stream "
+        "(default: only the client's limits, 300 s for a call).",
+    ),
+    click.option(
+        "--max-response-bytes",
+        type=ByteSize(),
+        metavar="SIZE",
+        help="Largest answer (or stream event) read, in bytes or with KiB/MiB/GiB (default 60MiB).",
     ),
 ]
 
@@ -207,12 +266,21 @@ def _shared_options(func: Callable[..., Any], options: list[Any]) -> Callable[..
         auth_header: str,
         allow_private: bool,
         allow: tuple[str, ...],
-        timeout: float,
+        timeout: float | None,
+        max_response_bytes: int | None,
         json_output: bool = False,
         **kwargs: Any,
     ) -> Any:
         opts = ClientOptions(
-            json_output, token, token_env, token_file, auth_header, allow_private, allow, timeout
+            json_output,
+            token,
+            token_env,
+            token_file,
+            auth_header,
+            allow_private,
+            allow,
+            timeout,
+            max_response_bytes,
         )
         return func(opts=opts, **kwargs)
 
@@ -252,28 +320,47 @@ def _guard_message(exc: AddressNotAllowedError) -> str:
     return f"{reason}; use --allow HOST (or --allow-private) for an agent on a private address"
 
 
-def print_error(exc: A2AError, json_output: bool) -> None:
-    """Write ``exc`` to stderr: name, JSON-RPC code when it has one, message.
+def _size_message(exc: ResponseTooLargeError) -> str:
+    """The size refusal in the CLI's terms: the option that raises the limit."""
+    return (
+        f"the answer exceeds {exc.setting}={exc.limit} bytes; raise the limit with "
+        "--max-response-bytes (or ask for less history with --history)"
+    )
+
+
+def print_error(exc: A2AError, json_output: bool, url: str = "") -> None:
+    """Write ``exc`` to stderr: name, JSON-RPC code when it has one, message, and its task.
 
     Args:
         exc: The error.
-        json_output: Write one JSON object instead of a line of text.
+        json_output: Write one JSON object instead of lines of text.
+        url: The agent's URL, for the hint that follows a task the error names.
     """
     name = type(exc).__name__
     code = exc.code if isinstance(exc, ProtocolError) else None
     message = exc.message if isinstance(exc, ProtocolError) else str(exc)
     if isinstance(exc, AddressNotAllowedError):
         message = _guard_message(exc)
+    if isinstance(exc, ResponseTooLargeError):
+        message = _size_message(exc)
+    task_id = getattr(exc, "task_id", "")
+    task_id = task_id if isinstance(task_id, str) else ""
     if json_output:
         error: dict[str, Any] = {"name": name, "message": message}
         if code is not None:
             error["code"] = code
             error["data"] = exc.details() if isinstance(exc, ProtocolError) else []
+        if task_id:
+            error["taskId"] = task_id
         sys.stderr.write(codec.dumps({"error": error}).decode() + "\n")
         return
     label = f"{name} ({code})" if code is not None else name
     message = clean(message)  # an agent's text: no terminal control characters
     click.echo(f"error: {label}: {message}", err=True)
+    if task_id:
+        shown = clean(task_id)
+        where = safe_url(url) if url else "URL"
+        click.echo(f"task {shown} (a2a-wire get {where} {shown} shows it)", err=True)
 
 
 def client_command(func: Callable[P, Coroutine[Any, Any, int]]) -> Callable[P, None]:
@@ -282,14 +369,15 @@ def client_command(func: Callable[P, Coroutine[Any, Any, int]]) -> Callable[P, N
     @functools.wraps(func)
     def wrapper(*args: P.args, **kwargs: P.kwargs) -> None:
         opts = kwargs.get("opts")
-        json_output = isinstance(opts, ClientOptions) and opts.json
+        options = opts if isinstance(opts, ClientOptions) else ClientOptions()
+        url = kwargs.get("url")
         try:
-            code: int = asyncio.run(func(*args, **kwargs))
+            code: int = asyncio.run(_bounded(func(*args, **kwargs), options.timeout))
         except KeyboardInterrupt:
             click.echo("interrupted", err=True)
             code = EXIT_INTERRUPTED
         except (ProtocolError, ClientError) as exc:
-            print_error(exc, json_output)
+            print_error(exc, options.json, url if isinstance(url, str) else "")
             code = _error_code(exc) if isinstance(exc, ClientError) else EXIT_PROTOCOL
         sys.stdout.flush()
         raise click.exceptions.Exit(code)

@@ -9,10 +9,11 @@ interface, spec 8.3.2) or directly from an interface URL.
 Every request carries ``A2A-Version: 1.0`` (spec 3.6.1, 9.2) and ``Content-Type:
 application/json`` (spec 9.1), the interface's ``tenant`` in the request message (spec 8.3.2;
 an explicitly set tenant is kept), and the headers the credential provider returns for that
-agent and method; :mod:`a2a_wire.client._requests` builds them. Results go through the checks of :mod:`a2a_wire.client._results`; a JSON-RPC
-error becomes the typed exception of :mod:`a2a_wire.errors` (a -32009 answer is
-:class:`~a2a_wire.errors.VersionNotSupportedError`); transport failures and limits raise
-:mod:`a2a_wire.client._errors`. No aiohttp or asyncio exception leaves this API.
+agent and method; :mod:`a2a_wire.client._requests` builds them. Results go through the checks
+of :mod:`a2a_wire.client._results`; a JSON-RPC error becomes the typed exception of
+:mod:`a2a_wire.errors` (a -32009 answer is :class:`~a2a_wire.errors.VersionNotSupportedError`);
+transport failures and limits raise :mod:`a2a_wire.client._errors`, naming the task when it is
+known (``task_id``). No aiohttp or asyncio exception leaves this API.
 
 SendMessage blocks by default until the task is terminal or interrupted (spec 3.2.2), which is
 why ``ClientSettings.total_timeout`` defaults to 300 s. :meth:`A2AClient.wait` polls GetTask
@@ -46,14 +47,10 @@ from a2a_wire.client._card_resolver import (
 )
 from a2a_wire.client._credentials import CredentialProvider, CredentialRequest, NoCredentials
 from a2a_wire.client._errors import WaitTimeoutError, safe_url
-from a2a_wire.client._http import (
-    RawResponse,
-    StreamConnection,
-    Transport,
-    json_body,
-)
+from a2a_wire.client._http import Peek, RawResponse, StreamConnection, Transport, json_body
 from a2a_wire.client._observe import ExchangeObserver
-from a2a_wire.client._requests import P, request_headers, with_tenant
+from a2a_wire.client._peek import send_message_task
+from a2a_wire.client._requests import P, about_task, request_headers, with_tenant
 from a2a_wire.client._requests import text_request as _text_request
 from a2a_wire.client._results import prepare
 from a2a_wire.client._settings import ClientSettings
@@ -216,12 +213,13 @@ class A2AClient:
         extra = await self.credentials.headers(CredentialRequest(self.url, method.name, self.card))
         return request_headers(extra, self.settings, accept)
 
-    async def _call(self, method: Method[P, R], request: P) -> R:
+    async def _call(self, method: Method[P, R], request: P, *, peek: Peek | None = None) -> R:
         rid = next(self._ids)
         body = _jsonrpc.request(rid, method, with_tenant(request, self.tenant))
         headers = await self._headers(method, JSON_MEDIA_TYPE)
         logger.debug("%s id=%d -> %s", method.name, rid, safe_url(self.url))
-        raw = await self._transport.request("POST", self.url, body, headers)
+        with about_task(request):
+            raw = await self._transport.request("POST", self.url, body, headers, peek=peek)
         result = _jsonrpc.read_response(json_body(raw, self.url), rid, method)
         prepare(result)
         return result
@@ -233,7 +231,8 @@ class A2AClient:
         async def opener() -> StreamConnection:
             headers = await self._headers(method, SSE_MEDIA_TYPE)
             logger.debug("%s id=%d -> %s (stream)", method.name, rid, safe_url(self.url))
-            opened = await self._transport.open_stream(self.url, body, headers)
+            with about_task(request):
+                opened = await self._transport.open_stream(self.url, body, headers)
             if isinstance(opened, RawResponse):
                 refuse_non_stream(opened, self.url, rid, method)
             return opened
@@ -244,8 +243,11 @@ class A2AClient:
     # -- operations (spec 3.1.1 - 3.1.11) ---------------------------------------------------
 
     async def send_message(self, request: SendMessageRequest) -> SendMessageResponse:
-        """SendMessage (spec 3.1.1): a Task or a Message; blocks unless ``returnImmediately``."""
-        return await self._call(SEND_MESSAGE, request)
+        """SendMessage (spec 3.1.1): a Task or a Message; blocks unless ``returnImmediately``.
+
+        A ResponseTooLargeError names the task when the answer's beginning shows it.
+        """
+        return await self._call(SEND_MESSAGE, request, peek=send_message_task)
 
     def send_streaming_message(self, request: SendMessageRequest) -> EventStream:
         """SendStreamingMessage (spec 3.1.2): ``async with client.send_streaming_message(r) as s``."""
@@ -314,8 +316,11 @@ class A2AClient:
         history_length: int | None = None,
         accepted_output_modes: Sequence[str] | None = None,
         metadata: dict[str, Any] | None = None,
+        skill: str | None = None,
     ) -> SendMessageResponse:
         """Send one user text message (see :meth:`text_request` for the arguments).
+
+        ``skill`` names the skill to use (an ``AgentSkill.id``), in the message's metadata.
 
         Returns:
             The Task or Message the agent answered with.
@@ -328,6 +333,7 @@ class A2AClient:
             history_length=history_length,
             accepted_output_modes=accepted_output_modes,
             metadata=metadata,
+            skill=skill,
         )
         return await self.send_message(request)
 

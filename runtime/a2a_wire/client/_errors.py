@@ -38,12 +38,14 @@ __all__ = [
     "ReadTimeoutError",
     "RedirectRefusedError",
     "ResponseTooLargeError",
+    "StreamIdleTimeoutError",
     "TotalTimeoutError",
     "TransportError",
     "TruncatedResponseError",
     "UnexpectedContentTypeError",
     "UnexpectedResponseError",
     "WaitTimeoutError",
+    "note_task",
     "safe_url",
 ]
 
@@ -80,6 +82,21 @@ class TruncatedResponseError(TransportError):
     """The response body ended before its declared length or final chunk."""
 
 
+def note_task(exc: BaseException, task_id: str) -> None:
+    """Record on ``exc`` the task it concerns, if it has a ``task_id`` not yet known.
+
+    The errors that can strike while a task goes on at the agent (a time limit, an answer too
+    large to read) carry the task id when the client knows it (from the request, or from the
+    events already received), so that the caller can follow the task with GetTask.
+
+    Args:
+        exc: Any exception; only those with an empty ``task_id`` attribute are changed.
+        task_id: The task id (``""``: unknown, nothing is changed).
+    """
+    if task_id and getattr(exc, "task_id", None) == "":
+        exc.task_id = task_id  # type: ignore[attr-defined]
+
+
 class ClientTimeoutError(ClientError):
     """A configured time limit was exceeded. Abstract.
 
@@ -87,15 +104,21 @@ class ClientTimeoutError(ClientError):
         setting: The :class:`~a2a_wire.client._client.ClientSettings` field that set the limit.
         seconds: The limit that was exceeded.
         url: Where the request went (shown without user info or query).
+        task_id: The task the call was about, when known.
+
+    Attributes:
+        task_id: The task the call was about (``""`` when unknown: a first SendMessage that
+            timed out before the agent answered). The task may still be running at the agent.
     """
 
     _abstract = True
 
-    def __init__(self, setting: str, seconds: float, url: str = "") -> None:
+    def __init__(self, setting: str, seconds: float, url: str = "", *, task_id: str = "") -> None:
         where = f" ({safe_url(url)})" if url else ""
         super().__init__(f"{setting}={seconds:g}s exceeded{where}")
         self.setting = setting
         self.seconds = seconds
+        self.task_id = task_id
 
 
 class ConnectTimeoutError(ClientTimeoutError):
@@ -106,8 +129,16 @@ class ReadTimeoutError(ClientTimeoutError):
     """The agent stayed silent longer than ``read_timeout`` (or ``stream_idle_timeout``)."""
 
 
+class StreamIdleTimeoutError(ReadTimeoutError):
+    """No complete SSE line (an event line or a keep-alive comment) for ``stream_idle_timeout``.
+
+    Bytes that do not finish a line do not count, so a stream trickling one byte at a time
+    still ends. A :class:`~a2a_wire.client._stream.ResumableStream` re-subscribes after it.
+    """
+
+
 class TotalTimeoutError(ClientTimeoutError):
-    """The whole exchange took longer than ``total_timeout`` (or ``card_timeout``)."""
+    """A whole exchange outlived ``total_timeout``, ``card_timeout`` or ``stream_timeout``."""
 
 
 class UnexpectedResponseError(ClientError):
@@ -182,15 +213,24 @@ class UnexpectedContentTypeError(UnexpectedResponseError):
 class ResponseTooLargeError(UnexpectedResponseError):
     """The body (or one stream event) is larger than the configured limit.
 
+    The message names the setting to raise. A task's answer grows with its history: asking for
+    less (``historyLength``) is the other way out.
+
     Attributes:
         limit: The limit in bytes.
         setting: The :class:`~a2a_wire.client._client.ClientSettings` field that set it.
+        task_id: The task the answer was about, when known (from the request, the events
+            already received, or the beginning of the body); ``""`` otherwise.
     """
 
-    def __init__(self, setting: str, limit: int, *, status: int) -> None:
-        super().__init__(f"response exceeds {setting}={limit} bytes", status=status)
+    def __init__(self, setting: str, limit: int, *, status: int, task_id: str = "") -> None:
+        super().__init__(
+            f"response exceeds {setting}={limit} bytes; raise ClientSettings.{setting}",
+            status=status,
+        )
         self.setting = setting
         self.limit = limit
+        self.task_id = task_id
 
 
 class AddressNotAllowedError(ClientError):

@@ -8,12 +8,19 @@ rest of the library:
 * Redirects are never followed (``allow_redirects=False``); any 3xx but 304 (Not Modified,
   an answer to a conditional card fetch) becomes :class:`RedirectRefusedError` naming the
   status and ``Location``.
-* Bodies are read chunk by chunk and abandoned as soon as they pass ``max_response_bytes``.
-* Time limits: aiohttp only enforces ``connect_timeout``. The other two are applied here so they
+* Bodies are read chunk by chunk and abandoned as soon as they pass ``max_response_bytes``
+  (one declared larger after its first 64 KiB at most, read to name the task it is about).
+* Time limits: aiohttp only enforces ``connect_timeout``. The others are applied here so they
   mean what the settings say: ``total_timeout`` bounds a whole non-streaming exchange (a blocking
   SendMessage may legitimately stay silent until the task settles, spec 3.2.2), and
-  ``read_timeout`` bounds each silence *after* the response has started. Streams use
-  ``stream_idle_timeout`` between chunks and have no total limit.
+  ``read_timeout`` bounds each silence *after* the response has started. A stream ends when no
+  complete line (an event line or a keep-alive comment, spec 3.5.2 leaves keep-alives to the
+  server) arrived for ``stream_idle_timeout``; bytes that finish no line do not count, so a
+  stream trickling one byte at a time cannot live for ever. ``stream_timeout``, when set, bounds
+  a whole stream from its request to its last byte.
+* Size limits agree with the a2a-wire server's
+  (:data:`~a2a_wire.client._settings.DEFAULT_MAX_RESPONSE_BYTES`): what the default server can
+  answer within its own limits, the default client can read.
 * The session is created lazily inside the running loop with the address guard
   (:func:`a2a_wire.netguard.guarded_connector`) unless one was injected; an injected session is
   the caller's to configure and close, and only :func:`~a2a_wire.netguard.check_url` (IP-literal
@@ -26,8 +33,9 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import io
 import logging
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
 
 import aiohttp
@@ -38,12 +46,14 @@ from a2a_wire._protocol.wire import JSON_MEDIA_TYPES, SSE_MEDIA_TYPE
 from a2a_wire.client._errors import (
     AddressNotAllowedError,
     AuthenticationError,
+    ClientTimeoutError,
     ConnectError,
     ConnectTimeoutError,
     HTTPStatusError,
     ReadTimeoutError,
     RedirectRefusedError,
     ResponseTooLargeError,
+    StreamIdleTimeoutError,
     TotalTimeoutError,
     TransportError,
     TruncatedResponseError,
@@ -53,9 +63,15 @@ from a2a_wire.client._errors import (
 from a2a_wire.client._observe import ExchangeObserver, ExchangeWatch
 from a2a_wire.client._settings import ClientSettings
 
-__all__ = ["RawResponse", "StreamConnection", "Transport", "json_body"]
+__all__ = ["Peek", "RawResponse", "StreamConnection", "Transport", "json_body"]
 
 logger = logging.getLogger("a2a_wire.client")
+
+_PEEK_BYTES = 64 * 1024  # read of an oversized body, to name the task it is about
+_LARGE_BODY_BYTES = 1024 * 1024  # aiohttp warns about writing more from bytes in one go
+
+Peek = Callable[[bytes], str]
+"""Finds a task id in the first bytes of a body (``""`` when it cannot)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -107,12 +123,29 @@ def _watching(watch: ExchangeWatch | None, *, open_ended: bool = False) -> Itera
         watch.end(None)
 
 
+def _payload(body: bytes | None) -> bytes | io.BytesIO | None:
+    """A large body as a buffer, which aiohttp writes in chunks, yielding to the loop between."""
+    return io.BytesIO(body) if body is not None and len(body) > _LARGE_BODY_BYTES else body
+
+
 def _content_type(response: aiohttp.ClientResponse) -> str:
     return response.content_type if "Content-Type" in response.headers else ""
 
 
+def _ends_a_line(chunk: bytes) -> bool:
+    """Whether ``chunk`` completes an SSE line (CRLF, LF or CR, spec 9.4.2's framing)."""
+    return b"\n" in chunk or b"\r" in chunk
+
+
 class StreamConnection:
-    """An open ``text/event-stream`` response, read chunk by chunk."""
+    """An open ``text/event-stream`` response, read chunk by chunk.
+
+    Its time limits are kept as deadlines on the loop's clock: ``stream_idle_timeout`` runs
+    from the last chunk that completed a line (from the response headers, at first), the
+    stream's own ``deadline`` (``stream_timeout``) from its request. The response is closed
+    when the connection is dropped, also when nothing references the stream any more (a loop
+    that broke out of ``async for`` without ``async with``).
+    """
 
     def __init__(
         self,
@@ -120,11 +153,16 @@ class StreamConnection:
         url: str,
         settings: ClientSettings,
         watch: ExchangeWatch | None = None,
+        *,
+        deadline: float | None = None,
     ) -> None:
         self._response = response
         self._url = url
         self._settings = settings
         self._idle = settings.stream_idle_timeout
+        self._deadline = deadline
+        self._loop = asyncio.get_running_loop()
+        self._idle_until = None if self._idle is None else self._loop.time() + self._idle
         self._watch = watch
 
     def _finish(self, error: BaseException | None) -> None:
@@ -136,20 +174,31 @@ class StreamConnection:
         """Return the next chunk, or ``b""`` at the end of the stream.
 
         Raises:
-            ReadTimeoutError: Nothing arrived within ``stream_idle_timeout``.
+            StreamIdleTimeoutError: No complete line within ``stream_idle_timeout``.
+            TotalTimeoutError: The stream outlived ``stream_timeout``.
             TransportError: The connection broke.
         """
+        limits = [t for t in (self._idle_until, self._deadline) if t is not None]
+        until = min(limits) if limits else None
         try:
             with _translated(self._url, self._settings):
-                async with asyncio.timeout(self._idle):
+                async with asyncio.timeout_at(until):
                     chunk = await self._response.content.readany()
         except TimeoutError as exc:
-            error = ReadTimeoutError("stream_idle_timeout", self._idle or 0.0, self._url)
+            error: ClientTimeoutError
+            if until == self._deadline:
+                seconds = self._settings.stream_timeout or 0.0
+                error = TotalTimeoutError("stream_timeout", seconds, self._url)
+            else:
+                idle = self._idle or 0.0
+                error = StreamIdleTimeoutError("stream_idle_timeout", idle, self._url)
             self._finish(error)
             raise error from exc
         except BaseException as exc:
             self._finish(exc)
             raise
+        if self._idle is not None and _ends_a_line(chunk):
+            self._idle_until = self._loop.time() + self._idle
         if self._watch is not None:
             self._watch.body(chunk) if chunk else self._finish(None)
         return chunk
@@ -158,6 +207,13 @@ class StreamConnection:
         """Drop the connection (safe to call more than once)."""
         self._finish(None)
         self._response.close()
+
+    def __del__(self) -> None:
+        # A stream abandoned without aclose (``break`` out of a bare ``async for``) is freed by
+        # reference counting at once; closing here releases its connection then, not at exit.
+        with contextlib.suppress(Exception):
+            if not self._response.closed:
+                self._response.close()
 
 
 class Transport:
@@ -216,7 +272,7 @@ class Transport:
             response = await session.request(
                 method,
                 url,
-                data=body,
+                data=_payload(body),
                 headers=CIMultiDict(headers),
                 allow_redirects=False,
                 timeout=self._aiohttp_timeout(),
@@ -231,15 +287,23 @@ class Transport:
         return response
 
     async def _read_body(
-        self, response: aiohttp.ClientResponse, url: str, watch: ExchangeWatch | None
+        self,
+        response: aiohttp.ClientResponse,
+        url: str,
+        watch: ExchangeWatch | None,
+        peek: Peek | None = None,
     ) -> bytes:
-        """Read the whole body, at most ``max_response_bytes``, each wait ``read_timeout``."""
+        """Read the whole body, at most ``max_response_bytes``, each wait ``read_timeout``.
+
+        An oversized body is abandoned; ``peek`` gets its first bytes (at most 64 KiB) to name
+        the task it is about in the error.
+        """
         limit = self.settings.max_response_bytes
         declared = response.content_length
-        if declared is not None and declared > limit:
-            raise ResponseTooLargeError("max_response_bytes", limit, status=response.status)
+        too_large = declared is not None and declared > limit
+        cap = min(limit, _PEEK_BYTES) if too_large else limit
         buf = bytearray()
-        while True:
+        while len(buf) <= cap:
             try:
                 with _translated(url, self.settings):
                     async with asyncio.timeout(self.settings.read_timeout):
@@ -248,12 +312,16 @@ class Transport:
                 seconds = self.settings.read_timeout or 0.0
                 raise ReadTimeoutError("read_timeout", seconds, url) from exc
             if not chunk:
+                if too_large:  # shorter than declared: still refused, as declared
+                    break
                 return bytes(buf)
             if watch is not None:
                 watch.body(chunk)
             buf += chunk
-            if len(buf) > limit:
-                raise ResponseTooLargeError("max_response_bytes", limit, status=response.status)
+        task_id = peek(bytes(buf[:_PEEK_BYTES])) if peek is not None else ""
+        raise ResponseTooLargeError(
+            "max_response_bytes", limit, status=response.status, task_id=task_id
+        )
 
     async def request(
         self,
@@ -263,6 +331,7 @@ class Transport:
         headers: Mapping[str, str],
         *,
         total: tuple[str, float | None] | None = None,
+        peek: Peek | None = None,
     ) -> RawResponse:
         """Send one request and read its whole response.
 
@@ -272,6 +341,7 @@ class Transport:
             body: Request body, if any.
             headers: Request headers.
             total: ``(setting name, seconds)`` bounding the exchange; default ``total_timeout``.
+            peek: Finds the task id in the beginning of a body too large to read.
 
         Returns:
             The status, media type, headers and body.
@@ -286,7 +356,7 @@ class Transport:
                 async with asyncio.timeout(seconds):
                     response = await self._start(method, url, body, headers, watch)
                     try:
-                        data = await self._read_body(response, url, watch)
+                        data = await self._read_body(response, url, watch, peek)
                     except BaseException:
                         response.close()
                         raise
@@ -302,21 +372,28 @@ class Transport:
     ) -> StreamConnection | RawResponse:
         """POST and return the open stream, or the whole response if it is not an event stream.
 
-        The wait for the response headers is bounded by ``read_timeout``.
+        The wait for the response headers is bounded by ``read_timeout`` (and
+        ``stream_timeout``, which runs from here to the stream's end).
 
         Raises:
             ClientError: A subclass for each transport failure, limit or redirect.
         """
         watch = self._watch("POST", url, headers, body, stream=True)
+        loop = asyncio.get_running_loop()
+        lifetime = self.settings.stream_timeout
+        deadline = None if lifetime is None else loop.time() + lifetime
+        read = self.settings.read_timeout
+        until = [t for t in (deadline, None if read is None else loop.time() + read) if t]
         with _watching(watch, open_ended=True):  # a stream's connection ends it
             try:
-                async with asyncio.timeout(self.settings.read_timeout):
+                async with asyncio.timeout_at(min(until) if until else None):
                     response = await self._start("POST", url, body, headers, watch)
             except TimeoutError as exc:
-                seconds = self.settings.read_timeout or 0.0
-                raise ReadTimeoutError("read_timeout", seconds, url) from exc
+                if deadline is not None and min(until) == deadline:
+                    raise TotalTimeoutError("stream_timeout", lifetime or 0.0, url) from exc
+                raise ReadTimeoutError("read_timeout", read or 0.0, url) from exc
         if response.status == 200 and response.content_type == SSE_MEDIA_TYPE:
-            return StreamConnection(response, url, self.settings, watch)
+            return StreamConnection(response, url, self.settings, watch, deadline=deadline)
         with _watching(watch):
             try:
                 async with asyncio.timeout(self.settings.total_timeout):

@@ -8,8 +8,10 @@ checked and cleaned by :mod:`a2a_wire.client._results`, and a
 :class:`~a2a_wire.client._results.StreamTracker` decides whether the close is an end or a drop.
 
 The request is sent lazily, on ``__aenter__`` or the first ``__anext__``. The response is closed
-when the stream ends, fails, or is closed by ``aclose``/the ``async with`` block; prefer the
-``async with`` form when you may stop reading early.
+when the stream ends, fails, or is closed by ``aclose``/the ``async with`` block, and at the
+latest when the stream is no longer referenced (``break`` out of a bare ``async for``); prefer
+the ``async with`` form when you may stop reading early. An error names the task when a Task
+event showed it (``task_id``).
 
 A :class:`ResumableStream` wraps one: if the stream drops (an incomplete end, a broken
 connection, an idle timeout) it re-subscribes with SubscribeToTask, whose first event is a fresh
@@ -36,6 +38,7 @@ from a2a_wire.client._errors import (
     ResponseTooLargeError,
     TransportError,
     UnexpectedContentTypeError,
+    note_task,
 )
 from a2a_wire.client._http import RawResponse, StreamConnection, json_body
 from a2a_wire.client._results import StreamTracker, prepare
@@ -127,7 +130,8 @@ class EventStream:
             raise StopAsyncIteration
         try:
             return await self._next()
-        except BaseException:
+        except BaseException as exc:
+            note_task(exc, self.task_id)
             await self.aclose()
             raise
 

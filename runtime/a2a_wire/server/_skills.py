@@ -38,15 +38,13 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
+from a2a_wire._protocol.wire import SKILL_ID_KEY
 from a2a_wire.codec import UNSET
 from a2a_wire.errors import ContentTypeNotSupportedError, InvalidParamsError
 from a2a_wire.server._executor import AgentExecutor, EventQueue, RequestContext
 from a2a_wire.types import AgentSkill, Message, Part, Role, Task
 
 __all__ = ["SKILL_ID_KEY", "Skill", "SkillRouter", "SkillSet", "media_matches"]
-
-SKILL_ID_KEY = "skillId"
-"""The ``message.metadata`` key that names a skill."""
 
 
 @dataclass(frozen=True, slots=True)
