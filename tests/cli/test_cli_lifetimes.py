@@ -14,7 +14,7 @@ import pytest
 from aiohttp import web
 from e2e_support import cli_async, fake_agent
 
-from a2a_wire.cli._common import ByteSize
+from a2a_wire.cli._params import ByteSize
 
 Rpc = Callable[[web.Request, dict[str, Any]], Awaitable[web.StreamResponse]]
 

@@ -6,18 +6,15 @@ operations return an :class:`~a2a_wire.client._stream.EventStream`. Build it wit
 :meth:`A2AClient.connect` (discover the card at the base URL, spec 8.2, and pick the JSONRPC 1.0
 interface, spec 8.3.2) or directly from an interface URL.
 
-Every request carries ``A2A-Version: 1.0`` (spec 3.6.1, 9.2) and ``Content-Type:
-application/json`` (spec 9.1), the interface's ``tenant`` in the request message (spec 8.3.2;
-an explicitly set tenant is kept), and the headers the credential provider returns for that
-agent and method; :mod:`a2a_wire.client._requests` builds them. Results go through the checks
-of :mod:`a2a_wire.client._results`; a JSON-RPC error becomes the typed exception of
-:mod:`a2a_wire.errors` (a -32009 answer is :class:`~a2a_wire.errors.VersionNotSupportedError`);
-transport failures and limits raise :mod:`a2a_wire.client._errors`, naming the task when it is
-known (``task_id``). No aiohttp or asyncio exception leaves this API.
+Every request carries ``A2A-Version: 1.0`` (spec 3.6.1, 9.2), ``Content-Type: application/json``
+(9.1), the interface's ``tenant`` (8.3.2) and the credential provider's headers
+(:mod:`a2a_wire.client._requests`). Results are checked by :mod:`a2a_wire.client._results`; a
+JSON-RPC error becomes its class of :mod:`a2a_wire.errors`; transport failures and limits raise
+the client's errors, naming the task when known. No aiohttp or asyncio exception leaves this API.
 
-SendMessage blocks by default until the task is terminal or interrupted (spec 3.2.2), which is
-why ``ClientSettings.total_timeout`` defaults to 300 s. :meth:`A2AClient.wait` polls GetTask
-with backoff until the task is terminal or interrupted; an unknown state is not finished.
+SendMessage blocks by default until the task is terminal or interrupted (spec 3.2.2), hence the
+300 s ``total_timeout``; :meth:`A2AClient.wait` polls GetTask until then (an unknown state is
+not finished).
 """
 
 from __future__ import annotations

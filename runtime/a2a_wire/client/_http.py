@@ -35,7 +35,7 @@ import asyncio
 import contextlib
 import io
 import logging
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 
 import aiohttp
@@ -43,20 +43,14 @@ from multidict import CIMultiDict, CIMultiDictProxy
 
 from a2a_wire import codec, errors, netguard
 from a2a_wire._protocol.wire import JSON_MEDIA_TYPES, SSE_MEDIA_TYPE
+from a2a_wire.client._connection import StreamConnection, translated, watching
 from a2a_wire.client._errors import (
-    AddressNotAllowedError,
     AuthenticationError,
-    ClientTimeoutError,
-    ConnectError,
-    ConnectTimeoutError,
     HTTPStatusError,
     ReadTimeoutError,
     RedirectRefusedError,
     ResponseTooLargeError,
-    StreamIdleTimeoutError,
     TotalTimeoutError,
-    TransportError,
-    TruncatedResponseError,
     UnexpectedContentTypeError,
     safe_url,
 )
@@ -85,44 +79,6 @@ class RawResponse:
     body: bytes
 
 
-@contextlib.contextmanager
-def _translated(url: str, settings: ClientSettings) -> Iterator[None]:
-    """The boundary: map aiohttp and guard exceptions to client errors (order matters)."""
-    try:
-        yield
-    except netguard.AddressGuardError as exc:
-        raise AddressNotAllowedError(f"{exc}; allowlist it in ClientSettings.allow") from exc
-    except aiohttp.ConnectionTimeoutError as exc:
-        raise ConnectTimeoutError("connect_timeout", settings.connect_timeout, url) from exc
-    except aiohttp.ServerTimeoutError as exc:
-        raise ReadTimeoutError("read_timeout", settings.read_timeout or 0.0, url) from exc
-    except aiohttp.ClientPayloadError as exc:
-        raise TruncatedResponseError(f"response body from {safe_url(url)} is incomplete") from exc
-    except aiohttp.ClientConnectorError as exc:
-        reason = exc.os_error.strerror or type(exc.os_error).__name__
-        raise ConnectError(f"cannot connect to {safe_url(url)}: {reason}") from exc
-    except aiohttp.InvalidURL as exc:
-        raise TransportError(f"invalid URL {safe_url(str(exc.url))}") from exc
-    except aiohttp.ClientError as exc:
-        reason = type(exc).__name__
-        raise TransportError(f"request to {safe_url(url)} failed: {reason}") from exc
-
-
-@contextlib.contextmanager
-def _watching(watch: ExchangeWatch | None, *, open_ended: bool = False) -> Iterator[None]:
-    """End ``watch`` with the error that leaves the block, or when it ends unless open-ended."""
-    if watch is None:
-        yield
-        return
-    try:
-        yield
-    except BaseException as exc:
-        watch.end(exc)
-        raise
-    if not open_ended:
-        watch.end(None)
-
-
 def _payload(body: bytes | None) -> bytes | io.BytesIO | None:
     """A large body as a buffer, which aiohttp writes in chunks, yielding to the loop between."""
     return io.BytesIO(body) if body is not None and len(body) > _LARGE_BODY_BYTES else body
@@ -130,90 +86,6 @@ def _payload(body: bytes | None) -> bytes | io.BytesIO | None:
 
 def _content_type(response: aiohttp.ClientResponse) -> str:
     return response.content_type if "Content-Type" in response.headers else ""
-
-
-def _ends_a_line(chunk: bytes) -> bool:
-    """Whether ``chunk`` completes an SSE line (CRLF, LF or CR, spec 9.4.2's framing)."""
-    return b"\n" in chunk or b"\r" in chunk
-
-
-class StreamConnection:
-    """An open ``text/event-stream`` response, read chunk by chunk.
-
-    Its time limits are kept as deadlines on the loop's clock: ``stream_idle_timeout`` runs
-    from the last chunk that completed a line (from the response headers, at first), the
-    stream's own ``deadline`` (``stream_timeout``) from its request. The response is closed
-    when the connection is dropped, also when nothing references the stream any more (a loop
-    that broke out of ``async for`` without ``async with``).
-    """
-
-    def __init__(
-        self,
-        response: aiohttp.ClientResponse,
-        url: str,
-        settings: ClientSettings,
-        watch: ExchangeWatch | None = None,
-        *,
-        deadline: float | None = None,
-    ) -> None:
-        self._response = response
-        self._url = url
-        self._settings = settings
-        self._idle = settings.stream_idle_timeout
-        self._deadline = deadline
-        self._loop = asyncio.get_running_loop()
-        self._idle_until = None if self._idle is None else self._loop.time() + self._idle
-        self._watch = watch
-
-    def _finish(self, error: BaseException | None) -> None:
-        watch, self._watch = self._watch, None
-        if watch is not None:
-            watch.end(error)
-
-    async def read_chunk(self) -> bytes:
-        """Return the next chunk, or ``b""`` at the end of the stream.
-
-        Raises:
-            StreamIdleTimeoutError: No complete line within ``stream_idle_timeout``.
-            TotalTimeoutError: The stream outlived ``stream_timeout``.
-            TransportError: The connection broke.
-        """
-        limits = [t for t in (self._idle_until, self._deadline) if t is not None]
-        until = min(limits) if limits else None
-        try:
-            with _translated(self._url, self._settings):
-                async with asyncio.timeout_at(until):
-                    chunk = await self._response.content.readany()
-        except TimeoutError as exc:
-            error: ClientTimeoutError
-            if until == self._deadline:
-                seconds = self._settings.stream_timeout or 0.0
-                error = TotalTimeoutError("stream_timeout", seconds, self._url)
-            else:
-                idle = self._idle or 0.0
-                error = StreamIdleTimeoutError("stream_idle_timeout", idle, self._url)
-            self._finish(error)
-            raise error from exc
-        except BaseException as exc:
-            self._finish(exc)
-            raise
-        if self._idle is not None and _ends_a_line(chunk):
-            self._idle_until = self._loop.time() + self._idle
-        if self._watch is not None:
-            self._watch.body(chunk) if chunk else self._finish(None)
-        return chunk
-
-    def close(self) -> None:
-        """Drop the connection (safe to call more than once)."""
-        self._finish(None)
-        self._response.close()
-
-    def __del__(self) -> None:
-        # A stream abandoned without aclose (``break`` out of a bare ``async for``) is freed by
-        # reference counting at once; closing here releases its connection then, not at exit.
-        with contextlib.suppress(Exception):
-            if not self._response.closed:
-                self._response.close()
 
 
 class Transport:
@@ -267,7 +139,7 @@ class Transport:
     ) -> aiohttp.ClientResponse:
         """Send the request and return the response once its headers are in."""
         session = self._ensure_session()
-        with _translated(url, self.settings):
+        with translated(url, self.settings):
             netguard.check_url(url, self.settings.policy)
             response = await session.request(
                 method,
@@ -305,7 +177,7 @@ class Transport:
         buf = bytearray()
         while len(buf) <= cap:
             try:
-                with _translated(url, self.settings):
+                with translated(url, self.settings):
                     async with asyncio.timeout(self.settings.read_timeout):
                         chunk = await response.content.readany()
             except TimeoutError as exc:
@@ -351,7 +223,7 @@ class Transport:
         """
         setting, seconds = total or ("total_timeout", self.settings.total_timeout)
         watch = self._watch(method, url, headers, body, stream=False)
-        with _watching(watch):
+        with watching(watch):
             try:
                 async with asyncio.timeout(seconds):
                     response = await self._start(method, url, body, headers, watch)
@@ -384,7 +256,7 @@ class Transport:
         deadline = None if lifetime is None else loop.time() + lifetime
         read = self.settings.read_timeout
         until = [t for t in (deadline, None if read is None else loop.time() + read) if t]
-        with _watching(watch, open_ended=True):  # a stream's connection ends it
+        with watching(watch, open_ended=True):  # a stream's connection ends it
             try:
                 async with asyncio.timeout_at(min(until) if until else None):
                     response = await self._start("POST", url, body, headers, watch)
@@ -394,7 +266,7 @@ class Transport:
                 raise ReadTimeoutError("read_timeout", read or 0.0, url) from exc
         if response.status == 200 and response.content_type == SSE_MEDIA_TYPE:
             return StreamConnection(response, url, self.settings, watch, deadline=deadline)
-        with _watching(watch):
+        with watching(watch):
             try:
                 async with asyncio.timeout(self.settings.total_timeout):
                     data = await self._read_body(response, url, watch)
