@@ -35,7 +35,7 @@ from multidict import CIMultiDict
 from a2a_wire import codec
 from a2a_wire._protocol import jsonrpc as _jsonrpc
 from a2a_wire._protocol.states import is_settled
-from a2a_wire._protocol.wire import JSON_MEDIA_TYPE, SSE_MEDIA_TYPE
+from a2a_wire._protocol.wire import JSON_MEDIA_TYPE, LAST_EVENT_ID_HEADER, SSE_MEDIA_TYPE
 from a2a_wire.client._card_resolver import (
     CardCache,
     CardResolver,
@@ -94,7 +94,6 @@ from a2a_wire.types import (
 __all__ = ["A2AClient", "ClientSettings", "EventStream", "ResumableStream"]
 
 logger = logging.getLogger("a2a_wire.client")
-
 
 R = TypeVar("R", bound=codec.ProtoMessage)
 
@@ -220,12 +219,16 @@ class A2AClient:
         prepare(result)
         return result
 
-    def _stream(self, method: Method[P, StreamResponse], request: P) -> EventStream:
+    def _stream(
+        self, method: Method[P, StreamResponse], request: P, last: str | None = None
+    ) -> EventStream:
         rid = next(self._ids)
         body = _jsonrpc.request(rid, method, with_tenant(request, self.tenant))
+        resume = {} if last is None else {LAST_EVENT_ID_HEADER: last}
 
         async def opener() -> StreamConnection:
             headers = await self._headers(method, SSE_MEDIA_TYPE)
+            headers.update(resume)
             logger.debug("%s id=%d -> %s (stream)", method.name, rid, safe_url(self.url))
             opened = await self._transport.open_stream(self.url, body, headers)
             if isinstance(opened, RawResponse):
@@ -233,7 +236,7 @@ class A2AClient:
             return opened
 
         limit = self.settings.max_event_bytes
-        return EventStream(opener, method=method, request_id=rid, max_event_bytes=limit)
+        return EventStream(opener, last, method=method, request_id=rid, max_event_bytes=limit)
 
     # -- operations (spec 3.1.1 - 3.1.11) ---------------------------------------------------
 
@@ -257,9 +260,13 @@ class A2AClient:
         """CancelTask (spec 3.1.5)."""
         return await self._call(CANCEL_TASK, request)
 
-    def subscribe_to_task(self, request: SubscribeToTaskRequest) -> EventStream:
-        """SubscribeToTask (spec 3.1.6): a stream starting with the current Task."""
-        return self._stream(SUBSCRIBE_TO_TASK, request)
+    def subscribe_to_task(
+        self, request: SubscribeToTaskRequest, *, last_event_id: str | None = None
+    ) -> EventStream:
+        """SubscribeToTask (spec 3.1.6); ``last_event_id`` resumes after it (docs/client.md)."""
+        stream = self._stream(SUBSCRIBE_TO_TASK, request, last_event_id)
+        stream.tracker.task_id = request.id if last_event_id is not None else ""
+        return stream
 
     async def create_task_push_notification_config(
         self, config: TaskPushNotificationConfig
@@ -373,7 +380,7 @@ class A2AClient:
     def resumable(
         self, stream: EventStream, *, max_resubscribes: int = 3, retry_delay: float = 0.5
     ) -> ResumableStream:
-        """Wrap a stream so that a drop re-subscribes (SubscribeToTask) and carries on.
+        """Wrap a stream so that a drop re-subscribes with ``Last-Event-ID`` and carries on.
 
         Args:
             stream: A stream from :meth:`send_streaming_message` or :meth:`subscribe_to_task`.
@@ -385,7 +392,7 @@ class A2AClient:
         """
         return ResumableStream(
             stream,
-            subscribe=lambda task_id: self.subscribe_to_task(SubscribeToTaskRequest(id=task_id)),
+            subscribe=self.subscribe_to_task,
             get_task=lambda task_id: self.get_task(GetTaskRequest(id=task_id)),
             max_resubscribes=max_resubscribes,
             retry_delay=retry_delay,
