@@ -24,7 +24,7 @@ from __future__ import annotations
 import asyncio
 import itertools
 import logging
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from types import TracebackType
 from typing import Any, TypeVar
 
@@ -35,7 +35,7 @@ from multidict import CIMultiDict
 from a2a_wire import codec
 from a2a_wire._protocol import jsonrpc as _jsonrpc
 from a2a_wire._protocol.states import is_settled
-from a2a_wire._protocol.wire import JSON_MEDIA_TYPE, LAST_EVENT_ID_HEADER, SSE_MEDIA_TYPE
+from a2a_wire._protocol.wire import JSON_MEDIA_TYPE, SSE_MEDIA_TYPE
 from a2a_wire.client._card_resolver import (
     CardCache,
     CardResolver,
@@ -94,6 +94,7 @@ from a2a_wire.types import (
 __all__ = ["A2AClient", "ClientSettings", "EventStream", "ResumableStream"]
 
 logger = logging.getLogger("a2a_wire.client")
+
 
 R = TypeVar("R", bound=codec.ProtoMessage)
 
@@ -219,16 +220,13 @@ class A2AClient:
         prepare(result)
         return result
 
-    def _stream(
-        self, method: Method[P, StreamResponse], request: P, last: str | None = None
-    ) -> EventStream:
+    def _stream(self, method: Method[P, StreamResponse], request: P) -> EventStream:
         rid = next(self._ids)
         body = _jsonrpc.request(rid, method, with_tenant(request, self.tenant))
-        resume = {} if last is None else {LAST_EVENT_ID_HEADER: last}
 
-        async def opener() -> StreamConnection:
+        async def opener(extra: Mapping[str, str]) -> StreamConnection:
             headers = await self._headers(method, SSE_MEDIA_TYPE)
-            headers.update(resume)
+            headers.update(extra)
             logger.debug("%s id=%d -> %s (stream)", method.name, rid, safe_url(self.url))
             opened = await self._transport.open_stream(self.url, body, headers)
             if isinstance(opened, RawResponse):
@@ -236,7 +234,7 @@ class A2AClient:
             return opened
 
         limit = self.settings.max_event_bytes
-        return EventStream(opener, last, method=method, request_id=rid, max_event_bytes=limit)
+        return EventStream(opener, method=method, request_id=rid, max_event_bytes=limit)
 
     # -- operations (spec 3.1.1 - 3.1.11) ---------------------------------------------------
 
@@ -264,9 +262,7 @@ class A2AClient:
         self, request: SubscribeToTaskRequest, *, last_event_id: str | None = None
     ) -> EventStream:
         """SubscribeToTask (spec 3.1.6); ``last_event_id`` resumes after it (docs/client.md)."""
-        stream = self._stream(SUBSCRIBE_TO_TASK, request, last_event_id)
-        stream.tracker.task_id = request.id if last_event_id is not None else ""
-        return stream
+        return self._stream(SUBSCRIBE_TO_TASK, request).resume_after(last_event_id, request.id)
 
     async def create_task_push_notification_config(
         self, config: TaskPushNotificationConfig

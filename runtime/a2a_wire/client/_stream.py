@@ -31,7 +31,7 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections import deque
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Mapping
 from types import TracebackType
 from typing import Any, NoReturn, Protocol
 
@@ -39,7 +39,7 @@ from a2a_wire import codec, errors
 from a2a_wire._protocol import jsonrpc as _jsonrpc
 from a2a_wire._protocol.sse import SSEDecoder, SSEEvent, SSEProtocolError
 from a2a_wire._protocol.states import is_settled
-from a2a_wire._protocol.wire import JSON_MEDIA_TYPES, SSE_MEDIA_TYPE
+from a2a_wire._protocol.wire import JSON_MEDIA_TYPES, LAST_EVENT_ID_HEADER, SSE_MEDIA_TYPE
 from a2a_wire.client._errors import (
     IncompleteStreamError,
     ReadTimeoutError,
@@ -56,7 +56,8 @@ __all__ = ["EventStream", "ResumableStream", "refuse_non_stream"]
 
 logger = logging.getLogger("a2a_wire.client")
 
-StreamOpener = Callable[[], Awaitable[StreamConnection]]
+#: Opens the connection; called with the headers the stream adds (``Last-Event-ID``).
+StreamOpener = Callable[[Mapping[str, str]], Awaitable[StreamConnection]]
 
 #: Longest decimal event id read as a number (a sequence number fits in a 64-bit integer).
 _MAX_SEQ_DIGITS = 18
@@ -95,17 +96,12 @@ class EventStream:
     def __init__(
         self,
         opener: StreamOpener,
-        last_event_id: str | None = None,
         *,
         method: Method[Any, StreamResponse],
         request_id: int,
         max_event_bytes: int,
     ) -> None:
-        """Prepare a stream; nothing is sent until it is entered or iterated.
-
-        ``last_event_id`` is the ``Last-Event-ID`` the opener sends, if any: the stream starts
-        out remembering it, and skips replayed updates up to it (see the module docstring).
-        """
+        """Prepare a stream; nothing is sent until it is entered or iterated."""
         self._opener = opener
         self._method = method
         self._rid = request_id
@@ -115,10 +111,37 @@ class EventStream:
         self._pending: deque[SSEEvent] = deque()
         self._eof = False
         self._done = False
-        self._replay_floor = _event_seq(last_event_id)
+        self._replay_floor: int | None = None
+        self._extra_headers: dict[str, str] = {}
         self.tracker = StreamTracker(allow_message=method.name != "SubscribeToTask")
-        #: The SSE ``id`` of the last event read (or the one this stream resumed after).
-        self.last_event_id = last_event_id
+        #: The SSE ``id`` of the last event read (or the one this stream resumes after).
+        self.last_event_id: str | None = None
+
+    def resume_after(self, last_event_id: str | None, task_id: str) -> EventStream:
+        """Make this (not yet opened) stream resume after an event of an earlier stream.
+
+        The stream sends ``last_event_id`` as ``Last-Event-ID``, starts out remembering it,
+        skips replayed updates up to it, and may begin with an update of ``task_id`` (see the
+        module docstring). ``None`` changes nothing.
+
+        Args:
+            last_event_id: The SSE id of the last event received, or ``None``.
+            task_id: The task the earlier stream followed.
+
+        Returns:
+            This stream.
+
+        Raises:
+            RuntimeError: The stream was already opened.
+        """
+        if self._conn is not None or self._done:
+            raise RuntimeError("resume_after() must come before the stream is opened")
+        if last_event_id is not None:
+            self._extra_headers = {LAST_EVENT_ID_HEADER: last_event_id}
+            self._replay_floor = _event_seq(last_event_id)
+            self.last_event_id = last_event_id
+            self.tracker.task_id = task_id
+        return self
 
     @property
     def task_id(self) -> str:
@@ -170,7 +193,7 @@ class EventStream:
         if self._conn is None:
             if self._done:
                 raise RuntimeError("the stream is closed")
-            self._conn = await self._opener()
+            self._conn = await self._opener(self._extra_headers)
         return self._conn
 
     async def _next(self) -> StreamResponse:
