@@ -1,6 +1,7 @@
 """The servers that benchmarks/server.py measures, one per process.
 
-Run as ``python benchmarks/_servers.py MODE --port P [--core C] [--db PATH]``. MODE is one of:
+Run as ``python benchmarks/_servers.py MODE --port P [--core C] [--db PATH] [--agent A]``. MODE
+is one of:
 
 ``ours-sqlite``
     a2a_wire's server (:func:`a2a_wire.server.create_app`) on the default durable store,
@@ -10,6 +11,9 @@ Run as ``python benchmarks/_servers.py MODE --port P [--core C] [--db PATH]``. M
 ``sdk``
     the official SDK (a2a-sdk): ``DefaultRequestHandler`` + ``InMemoryTaskStore`` behind its
     JSON-RPC Starlette routes, under uvicorn, one worker.
+``sdk-sqlite``
+    the same on the SDK's own durable store, ``DatabaseTaskStore`` (SQLAlchemy on aiosqlite) at
+    ``--db`` (the ``a2a-sdk[sqlite]`` extra).
 ``ceiling``
     a bare aiohttp handler: it reads the JSON-RPC body, parses it, and answers a fixed result
     (a completed task, or a fixed three-event SSE stream for SendStreamingMessage). Nothing built
@@ -17,6 +21,13 @@ Run as ``python benchmarks/_servers.py MODE --port P [--core C] [--db PATH]``. M
 
 Both agents do the same work: take the user's message, add one text artifact, complete the task.
 A stream therefore carries three events: the task, the artifact update and the final status.
+With ``--agent chunks`` (benchmarks/stream_chunks.py) they instead read a number N from the
+message's text and stream one artifact of N chunks of 32 bytes (:func:`chunk_text`: chunk ``i``
+starts with ``i``; the first creates the artifact, the others have ``append`` set, the last
+``lastChunk``), then complete the task.
+They yield to the event loop after each chunk, as an agent that awaits its model's output does
+(without it, a2a_wire's in-memory store never suspends the agent, so the stream's writer cannot
+run and the stream is closed once ``stream_queue_size`` events are queued).
 
 The process pins itself to ``--core`` (Linux ``sched_setaffinity``) before it imports anything
 heavy, and serves on 127.0.0.1 until it gets SIGTERM or SIGINT. The SDK is imported only in
@@ -26,13 +37,21 @@ its own mode: it loads its own compiled ``a2a.proto`` descriptors.
 from __future__ import annotations
 
 import argparse
+import asyncio
 import logging
 import os
 from typing import Any
 
 HOST = "127.0.0.1"
 ARTIFACT_TEXT = "done"
-MODES = ("ours-sqlite", "ours-memory", "sdk", "ceiling")
+CHUNK = "0123456789abcdefghijklmnopqrstuv"  # 32 bytes
+MODES = ("ours-sqlite", "ours-memory", "sdk", "sdk-sqlite", "ceiling")
+AGENTS = ("done", "chunks")
+
+
+def chunk_text(i: int) -> str:
+    """Chunk ``i`` of the ``chunks`` agent: 32 bytes, its number first (so order shows)."""
+    return f"{i:08d}{CHUNK[8:]}"
 
 
 def _pin(core: int | None) -> None:
@@ -46,7 +65,7 @@ def _pin(core: int | None) -> None:
 # --- a2a_wire -----------------------------------------------------------------------------------
 
 
-def run_ours(port: int, db: str | None) -> None:
+def run_ours(port: int, db: str | None, agent: str) -> None:
     from aiohttp import web
 
     from a2a_wire.server import AgentExecutor, EventQueue, RequestContext, TaskUpdater, create_app
@@ -59,6 +78,18 @@ def run_ours(port: int, db: str | None) -> None:
             await updater.add_artifact(ARTIFACT_TEXT)
             await updater.complete()
 
+    class ChunkAgent(AgentExecutor):
+        async def execute(self, context: RequestContext, events: EventQueue) -> None:
+            assert context.message is not None
+            n = int(context.message.parts[0].text or "0")
+            updater = TaskUpdater(events, context)
+            for i in range(n):
+                await updater.add_artifact(
+                    chunk_text(i), artifact_id="out", append=i > 0, last_chunk=i == n - 1
+                )
+                await asyncio.sleep(0)  # as an agent awaiting its model's next token would
+            await updater.complete()
+
     card = AgentCard(
         name="bench",
         description="benchmark agent",
@@ -69,21 +100,22 @@ def run_ours(port: int, db: str | None) -> None:
         skills=[AgentSkill(id="done", name="done", description="answers done", tags=["bench"])],
     )
     store: TaskStore = SQLiteTaskStore(db) if db else InMemoryTaskStore()
-    app = create_app(card, TrivialAgent(), store=store)
+    executor = ChunkAgent() if agent == "chunks" else TrivialAgent()
+    app = create_app(card, executor, store=store)
     web.run_app(app, host=HOST, port=port, access_log=None, print=None, handle_signals=True)
 
 
 # --- the official SDK ---------------------------------------------------------------------------
 
 
-def run_sdk(port: int) -> None:
+def run_sdk(port: int, db: str | None, agent: str) -> None:
     import uvicorn
     from a2a.helpers import new_task_from_user_message, new_text_part
     from a2a.server.agent_execution import AgentExecutor, RequestContext
     from a2a.server.events import EventQueue
     from a2a.server.request_handlers import DefaultRequestHandler
     from a2a.server.routes import create_agent_card_routes, create_jsonrpc_routes
-    from a2a.server.tasks import InMemoryTaskStore, TaskUpdater
+    from a2a.server.tasks import InMemoryTaskStore, TaskStore, TaskUpdater
     from a2a.types.a2a_pb2 import AgentCapabilities, AgentCard, AgentInterface, AgentSkill
     from starlette.applications import Starlette
 
@@ -95,7 +127,19 @@ def run_sdk(port: int) -> None:
                 task = new_task_from_user_message(context.message)
                 await event_queue.enqueue_event(task)
             updater = TaskUpdater(event_queue, task.id, task.context_id)
-            await updater.add_artifact([new_text_part(ARTIFACT_TEXT)])
+            if agent != "chunks":
+                await updater.add_artifact([new_text_part(ARTIFACT_TEXT)])
+                await updater.complete()
+                return
+            n = int(context.message.parts[0].text) if context.message is not None else 0
+            for i in range(n):
+                await updater.add_artifact(
+                    [new_text_part(chunk_text(i))],
+                    artifact_id="out",
+                    append=i > 0,
+                    last_chunk=i == n - 1,
+                )
+                await asyncio.sleep(0)  # as an agent awaiting its model's next token would
             await updater.complete()
 
         async def cancel(self, context: RequestContext, event_queue: EventQueue) -> None:
@@ -115,8 +159,14 @@ def run_sdk(port: int) -> None:
         default_output_modes=["text/plain"],
         skills=[AgentSkill(id="done", name="done", description="answers done", tags=["bench"])],
     )
+    store: TaskStore = InMemoryTaskStore()
+    if db:
+        from a2a.server.tasks import DatabaseTaskStore
+        from sqlalchemy.ext.asyncio import create_async_engine
+
+        store = DatabaseTaskStore(create_async_engine(f"sqlite+aiosqlite:///{db}"))
     handler = DefaultRequestHandler(
-        agent_executor=TrivialAgent(), task_store=InMemoryTaskStore(), agent_card=card
+        agent_executor=TrivialAgent(), task_store=store, agent_card=card
     )
     routes = [*create_agent_card_routes(card), *create_jsonrpc_routes(handler, "/")]
     app = Starlette(routes=routes)
@@ -173,18 +223,17 @@ def main() -> None:
     parser.add_argument("mode", choices=MODES)
     parser.add_argument("--port", type=int, required=True)
     parser.add_argument("--core", type=int, default=None, help="CPU to pin this process to")
-    parser.add_argument("--db", default=None, help="SQLite file (ours-sqlite)")
+    parser.add_argument("--db", default=None, help="SQLite file (ours-sqlite, sdk-sqlite)")
+    parser.add_argument("--agent", choices=AGENTS, default="done", help="what the agent does")
     args = parser.parse_args()
     _pin(args.core)
     logging.basicConfig(level=logging.WARNING)
-    if args.mode == "ours-sqlite":
-        if not args.db:
-            parser.error("ours-sqlite needs --db")
-        run_ours(args.port, args.db)
-    elif args.mode == "ours-memory":
-        run_ours(args.port, None)
-    elif args.mode == "sdk":
-        run_sdk(args.port)
+    if args.mode.endswith("-sqlite") and not args.db:
+        parser.error(f"{args.mode} needs --db")
+    if args.mode in ("ours-sqlite", "ours-memory"):
+        run_ours(args.port, args.db if args.mode == "ours-sqlite" else None, args.agent)
+    elif args.mode in ("sdk", "sdk-sqlite"):
+        run_sdk(args.port, args.db if args.mode == "sdk-sqlite" else None, args.agent)
     else:
         run_ceiling(args.port)
 

@@ -39,7 +39,7 @@ import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -143,17 +143,20 @@ def _stop(process: subprocess.Popen[bytes]) -> None:
 
 
 @contextmanager
-def running(mode: str, pin: bool, db: Path | None = None) -> Iterator[Server]:
+def running(
+    mode: str, pin: bool, db: Path | None = None, extra: Sequence[str] = ()
+) -> Iterator[Server]:
     """Start the server ``mode`` in its own process; it is always stopped on exit.
 
-    ``ours-sqlite`` uses the file ``db``, or one in a temporary directory removed afterwards.
+    ``ours-sqlite`` and ``sdk-sqlite`` use the file ``db``, or one in a temporary directory
+    removed afterwards; ``extra`` goes to benchmarks/_servers.py (e.g. ``--agent chunks``).
     """
     port = _free_port()
     with tempfile.TemporaryDirectory(prefix="a2a-bench-") as tmp:
-        cmd = [sys.executable, str(HERE / "_servers.py"), mode, "--port", str(port)]
+        cmd = [sys.executable, str(HERE / "_servers.py"), mode, "--port", str(port), *extra]
         if pin:
             cmd += ["--core", str(SERVER_CORE)]
-        if mode == "ours-sqlite":
+        if mode.endswith("-sqlite"):
             cmd += ["--db", str(db or Path(tmp, "tasks.db"))]
         process = subprocess.Popen(cmd, cwd=ROOT, stdin=subprocess.DEVNULL)
         try:

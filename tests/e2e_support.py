@@ -267,3 +267,25 @@ class StubbornAgent(AgentExecutor):
 
     async def cancel(self, context: RequestContext, events: EventQueue) -> None:
         """Does nothing: the run goes on."""
+
+
+class ChunkAgent(AgentExecutor):
+    """Streams one artifact of ``chunks`` tiny chunks (``e2e_support:ChunkAgent``), for kill tests.
+
+    Chunk ``i`` is one text part ``f"{i:05d}"``, so a stored artifact shows which chunks it holds
+    and in which order. The agent never sends the last chunk: it waits before it until the run
+    is cancelled, so the artifact is still open whenever the test kills the server.
+
+    Args:
+        chunks: The artifact's length in chunks.
+    """
+
+    def __init__(self, chunks: int = 5000) -> None:
+        self.chunks = chunks
+
+    async def execute(self, context: RequestContext, events: EventQueue) -> None:
+        updater = TaskUpdater(events, context)
+        await updater.start_work()
+        for i in range(self.chunks - 1):
+            await updater.add_artifact(f"{i:05d}", artifact_id="out", append=i > 0)
+        await asyncio.Event().wait()  # the last chunk never comes: the run ends by cancellation

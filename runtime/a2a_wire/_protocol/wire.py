@@ -34,6 +34,7 @@ __all__ = [
     "EXTENSIONS_HEADER",
     "JSON_MEDIA_TYPE",
     "JSON_MEDIA_TYPES",
+    "LAST_EVENT_ID_HEADER",
     "PROTOCOL_BINDING",
     "PROTOCOL_VERSION",
     "PUSH_CONTENT_TYPE",
@@ -94,6 +95,9 @@ TOKEN_HEADER = "X-A2A-Notification-Token"
 
 DELIVERY_ID_HEADER = "X-A2A-Delivery-Id"
 """Header carrying the id of one delivery, the same on every retry (an a2a-wire extension)."""
+
+LAST_EVENT_ID_HEADER = "Last-Event-ID"
+"""Header of a reconnecting SSE client: the ``id`` of the last event it received (HTML SSE)."""
 
 _NUMBER = r"(0|[1-9][0-9]{0,8})"
 _HEADER_VERSION = re.compile(rf"{_NUMBER}\.{_NUMBER}(?:\.{_NUMBER})?\Z")

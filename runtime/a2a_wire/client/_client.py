@@ -22,7 +22,7 @@ from __future__ import annotations
 import asyncio
 import itertools
 import logging
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from types import TracebackType
 from typing import Any, TypeVar
 
@@ -225,8 +225,9 @@ class A2AClient:
         rid = next(self._ids)
         body = _jsonrpc.request(rid, method, with_tenant(request, self.tenant))
 
-        async def opener() -> StreamConnection:
+        async def opener(extra: Mapping[str, str]) -> StreamConnection:
             headers = await self._headers(method, SSE_MEDIA_TYPE)
+            headers.update(extra)
             logger.debug("%s id=%d -> %s (stream)", method.name, rid, safe_url(self.url))
             with about_task(request):
                 opened = await self._transport.open_stream(self.url, body, headers)
@@ -262,9 +263,11 @@ class A2AClient:
         """CancelTask (spec 3.1.5)."""
         return await self._call(CANCEL_TASK, request)
 
-    def subscribe_to_task(self, request: SubscribeToTaskRequest) -> EventStream:
-        """SubscribeToTask (spec 3.1.6): a stream starting with the current Task."""
-        return self._stream(SUBSCRIBE_TO_TASK, request)
+    def subscribe_to_task(
+        self, request: SubscribeToTaskRequest, *, last_event_id: str | None = None
+    ) -> EventStream:
+        """SubscribeToTask (spec 3.1.6); ``last_event_id`` resumes after it (docs/client.md)."""
+        return self._stream(SUBSCRIBE_TO_TASK, request).resume_after(last_event_id, request.id)
 
     async def create_task_push_notification_config(
         self, config: TaskPushNotificationConfig
@@ -382,7 +385,7 @@ class A2AClient:
     def resumable(
         self, stream: EventStream, *, max_resubscribes: int = 3, retry_delay: float = 0.5
     ) -> ResumableStream:
-        """Wrap a stream so that a drop re-subscribes (SubscribeToTask) and carries on.
+        """Wrap a stream so that a drop re-subscribes with ``Last-Event-ID`` and carries on.
 
         Args:
             stream: A stream from :meth:`send_streaming_message` or :meth:`subscribe_to_task`.
@@ -394,7 +397,7 @@ class A2AClient:
         """
         return ResumableStream(
             stream,
-            subscribe=lambda task_id: self.subscribe_to_task(SubscribeToTaskRequest(id=task_id)),
+            subscribe=self.subscribe_to_task,
             get_task=lambda task_id: self.get_task(GetTaskRequest(id=task_id)),
             max_resubscribes=max_resubscribes,
             retry_delay=retry_delay,

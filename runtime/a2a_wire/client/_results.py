@@ -13,7 +13,9 @@ Rules kept (spec 3.1.2, 3.1.6, 3.2.3, 3.5.2, 5.7; docs/prose-and-proto.md rows 8
   is neither, so it never reads as finished.
 * A stream starts with a Task or (SendStreamingMessage only) a Message; after a Message nothing
   may follow; updates must name the stream's task; later Task snapshots replace the state. It ends
-  normally only after a Message or once the task is terminal or interrupted.
+  normally only after a Message or once the task is terminal or interrupted. A stream resumed
+  with ``Last-Event-ID`` continues an earlier one (:meth:`StreamTracker.continue_from`), so it
+  may start with an update of that stream's task.
 """
 
 from __future__ import annotations
@@ -184,6 +186,17 @@ class StreamTracker:
     def finished(self) -> bool:
         """Whether the stream may end now without being incomplete."""
         return self.ended_by_message or (self.state is not None and is_settled(self.state))
+
+    def continue_from(self, previous: StreamTracker) -> None:
+        """Take over the task of an earlier stream that this one resumes after its last event.
+
+        A stream opened with ``Last-Event-ID`` may begin with an update instead of a Task: its
+        events continue ``previous``'s, so they must name the same task.
+
+        Args:
+            previous: The tracker of the stream that dropped.
+        """
+        self.task_id, self.state, self.task = previous.task_id, previous.state, previous.task
 
     def accept(self, event: StreamResponse) -> bool:
         """Record an event.

@@ -14,8 +14,18 @@ the ``async with`` form when you may stop reading early. An error names the task
 event showed it (``task_id``).
 
 A :class:`ResumableStream` wraps one: if the stream drops (an incomplete end, a broken
-connection, an idle timeout) it re-subscribes with SubscribeToTask, whose first event is a fresh
-Task snapshot (spec 3.5.2: reconnecting means opening a new stream; there is no event replay).
+connection, an idle timeout) it re-subscribes with SubscribeToTask (spec 3.5.2: reconnecting
+means opening a new stream).
+
+Resuming (docs/client.md, "Resuming streams"). Each stream remembers the SSE ``id`` of the last
+event it read (:attr:`EventStream.last_event_id`, ``None`` when the server sends none), and the
+re-subscription carries it as the ``Last-Event-ID`` header, as a browser's ``EventSource`` does.
+A server that honours it sends the events after that one, so the new stream goes on where the
+old one stopped and may begin with an update; a server that ignores it (or whose log no longer
+holds those events) begins with a fresh Task snapshot, which replaces whatever the consumer
+built, as without ids. When ids are decimal numbers (a2a-wire sends the task's event sequence
+numbers), an update whose id is not above the header's, before the first Task or the first
+higher id, was already received and is skipped, so the consumer sees no event twice.
 """
 
 from __future__ import annotations
@@ -23,15 +33,15 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections import deque
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Mapping
 from types import TracebackType
-from typing import Any, NoReturn
+from typing import Any, NoReturn, Protocol
 
 from a2a_wire import codec, errors
 from a2a_wire._protocol import jsonrpc as _jsonrpc
 from a2a_wire._protocol.sse import SSEDecoder, SSEEvent, SSEProtocolError
 from a2a_wire._protocol.states import is_settled
-from a2a_wire._protocol.wire import JSON_MEDIA_TYPES, SSE_MEDIA_TYPE
+from a2a_wire._protocol.wire import JSON_MEDIA_TYPES, LAST_EVENT_ID_HEADER, SSE_MEDIA_TYPE
 from a2a_wire.client._errors import (
     IncompleteStreamError,
     ReadTimeoutError,
@@ -43,13 +53,24 @@ from a2a_wire.client._errors import (
 from a2a_wire.client._http import RawResponse, StreamConnection, json_body
 from a2a_wire.client._results import StreamTracker, prepare
 from a2a_wire.methods import Method
-from a2a_wire.types import StreamResponse, Task, TaskState
+from a2a_wire.types import StreamResponse, SubscribeToTaskRequest, Task, TaskState
 
 __all__ = ["EventStream", "ResumableStream", "refuse_non_stream"]
 
 logger = logging.getLogger("a2a_wire.client")
 
-StreamOpener = Callable[[], Awaitable[StreamConnection]]
+#: Opens the connection; called with the headers the stream adds (``Last-Event-ID``).
+StreamOpener = Callable[[Mapping[str, str]], Awaitable[StreamConnection]]
+
+#: Longest decimal event id read as a number (a sequence number fits in a 64-bit integer).
+_MAX_SEQ_DIGITS = 18
+
+
+def _event_seq(event_id: str | None) -> int | None:
+    """An SSE event id read as a sequence number, or ``None`` when it is not plain decimal."""
+    if event_id and len(event_id) <= _MAX_SEQ_DIGITS and event_id.isascii() and event_id.isdigit():
+        return int(event_id)
+    return None
 
 
 def refuse_non_stream(raw: RawResponse, url: str, rid: int, method: Method[Any, Any]) -> NoReturn:
@@ -93,7 +114,37 @@ class EventStream:
         self._pending: deque[SSEEvent] = deque()
         self._eof = False
         self._done = False
+        self._replay_floor: int | None = None
+        self._extra_headers: dict[str, str] = {}
         self.tracker = StreamTracker(allow_message=method.name != "SubscribeToTask")
+        #: The SSE ``id`` of the last event read (or the one this stream resumes after).
+        self.last_event_id: str | None = None
+
+    def resume_after(self, last_event_id: str | None, task_id: str) -> EventStream:
+        """Make this (not yet opened) stream resume after an event of an earlier stream.
+
+        The stream sends ``last_event_id`` as ``Last-Event-ID``, starts out remembering it,
+        skips replayed updates up to it, and may begin with an update of ``task_id`` (see the
+        module docstring). ``None`` changes nothing.
+
+        Args:
+            last_event_id: The SSE id of the last event received, or ``None``.
+            task_id: The task the earlier stream followed.
+
+        Returns:
+            This stream.
+
+        Raises:
+            RuntimeError: The stream was already opened.
+        """
+        if self._conn is not None or self._done:
+            raise RuntimeError("resume_after() must come before the stream is opened")
+        if last_event_id is not None:
+            self._extra_headers = {LAST_EVENT_ID_HEADER: last_event_id}
+            self._replay_floor = _event_seq(last_event_id)
+            self.last_event_id = last_event_id
+            self.tracker.task_id = task_id
+        return self
 
     @property
     def task_id(self) -> str:
@@ -146,7 +197,7 @@ class EventStream:
         if self._conn is None:
             if self._done:
                 raise RuntimeError("the stream is closed")
-            self._conn = await self._opener()
+            self._conn = await self._opener(self._extra_headers)
         return self._conn
 
     async def _next(self) -> StreamResponse:
@@ -172,6 +223,7 @@ class EventStream:
     def _decode(self, sse: SSEEvent) -> StreamResponse | None:
         if not sse.data.strip():
             logger.debug("skipped an SSE event with empty data")
+            self.last_event_id = sse.id
             return None
         try:
             obj = codec.loads(sse.data)
@@ -179,7 +231,32 @@ class EventStream:
             raise errors.InvalidAgentResponseError(f"stream event is not JSON: {exc}") from None
         event = _jsonrpc.read_response(obj, self._rid, self._method)
         prepare(event)
+        if self._replayed(sse, event):
+            return None
+        self.last_event_id = sse.id
         return event if self.tracker.accept(event) else None
+
+    def _replayed(self, sse: SSEEvent, event: StreamResponse) -> bool:
+        """Whether ``event`` is an update already read before this stream's ``Last-Event-ID``."""
+        floor = self._replay_floor
+        if floor is None:
+            return False
+        seq = _event_seq(sse.id)
+        if event.task is not None or seq is None or seq > floor:
+            self._replay_floor = None  # past the replayed part (or a snapshot restarts the view)
+            return False
+        logger.debug("skipped event id %s, received before the reconnection", sse.id)
+        return True
+
+
+class Subscriber(Protocol):
+    """Opens a SubscribeToTask stream (:meth:`A2AClient.subscribe_to_task`)."""
+
+    def __call__(
+        self, request: SubscribeToTaskRequest, *, last_event_id: str | None = None
+    ) -> EventStream:
+        """The stream of ``request``'s task, resumed after ``last_event_id`` if given."""
+        ...
 
 
 #: Failures after which a stream is worth re-subscribing to.
@@ -193,22 +270,24 @@ RESUMABLE_ERRORS: tuple[type[BaseException], ...] = (
 class ResumableStream:
     """A stream that re-subscribes to its task after a drop (see the module docstring).
 
-    Events before and after a re-subscription come as one sequence; after a re-subscription the
-    next event is the fresh Task snapshot, which replaces whatever the consumer built so far. If
-    the agent refuses the re-subscription with UnsupportedOperationError because the task has
-    meanwhile settled, the Task fetched with GetTask is yielded as the final event.
+    Events before and after a re-subscription come as one sequence. The re-subscription sends
+    ``Last-Event-ID`` when the dropped stream had event ids: the next event is then the one after
+    the last received, or, from a server that does not resume, a fresh Task snapshot that
+    replaces whatever the consumer built so far (always the case without ids). If the agent
+    refuses the re-subscription with UnsupportedOperationError because the task has meanwhile
+    settled, the Task fetched with GetTask is yielded as the final event.
     """
 
     def __init__(
         self,
         first: EventStream,
         *,
-        subscribe: Callable[[str], EventStream],
+        subscribe: Subscriber,
         get_task: Callable[[str], Awaitable[Task]],
         max_resubscribes: int,
         retry_delay: float,
     ) -> None:
-        """Wrap ``first``; ``subscribe`` and ``get_task`` call the agent for a task id."""
+        """Wrap ``first``; ``subscribe`` and ``get_task`` call the agent (the client's methods)."""
         self._current = first
         self._subscribe = subscribe
         self._get_task = get_task
@@ -227,6 +306,11 @@ class ResumableStream:
     def state(self) -> TaskState | None:
         """The last task state seen on the current stream."""
         return self._current.state
+
+    @property
+    def last_event_id(self) -> str | None:
+        """The SSE ``id`` of the last event received, sent on the next re-subscription."""
+        return self._current.last_event_id
 
     async def __aenter__(self) -> ResumableStream:
         return self
@@ -266,16 +350,21 @@ class ResumableStream:
             return False
         self.resubscribes += 1
         self._task_id = task_id
-        await self._current.aclose()
+        dropped = self._current
+        await dropped.aclose()
+        last = dropped.last_event_id
         logger.info(
-            "stream of task %r dropped (%s); re-subscribing (%d/%d)",
+            "stream of task %r dropped (%s); re-subscribing (%d/%d)%s",
             task_id,
             type(exc).__name__,
             self.resubscribes,
             self._max,
+            "" if last is None else f" after event id {last!r}",
         )
         await asyncio.sleep(self._delay * 2 ** (self.resubscribes - 1))
-        self._current = self._subscribe(task_id)
+        self._current = self._subscribe(SubscribeToTaskRequest(id=task_id), last_event_id=last)
+        if last is not None:
+            self._current.tracker.continue_from(dropped.tracker)
         return True
 
     async def _final_snapshot(self, refusal: errors.UnsupportedOperationError) -> StreamResponse:

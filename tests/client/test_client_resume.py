@@ -1,0 +1,269 @@
+"""Resuming streams: SSE ids remembered, ``Last-Event-ID`` on every reconnect, no gap, no duplicate.
+
+The fake agent serves one task's event log (SSE ids 1..N, as a2a-wire numbers a task's events)
+a few events per connection, then drops the connection. Its SubscribeToTask either honours
+``Last-Event-ID`` (the events after it), replays the last one again, or ignores the header (a
+fresh Task snapshot first, as spec 3.1.6 says and as a server without resumption does). The
+consumer must see every event of the log once, in order, or (after a snapshot) a sequence whose
+fold is the same task.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from typing import Any
+
+import pytest
+from aiohttp import web
+from client_fake import FakeAgent, artifact_update, status_update
+
+from a2a_wire import codec, errors
+from a2a_wire.client import A2AClient
+from a2a_wire.types import StreamResponse, SubscribeToTaskRequest, TaskState
+
+Body = dict[str, Any]
+CHUNKS = [f"c{i}" for i in range(10)]
+
+
+def chunk(i: int) -> Body:
+    event = artifact_update(CHUNKS[i])
+    if i > 0:
+        event["artifactUpdate"]["append"] = True
+    return event
+
+
+#: The task's log: event i + 1 has SSE id i + 1 (1: the task as created, last: COMPLETED).
+LOG: list[Body] = [
+    {"task": {"id": "t1", "contextId": "c1", "status": {"state": "TASK_STATE_SUBMITTED"}}},
+    status_update("TASK_STATE_WORKING"),
+    *(chunk(i) for i in range(len(CHUNKS))),
+    status_update("TASK_STATE_COMPLETED"),
+]
+
+
+def fold(events: Sequence[Body]) -> Body:
+    """The task the events describe (a Task replaces, chunks append, statuses set the state)."""
+    task: Body = {}
+    for event in events:
+        if "task" in event:
+            task = json.loads(json.dumps(event["task"]))
+        elif "statusUpdate" in event:
+            task["status"] = {"state": event["statusUpdate"]["status"]["state"]}
+        else:
+            update = event["artifactUpdate"]
+            artifact = task.setdefault("artifacts", [{"artifactId": "a1", "parts": []}])[0]
+            if not update.get("append"):
+                artifact["parts"] = []
+            artifact["parts"] += update["artifact"]["parts"]
+    task["status"] = {"state": task["status"]["state"]}
+    return task
+
+
+def snapshot(through: int) -> Body:
+    """The Task as of event ``through`` (what a server without resumption sends first)."""
+    return {"task": fold(LOG[:through])}
+
+
+def frame(rid: Any, result: Body, event_id: int | None) -> bytes:
+    data = json.dumps({"jsonrpc": "2.0", "id": rid, "result": result})
+    head = "" if event_id is None else f"id: {event_id}\n"
+    return f"{head}data: {data}\n\n".encode()
+
+
+class LogAgent:
+    """SendStreamingMessage and SubscribeToTask over :data:`LOG`, ``per_connection`` at a time.
+
+    Args:
+        agent: The fake agent to script.
+        mode: ``honour`` (events after Last-Event-ID), ``replay-last`` (from Last-Event-ID
+            itself), ``ignore`` (a Task snapshot first, then the events after it) or ``no-ids``
+            (an old server: no ids at all, snapshot first).
+        per_connection: Events sent before the connection is dropped.
+        cut_mid_event: Also send half of the next event before dropping.
+        clean_close: End the response properly instead of cutting the connection.
+    """
+
+    def __init__(
+        self,
+        agent: FakeAgent,
+        mode: str,
+        *,
+        per_connection: int = 3,
+        cut_mid_event: bool = False,
+        clean_close: bool = False,
+    ) -> None:
+        self.mode = mode
+        self.per_connection = per_connection
+        self.cut_mid_event = cut_mid_event
+        self.clean_close = clean_close
+        self.sent = 0  # how far the "live" task has got: a snapshot covers this much
+        self.headers: list[str | None] = []
+        agent.on("SendStreamingMessage", self._send)
+        agent.on("SubscribeToTask", self._subscribe)
+
+    async def _send(self, request: web.Request, body: Body) -> web.StreamResponse:
+        self.headers.append(request.headers.get("Last-Event-ID"))
+        return await self._serve(request, body, [(i + 1, LOG[i]) for i in range(len(LOG))])
+
+    async def _subscribe(self, request: web.Request, body: Body) -> web.StreamResponse:
+        header = request.headers.get("Last-Event-ID")
+        self.headers.append(header)
+        after = int(header) if header is not None else None
+        if self.mode == "honour" and after is not None:
+            items = [(i + 1, LOG[i]) for i in range(after, len(LOG))]
+        elif self.mode == "replay-last" and after is not None:
+            items = [(i + 1, LOG[i]) for i in range(after - 1, len(LOG))]
+        else:  # a snapshot first: the task has moved on a little since the drop
+            through = min(self.sent + 1, len(LOG))
+            items = [(through, snapshot(through))]
+            items += [(i + 1, LOG[i]) for i in range(through, len(LOG))]
+        return await self._serve(request, body, items)
+
+    async def _serve(
+        self, request: web.Request, body: Body, items: list[tuple[int, Body]]
+    ) -> web.StreamResponse:
+        resp = web.StreamResponse(headers={"Content-Type": "text/event-stream"})
+        await resp.prepare(request)
+        ids = self.mode != "no-ids"
+        for seq, result in items[: self.per_connection]:
+            await resp.write(frame(body["id"], result, seq if ids else None))
+            self.sent = max(self.sent, seq)
+        rest = items[self.per_connection :]
+        if not rest:
+            await resp.write_eof()
+            return resp
+        if self.cut_mid_event:
+            seq, result = rest[0]
+            whole = frame(body["id"], result, seq if ids else None)
+            await resp.write(whole[: len(whole) // 2])
+        if self.clean_close:
+            await resp.write_eof()
+        else:
+            assert request.transport is not None
+            request.transport.close()
+        return resp
+
+
+def as_json(event: StreamResponse) -> Body:
+    return json.loads(codec.encode(event))
+
+
+async def consume(client: A2AClient) -> tuple[list[Body], list[str | None]]:
+    """Follow a resumable SendStreamingMessage; the events and the last event id after each."""
+    stream = client.resumable(
+        client.send_streaming_message(A2AClient.text_request("go")),
+        max_resubscribes=len(LOG),
+        retry_delay=0,
+    )
+    events: list[Body] = []
+    ids: list[str | None] = []
+    async with stream:
+        async for event in stream:
+            events.append(as_json(event))
+            ids.append(stream.last_event_id)
+    assert stream.state is TaskState.COMPLETED
+    return events, ids
+
+
+def test_the_log_folds_to_the_finished_task() -> None:
+    task = fold(LOG)
+    assert task["status"] == {"state": "TASK_STATE_COMPLETED"}
+    assert [p["text"] for p in task["artifacts"][0]["parts"]] == CHUNKS
+
+
+@pytest.mark.parametrize(
+    "cut",
+    [
+        {},
+        {"cut_mid_event": True},
+        {"clean_close": True},
+        {"per_connection": 1},
+    ],
+    ids=["connection-cut", "cut-mid-event", "clean-close", "one-per-connection"],
+)
+async def test_every_reconnect_sends_last_event_id_and_nothing_is_lost_or_repeated(
+    client: A2AClient, agent: FakeAgent, cut: dict[str, Any]
+) -> None:
+    server = LogAgent(agent, "honour", **cut)
+    events, ids = await consume(client)
+    assert events == LOG  # each event once, in order, none missing
+    assert ids == [str(i + 1) for i in range(len(LOG))]
+    # The first call has no header; every reconnect names the last event the caller got.
+    subscribes = [r for r in agent.requests if r.method == "SubscribeToTask"]
+    assert server.headers[0] is None
+    per = cut.get("per_connection", 3)
+    expected = [str(n) for n in range(per, len(LOG), per)]
+    assert server.headers[1:] == expected
+    assert [r.params for r in subscribes] == [{"tenant": "acme", "id": "t1"}] * len(expected)
+
+
+async def test_a_replayed_event_is_not_surfaced_twice(client: A2AClient, agent: FakeAgent) -> None:
+    LogAgent(agent, "replay-last")
+    events, ids = await consume(client)
+    assert events == LOG
+    assert ids == [str(i + 1) for i in range(len(LOG))]
+
+
+async def test_a_server_that_ignores_the_header_restarts_from_a_snapshot(
+    client: A2AClient, agent: FakeAgent
+) -> None:
+    server = LogAgent(agent, "ignore")
+    events, ids = await consume(client)
+    # The header went out, the server answered as spec 3.1.6 says: a Task first, which
+    # replaces what the caller built; what follows applies to it, so the fold is the task.
+    assert server.headers[1:] and all(h is not None for h in server.headers[1:])
+    assert "task" in events[3]
+    assert fold(events) == fold(LOG)
+    assert ids[-1] == str(len(LOG))
+    # The snapshot's own id counts: the next reconnect resumes after it.
+    assert server.headers[2] == ids[5]
+
+
+async def test_an_old_server_without_ids_gets_no_header_and_works_as_before(
+    client: A2AClient, agent: FakeAgent
+) -> None:
+    server = LogAgent(agent, "no-ids")
+    events, ids = await consume(client)
+    assert server.headers == [None] * len(server.headers) and len(server.headers) > 2
+    assert all(event_id is None for event_id in ids)
+    assert fold(events) == fold(LOG)
+    # Each re-subscription starts with the snapshot, as before resumption existed.
+    assert sum("task" in event for event in events) == len(server.headers)
+
+
+async def test_subscribe_to_task_resumes_after_a_given_event_id(
+    client: A2AClient, agent: FakeAgent
+) -> None:
+    server = LogAgent(agent, "honour", per_connection=len(LOG))
+    request = SubscribeToTaskRequest(id="t1")
+    async with client.subscribe_to_task(request, last_event_id="5") as stream:
+        events = [as_json(event) async for event in stream]
+        assert stream.last_event_id == str(len(LOG)) and stream.task_id == "t1"
+    assert server.headers == ["5"]
+    assert events == LOG[5:]  # starts with an update: it continues the caller's earlier stream
+
+
+async def test_a_resumed_stream_still_checks_its_task(client: A2AClient, agent: FakeAgent) -> None:
+    async def other_task(request: web.Request, body: Body) -> web.StreamResponse:
+        resp = web.StreamResponse(headers={"Content-Type": "text/event-stream"})
+        await resp.prepare(request)
+        await resp.write(frame(body["id"], status_update("TASK_STATE_WORKING", "t2"), 6))
+        await resp.write_eof()
+        return resp
+
+    agent.on("SubscribeToTask", other_task)
+    request = SubscribeToTaskRequest(id="t1")
+    with pytest.raises(errors.InvalidAgentResponseError, match="for task 't2' in the stream"):
+        async with client.subscribe_to_task(request, last_event_id="5") as stream:
+            _ = [event async for event in stream]
+
+
+async def test_without_last_event_id_an_update_first_is_still_invalid(
+    client: A2AClient, agent: FakeAgent
+) -> None:
+    request = SubscribeToTaskRequest(id="t1")
+    agent.stream("SubscribeToTask", [status_update("TASK_STATE_WORKING")])
+    with pytest.raises(errors.InvalidAgentResponseError, match="not a Task or Message"):
+        async with client.subscribe_to_task(request) as stream:
+            _ = [event async for event in stream]
