@@ -19,7 +19,6 @@ not finished).
 
 from __future__ import annotations
 
-import asyncio
 import itertools
 import logging
 from collections.abc import Mapping, Sequence
@@ -32,7 +31,6 @@ from multidict import CIMultiDict
 
 from a2a_wire import codec
 from a2a_wire._protocol import jsonrpc as _jsonrpc
-from a2a_wire._protocol.states import is_settled
 from a2a_wire._protocol.wire import JSON_MEDIA_TYPE, SSE_MEDIA_TYPE
 from a2a_wire.client._card_resolver import (
     CardCache,
@@ -43,7 +41,7 @@ from a2a_wire.client._card_resolver import (
     select_interface,
 )
 from a2a_wire.client._credentials import CredentialProvider, CredentialRequest, NoCredentials
-from a2a_wire.client._errors import WaitTimeoutError, safe_url
+from a2a_wire.client._errors import safe_url
 from a2a_wire.client._http import Peek, RawResponse, StreamConnection, Transport, json_body
 from a2a_wire.client._observe import ExchangeObserver
 from a2a_wire.client._peek import send_message_task
@@ -52,6 +50,7 @@ from a2a_wire.client._requests import text_request as _text_request
 from a2a_wire.client._results import prepare
 from a2a_wire.client._settings import ClientSettings
 from a2a_wire.client._stream import EventStream, ResumableStream, refuse_non_stream
+from a2a_wire.client._wait import poll_until_settled
 from a2a_wire.methods import (
     CANCEL_TASK,
     CREATE_TASK_PUSH_NOTIFICATION_CONFIG,
@@ -83,7 +82,6 @@ from a2a_wire.types import (
     SubscribeToTaskRequest,
     Task,
     TaskPushNotificationConfig,
-    TaskState,
 )
 
 __all__ = ["A2AClient", "ClientSettings", "EventStream", "ResumableStream"]
@@ -366,21 +364,12 @@ class A2AClient:
             WaitTimeoutError: ``timeout`` passed first.
             ProtocolError: GetTask failed (e.g. TaskNotFoundError).
         """
-        last: TaskState | None = None
-        delay = poll_interval
-        try:
-            async with asyncio.timeout(timeout):
-                while True:
-                    task = await self.get_task(
-                        GetTaskRequest(id=task_id, history_length=history_length)
-                    )
-                    last = task.status.state if task.status is not None else None
-                    if last is not None and is_settled(last):
-                        return task
-                    await asyncio.sleep(delay)
-                    delay = min(delay * backoff, max_interval)
-        except TimeoutError as exc:
-            raise WaitTimeoutError(task_id, last, timeout or 0.0) from exc
+        return await poll_until_settled(
+            lambda: self.get_task(GetTaskRequest(id=task_id, history_length=history_length)),
+            task_id,
+            (poll_interval, max_interval, backoff),
+            timeout,
+        )
 
     def resumable(
         self, stream: EventStream, *, max_resubscribes: int = 3, retry_delay: float = 0.5
