@@ -49,7 +49,8 @@ async def drop_schema(dsn: str, schema: str) -> None:
         await conn.close()
 
 
-def _free_port() -> int:
+def free_port() -> int:
+    """A port on 127.0.0.1 that nothing listens on (at this moment)."""
     with socket.socket() as probe:
         probe.bind(("127.0.0.1", 0))
         return int(probe.getsockname()[1])
@@ -85,7 +86,7 @@ class Cluster:
             user = pwd.getpwnam("postgres")
             os.chown(folder, user.pw_uid, user.pw_gid)
             prefix = ["runuser", "-u", "postgres", "--"]
-        cluster = cls(folder, prefix, _free_port())
+        cluster = cls(folder, prefix, free_port())
         data = folder / "data"
         cluster._run("initdb", "-D", str(data), "-A", "trust", "-U", "postgres", "--no-sync")
         options = (

@@ -3,7 +3,8 @@
 ``a2a-wire serve`` runs the server (:mod:`a2a_wire.cli._serve`) on the configuration of
 :mod:`a2a_wire.cli.config._load`; ``card``, ``send``, ``get``, ``list``, ``cancel``, ``subscribe``,
 ``push`` and ``webhook`` talk to agents (:mod:`a2a_wire.cli._client_cmds`,
-:mod:`a2a_wire.cli._push_cmds`). Needs the ``cli`` extra (click, rich):
+:mod:`a2a_wire.cli._push_cmds`); ``db migrate`` prepares a PostgreSQL task schema
+(:mod:`a2a_wire.cli._db`). Needs the ``cli`` extra (click, rich):
 ``pip install "a2a-wire[cli]"``. Also runs as ``python -m a2a_wire``.
 """
 
@@ -18,6 +19,7 @@ import click
 from a2a_wire import __version__
 from a2a_wire.cli._client_cmds import cancel, card, get, list_tasks, send, subscribe
 from a2a_wire.cli._common import EXIT_CONFIG
+from a2a_wire.cli._db import db
 from a2a_wire.cli._logging import configure_logging
 from a2a_wire.cli._push_cmds import push, webhook
 from a2a_wire.cli._serve import StartError
@@ -123,7 +125,7 @@ def hash_secret_command(secret: str | None) -> None:
     click.echo(hash_secret(secret))
 
 
-for _command in (card, send, get, list_tasks, cancel, subscribe, push, webhook):
+for _command in (card, send, get, list_tasks, cancel, subscribe, push, webhook, db):
     cli.add_command(_command)
 
 

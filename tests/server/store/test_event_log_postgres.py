@@ -14,12 +14,13 @@ from typing import Any
 
 import asyncpg
 import pytest
+import yarl
 from test_event_log import chunk, make_task, sequential, status, whole_log
 
 from a2a_wire._protocol.tasks import InvalidTransitionError
 from a2a_wire.server.store._log import EventKind
-from a2a_wire.server.store._log_postgres import PostgresEventLog, migrate
-from a2a_wire.server.store._log_postgres_sql import SCHEMA_VERSION, lock_key
+from a2a_wire.server.store._log_postgres import PostgresEventLog
+from a2a_wire.server.store._log_postgres_sql import SCHEMA_VERSION, lock_key, migrate
 from a2a_wire.types import TaskPushNotificationConfig, TaskState
 
 S = TaskState
@@ -68,6 +69,23 @@ async def woken_only(store: PostgresEventLog, task_id: str) -> bool:
     return await store._waiters.wait(task_id, never, DEADLINE)
 
 
+async def wake_on_next_notification(
+    store: PostgresEventLog, admin: asyncpg.Connection, task_id: str
+) -> asyncio.Future[bool]:
+    """A :func:`woken_only` wait on ``task_id`` that notifications sent so far cannot end.
+
+    A marker notification is sent and seen first: the listener gets notifications in order, so
+    the earlier ones (of the task's creation, say) have been handled by then.
+    """
+    marker = asyncio.ensure_future(woken_only(store, "marker"))
+    await until(lambda: "marker" in store._waiters._futures)
+    await admin.execute("SELECT pg_notify($1, '0 marker')", f"{store._schema}_events")
+    assert await marker
+    woken = asyncio.ensure_future(woken_only(store, task_id))
+    await until(lambda: task_id in store._waiters._futures)
+    return woken
+
+
 # -- schema and migration -------------------------------------------------------------------
 
 
@@ -94,6 +112,33 @@ async def test_migrate_creates_once_and_refuses_a_newer_schema(
         await store.open()
     with pytest.raises(RuntimeError, match="not open"):
         await store.get("t1")
+
+
+async def test_a_role_that_may_not_change_the_schema_opens_a_current_one(
+    postgres_dsn: str, postgres_schema: str, admin: asyncpg.Connection
+) -> None:
+    await migrate(postgres_dsn, schema=postgres_schema)
+    role = f"{postgres_schema}_app"
+    await admin.execute(f"CREATE ROLE {role} LOGIN")
+    try:
+        await admin.execute(f"REVOKE CREATE ON SCHEMA public FROM {role}")
+        await admin.execute(f"GRANT USAGE ON SCHEMA {postgres_schema} TO {role}")
+        await admin.execute(
+            f"GRANT SELECT, INSERT, UPDATE, DELETE ON ALL TABLES IN SCHEMA {postgres_schema} TO {role}"
+        )
+        dsn = yarl.URL(postgres_dsn).with_user(role)
+        store = PostgresEventLog(str(dsn), schema=postgres_schema)
+        await store.open()
+        try:
+            await store.create(make_task("t1"))
+            assert (await store.append("t1", [chunk("a", "x")])).events[0].seq == 2
+        finally:
+            await store.close()
+        with pytest.raises(asyncpg.InsufficientPrivilegeError):
+            await migrate(str(dsn), schema=f"{postgres_schema}_other")
+    finally:
+        await admin.execute(f"DROP OWNED BY {role}")
+        await admin.execute(f"DROP ROLE {role}")
 
 
 def test_settings_are_checked() -> None:
@@ -143,11 +188,13 @@ async def test_an_event_is_checked_against_the_state_another_store_committed(
     assert (await whole_log(first, "t2"))[-1].seq == 4
 
 
-async def test_a_commit_in_one_store_wakes_readers_of_another(stores: Stores) -> None:
+async def test_a_commit_in_one_store_wakes_readers_of_another(
+    stores: Stores, admin: asyncpg.Connection
+) -> None:
     writer, reader = await stores(), await stores(poll_interval=DEADLINE)
     await writer.create(make_task("t1"))
-    woken = asyncio.ensure_future(woken_only(reader, "t1"))
-    await until(lambda: "t1" in reader._waiters._futures)
+    woken = await wake_on_next_notification(reader, admin, "t1")
+    assert not woken.done()
     await writer.append("t1", [chunk("a", "x")])
     assert await woken
     assert await reader.wait_events("t1", 1, timeout=DEADLINE)
@@ -207,8 +254,7 @@ async def test_the_listening_connection_comes_back_after_its_backend_is_killed(
     assert listener.server_pid not in (None, old)
     await writer.append("t1", [chunk("a", "x")])
     assert await waiting  # the wait in progress during the outage ends (at the latest now)
-    woken = asyncio.ensure_future(woken_only(reader, "t1"))
-    await until(lambda: "t1" in reader._waiters._futures)
+    woken = await wake_on_next_notification(reader, admin, "t1")
     await writer.append("t1", [chunk("a", "y")])
     assert await woken  # notifications arrive again on the new connection
 

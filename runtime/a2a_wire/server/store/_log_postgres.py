@@ -8,27 +8,12 @@ is the truth, and every rule below holds between them.
 
 Writes
 ------
-An append is checked (:func:`~._log_fold.prepare`) against the task's *head* (state and last
-number) and written by one statement (``Statements.append``) that updates the head row only if
-its last number is still the one the check saw, inserts the events numbered after it, inserts
-the outbox rows and sends the notification, so it commits as one transaction and costs one round
-trip. The row update is the per-task serialisation point: a concurrent append to the same task
-waits for the row, then finds the number moved on and writes nothing. Numbers are so assigned at
-commit, gapless, in the order appends commit.
-
-Each store remembers the heads it wrote (:data:`HEAD_CACHE` of them). With the remembered head
-an append is that one statement. Without one, or when it finds the number moved on (another
-process appended), or when the remembered state refuses an event (it may be stale), the append
-runs again in a transaction that first locks the head row (``SELECT ... FOR UPDATE``), checks
-against what it read, and writes with the same statement, which then cannot miss. So an event is
-refused only by the task's real state, and one process cannot starve another's appends. Within
-one store appends to one task also take a local lock, so that appends started together are
-checked in the order they were called, as the contract wants.
+An append is one statement that checks, in the head row, that the task's last number is still
+the one its events were checked against; see :mod:`._log_postgres_write` for why that serialises
+appends per task across processes and when a store first locks the head row instead.
 
 Readers wait on the store's :class:`~._log_postgres_listen.Listener` and poll every
-``poll_interval`` seconds besides (the fallback for lost notifications). A fold reads the task
-and replaces its snapshot only if the snapshot is still the one it read (a compare-and-set), in
-a statement of its own after the append's commit.
+``poll_interval`` seconds besides (the fallback for lost notifications).
 
 Recovery on open fails the SUBMITTED and WORKING tasks (as the protocol says), which is right
 for one process and wrong for several: a second process starting would fail the first one's
@@ -45,7 +30,7 @@ import math
 import time
 from collections import OrderedDict
 from collections.abc import Callable, Collection, Sequence
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from a2a_wire import codec
 from a2a_wire._protocol.tasks import InvalidTransitionError
@@ -79,7 +64,6 @@ from a2a_wire.server.store._log_fold import (
     prepare,
     restart_event,
     should_fold,
-    status_instant,
     task_frame,
 )
 from a2a_wire.server.store._log_postgres_listen import GapWaiters, Listener, payload
@@ -87,11 +71,18 @@ from a2a_wire.server.store._log_postgres_push import PostgresPushStore
 from a2a_wire.server.store._log_postgres_rows import Head
 from a2a_wire.server.store._log_postgres_sql import (
     DEFAULT_SCHEMA,
-    Statements,
     check_schema_name,
     load_driver,
-    lock_key,
     migrate_schema,
+)
+from a2a_wire.server.store._log_postgres_write import (
+    Target,
+    TaskLocks,
+    Written,
+    drop_events,
+    fold_snapshot,
+    insert_task,
+    write_batch,
 )
 from a2a_wire.server.store._paging import PageTokens, check_page_size
 from a2a_wire.types import Task, TaskPushNotificationConfig, TaskState
@@ -101,7 +92,7 @@ if TYPE_CHECKING:
 
     from a2a_wire.server.store._log_postgres_sql import Queryable
 
-__all__ = ["HEAD_CACHE", "POLL_INTERVAL", "POOL_SIZE", "PostgresEventLog", "migrate"]
+__all__ = ["HEAD_CACHE", "POLL_INTERVAL", "POOL_SIZE", "PostgresEventLog"]
 
 HEAD_CACHE = 4096
 """Most task heads a store remembers; a forgotten one costs the locked path once."""
@@ -111,30 +102,6 @@ POLL_INTERVAL = 1.0
 
 POOL_SIZE = 10
 """Default most connections in a store's pool (its listening connection comes on top)."""
-
-
-async def migrate(dsn: str, *, schema: str = DEFAULT_SCHEMA) -> tuple[int, int]:
-    """Create or upgrade the store's schema, as ``open`` does (``a2a-wire db migrate``).
-
-    Args:
-        dsn: Where PostgreSQL is (a ``postgresql://`` URL or a libpq key/value string).
-        schema: The PostgreSQL schema of the store's tables.
-
-    Returns:
-        The schema's version before and after.
-
-    Raises:
-        RuntimeError: the schema has a newer version than this code, or asyncpg is missing.
-        ValueError: ``schema`` is not a plain lower-case identifier.
-    """
-    from a2a_wire.server.store._log_postgres_sql import SCHEMA_VERSION
-
-    check_schema_name(schema)
-    conn = await load_driver().connect(dsn)
-    try:
-        return await migrate_schema(conn, schema), SCHEMA_VERSION
-    finally:
-        await conn.close()
 
 
 class PostgresEventLog(PostgresPushStore, EventLogStore):
@@ -172,9 +139,8 @@ class PostgresEventLog(PostgresPushStore, EventLogStore):
             raise ValueError("pool_size must be at least 1 and poll_interval above 0")
         self._dsn = dsn
         self._schema = check_schema_name(schema)
-        self._sql = Statements.for_schema(schema)
-        self._channel = f"{schema}_events"
-        self._outbox_key = lock_key(schema, "outbox")
+        self._target = target = Target.for_schema(schema)
+        self._sql = target.sql
         self._pool_size = pool_size
         self._poll = poll_interval
         self._recover_on_open = recover
@@ -184,7 +150,7 @@ class PostgresEventLog(PostgresPushStore, EventLogStore):
         self._db: asyncpg.Pool | None = None
         self._listener: Listener | None = None
         self._heads: OrderedDict[str, Head] = OrderedDict()
-        self._locks: dict[str, tuple[asyncio.Lock, int]] = {}
+        self._locks = TaskLocks()
         self._waiters = GapWaiters()
 
     @property
@@ -212,7 +178,7 @@ class PostgresEventLog(PostgresPushStore, EventLogStore):
                 await migrate_schema(conn, self._schema)
             self._listener = Listener(
                 self._dsn,
-                self._channel,
+                self._target.channel,
                 on_event=self._waiters.wake,
                 on_gap=self._waiters.wake_all,
                 retry=self._poll,
@@ -260,7 +226,6 @@ class PostgresEventLog(PostgresPushStore, EventLogStore):
             ValueError: the task has no id, or its id is taken (also by a deleted task that is
                 not purged yet).
         """
-        pool = self._pool
         if not task.id:
             raise ValueError("a task needs an id to be stored")
         stored = copy.copy(task)  # trimming replaces the history list; the caller's stays
@@ -268,21 +233,9 @@ class PostgresEventLog(PostgresPushStore, EventLogStore):
         body = codec.encode(stored)
         first = LogEvent(1, EventKind.TASK, task_frame(body))
         state = task_state(stored)
-        row = (task.id, owner, stored.context_id, state_key(state), *status_key(stored))
-        args = (*row, self._clock(), body, first.body, self._channel, payload(task.id, 1))
-        now = time.time()
-        try:
-            if not push_configs:  # one statement, with the outbox rows of configs put before
-                created = await pool.fetchval(self._sql.create, *args, push, self._outbox_key, now)
-                outbox = int(created)
-            else:
-                async with pool.acquire() as conn, conn.transaction():
-                    await conn.execute(self._sql.create, *args, False, self._outbox_key, now)
-                    await self._put_configs(conn, push_configs)
-                    keys = (task.id, first.body, now, self._outbox_key)
-                    outbox = len(await conn.fetch(self._sql.enqueue, *keys)) if push else 0
-        except load_driver().UniqueViolationError:
-            raise ValueError(f"task {task.id!r} is already stored") from None
+        listing = (task.id, owner, stored.context_id, state_key(state), *status_key(stored))
+        row = (*listing, self._clock(), body, first.body)
+        outbox = await insert_task(self._pool, self._target, row, first.body, push_configs, push)
         self._remember(task.id, Head(owner, stored.context_id, state, 1))
         self._waiters.wake(task.id)
         return Appended([first], outbox, state)
@@ -299,26 +252,17 @@ class PostgresEventLog(PostgresPushStore, EventLogStore):
         """
         if not events:
             raise ValueError("an append needs at least one event")
-        lock, users = self._locks.get(task_id) or (asyncio.Lock(), 0)
-        self._locks[task_id] = (lock, users + 1)
-        try:
-            async with lock:
-                head, written = await self._append(task_id, events, push)
-        finally:
-            lock, users = self._locks[task_id]
-            if users > 1:
-                self._locks[task_id] = (lock, users - 1)
-            else:
-                del self._locks[task_id]
+        async with self._locks.hold(task_id):
+            head, written = await self._append(task_id, events, push)
         self._waiters.wake(task_id)
-        tail_bytes, snap_bytes, appended = written
-        if should_fold(tail_bytes, snap_bytes, appended.state):
-            await self._fold(task_id, head.owner)
-        return appended
+        if should_fold(written.tail_bytes, written.snap_bytes, head.state):
+            limit = self._history_limit
+            await fold_snapshot(self._pool, self._sql, task_id, head.owner, limit)
+        return Appended(written.events, written.outbox, head.state)
 
     async def _append(
         self, task_id: str, events: Sequence[LogInput], push: bool
-    ) -> tuple[Head, tuple[int, int, Appended]]:
+    ) -> tuple[Head, Written]:
         head = self._heads.get(task_id)
         if head is not None:
             try:
@@ -342,51 +286,26 @@ class PostgresEventLog(PostgresPushStore, EventLogStore):
         return head, written
 
     async def _write(
-        self,
-        conn: Queryable,
-        task_id: str,
-        head: Head,
-        prepared: Prepared,
-        push: bool,
-    ) -> tuple[int, int, Appended] | None:
-        """Run the append statement; ``None`` if the head moved on. Updates ``head`` if not."""
-        kinds = [int(kind) for kind, _ in prepared.frames]
-        bodies = [body for _, body in prepared.frames]
-        pushed = [b for k, b in prepared.frames if k is not EventKind.MESSAGE] if push else []
-        status = prepared.status
-        state = None if status is None else state_key(status.state)
-        seconds, nanos = (0, 0) if status is None else status_instant(status)
-        last = head.seq + len(bodies)
-        row: Any = await conn.fetchrow(
-            self._sql.append,
-            *(task_id, head.seq, kinds, bodies, state, seconds, nanos, self._clock()),
-            *(sum(map(len, bodies)), pushed, time.time(), self._outbox_key),
-            *(self._channel, payload(task_id, last)),
+        self, conn: Queryable, task_id: str, head: Head, prepared: Prepared, push: bool
+    ) -> Written | None:
+        """Write a checked batch after ``head``; then remember the new head (forget it if not)."""
+        changed_at = self._clock()
+        written = await write_batch(
+            conn, self._target, task_id, head.seq, prepared, push=push, changed_at=changed_at
         )
-        if row is None:
+        if written is None:
             self._heads.pop(task_id, None)
             return None
-        logged = [LogEvent(head.seq + 1 + i, k, b) for i, (k, b) in enumerate(prepared.frames)]
-        head.seq = last
-        head.state = status.state if status is not None else head.state
+        head.seq = written.events[-1].seq
+        head.state = prepared.status.state if prepared.status is not None else head.state
         self._remember(task_id, head)
-        return row[0], row[1], Appended(logged, row[2], head.state)
+        return written
 
     def _remember(self, task_id: str, head: Head) -> None:
         self._heads[task_id] = head
         self._heads.move_to_end(task_id)
         while len(self._heads) > HEAD_CACHE:
             self._heads.popitem(last=False)
-
-    async def _fold(self, task_id: str, owner: str) -> None:
-        """Write the folded snapshot back, unless another fold got there first."""
-        read = await rows.read_task(self._pool, self._sql, task_id, owner, self._history_limit)
-        if read is None or read.seq == read.base_seq:
-            return
-        body = codec.encode(read.task)
-        await self._pool.execute(
-            self._sql.fold, task_id, read.seq, body, read.base_seq, read.tail_bytes
-        )
 
     async def get(self, task_id: str, *, owner: str = "") -> Task | None:
         """A fresh copy of ``owner``'s task, or ``None``."""
@@ -449,19 +368,8 @@ class PostgresEventLog(PostgresPushStore, EventLogStore):
 
     async def compact(self, task_id: str, through_seq: int, *, batch: int = PURGE_BATCH) -> int:
         """Drop up to ``batch`` events numbered ``through_seq`` or lower (see the protocol)."""
-        bounds = await self._pool.fetchrow(self._sql.bounds, task_id)
-        if bounds is None:
-            return 0
-        owner, snap_seq, last = bounds
-        if snap_seq < min(through_seq, last):
-            await self._fold(task_id, owner)
-            snap_seq = await self._pool.fetchval(self._sql.bounds_seq, task_id)
-            if snap_seq is None:
-                return 0
-        note = payload(task_id, 0)
-        dropped = await self._pool.fetchval(
-            self._sql.compact, task_id, min(through_seq, snap_seq), batch, self._channel, note
-        )
+        limit = self._history_limit
+        dropped = await drop_events(self._pool, self._target, task_id, through_seq, batch, limit)
         if dropped:
             self._waiters.wake(task_id)
         return int(dropped)
@@ -477,7 +385,7 @@ class PostgresEventLog(PostgresPushStore, EventLogStore):
     async def delete_task(self, task_id: str) -> bool:
         """Make a task unknown with its push configs, in one statement (see the protocol)."""
         note = payload(task_id, 0)
-        gone = await self._pool.fetchval(self._sql.delete, task_id, self._channel, note)
+        gone = await self._pool.fetchval(self._sql.delete, task_id, self._target.channel, note)
         self._heads.pop(task_id, None)
         self._waiters.wake(task_id)
         return bool(gone)

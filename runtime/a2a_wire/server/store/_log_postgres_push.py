@@ -32,7 +32,7 @@ if TYPE_CHECKING:
 
     from a2a_wire.server.store._log_postgres_sql import Conn
 
-__all__ = ["PostgresPushStore"]
+__all__ = ["PostgresPushStore", "put_configs"]
 
 _COLUMNS = (
     "o.seq, o.delivery_id, o.body, o.created_at, o.attempts, o.next_attempt_at, o.last_error,"
@@ -55,6 +55,17 @@ def _delivery(row: Any) -> Delivery:
     )
 
 
+async def put_configs(
+    conn: Conn, schema: str, configs: Sequence[TaskPushNotificationConfig]
+) -> None:
+    """Insert or replace configs on ``conn`` (inside the caller's transaction, if any)."""
+    statement = (
+        f"INSERT INTO {schema}.push_configs (task_id, id, body) VALUES ($1, $2, $3)"
+        " ON CONFLICT (task_id, id) DO UPDATE SET body = excluded.body"
+    )
+    await conn.executemany(statement, [(c.task_id, c.id, codec.encode(c)) for c in configs])
+
+
 class PostgresPushStore(PushStore):
     """Push configs and outbox in the PostgreSQL store's schema, through its pool.
 
@@ -70,18 +81,10 @@ class PostgresPushStore(PushStore):
     def _table(self, name: str) -> str:
         return f"{self._schema}.{name}"
 
-    async def _put_configs(self, conn: Conn, configs: Sequence[TaskPushNotificationConfig]) -> None:
-        """Insert or replace configs on ``conn`` (inside the caller's transaction)."""
-        statement = (
-            f"INSERT INTO {self._table('push_configs')} (task_id, id, body) VALUES ($1, $2, $3)"
-            " ON CONFLICT (task_id, id) DO UPDATE SET body = excluded.body"
-        )
-        await conn.executemany(statement, [(c.task_id, c.id, codec.encode(c)) for c in configs])
-
     async def put_push_config(self, config: TaskPushNotificationConfig) -> None:
         """Store a config, replacing one with the same task and id."""
         async with self._pool.acquire() as conn:
-            await self._put_configs(conn, [config])
+            await put_configs(conn, self._schema, [config])
 
     async def get_push_config(
         self, task_id: str, config_id: str

@@ -60,6 +60,7 @@ __all__ = [
     "check_schema_name",
     "lock_key",
     "load_driver",
+    "migrate",
     "migrate_schema",
 ]
 
@@ -157,6 +158,8 @@ def lock_key(schema: str, purpose: str) -> int:
 async def migrate_schema(conn: Conn, schema: str) -> int:
     """Create or upgrade ``schema`` to :data:`SCHEMA_VERSION`, under the migration lock.
 
+    A current schema is only read, so a role that may not create or change it can open it.
+
     Returns:
         The version the schema had before (0: it was created).
 
@@ -165,24 +168,48 @@ async def migrate_schema(conn: Conn, schema: str) -> int:
     """
     async with conn.transaction():
         await conn.execute("SELECT pg_advisory_xact_lock($1)", lock_key(schema, "migrate"))
-        await conn.execute(f"CREATE SCHEMA IF NOT EXISTS {schema}")
-        exists = await conn.fetchval(
-            "SELECT to_regclass($1) IS NOT NULL", f"{schema}.schema_version"
-        )
-        if not exists:
-            await conn.execute(f"CREATE TABLE {schema}.schema_version (version integer NOT NULL)")
-            await conn.execute(f"INSERT INTO {schema}.schema_version VALUES (0)")
-        version = int(await conn.fetchval(f"SELECT version FROM {schema}.schema_version"))
+        table = f"{schema}.schema_version"
+        exists = await conn.fetchval("SELECT to_regclass($1) IS NOT NULL", table)
+        version = int(await conn.fetchval(f"SELECT version FROM {table}")) if exists else 0
         if version > SCHEMA_VERSION:
             raise RuntimeError(
                 f"task schema {schema!r} has version {version}, newer than {SCHEMA_VERSION}; "
                 "it was written by a later version of a2a-wire"
             )
+        if version == SCHEMA_VERSION:
+            return version
+        if not exists:
+            if not await conn.fetchval("SELECT to_regnamespace($1) IS NOT NULL", schema):
+                await conn.execute(f"CREATE SCHEMA {schema}")
+            await conn.execute(f"CREATE TABLE {table} (version integer NOT NULL)")
+            await conn.execute(f"INSERT INTO {table} VALUES (0)")
         for step in range(version + 1, SCHEMA_VERSION + 1):
             for statement in MIGRATIONS[step]:
                 await conn.execute(statement.format(s=schema))
-        await conn.execute(f"UPDATE {schema}.schema_version SET version = $1", SCHEMA_VERSION)
+        await conn.execute(f"UPDATE {table} SET version = $1", SCHEMA_VERSION)
     return version
+
+
+async def migrate(dsn: str, *, schema: str = DEFAULT_SCHEMA) -> tuple[int, int]:
+    """Create or upgrade the store's schema, as ``open`` does (``a2a-wire db migrate``).
+
+    Args:
+        dsn: Where PostgreSQL is (a ``postgresql://`` URL or a libpq key/value string).
+        schema: The PostgreSQL schema of the store's tables.
+
+    Returns:
+        The schema's version before and after.
+
+    Raises:
+        RuntimeError: the schema has a newer version than this code, or asyncpg is missing.
+        ValueError: ``schema`` is not a plain lower-case identifier.
+    """
+    check_schema_name(schema)
+    conn = await load_driver().connect(dsn)
+    try:
+        return await migrate_schema(conn, schema), SCHEMA_VERSION
+    finally:
+        await conn.close()
 
 
 _APPEND = """
