@@ -1,4 +1,6 @@
-"""Shared test configuration: Hypothesis profiles, and the app the server and functional tests serve.
+"""Shared test configuration: Hypothesis profiles, the app the server and functional tests serve,
+and a PostgreSQL server with a schema per test (``postgres_dsn``, ``postgres_schema``; see
+tests/pg_support.py for where the server comes from and when the tests skip or fail).
 
 Profiles: ``dev`` (default) explores with fresh random examples; ``ci`` (selected when the ``CI``
 environment variable is set, or with ``HYPOTHESIS_PROFILE=ci``) is derandomized so that a failure
