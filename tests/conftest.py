@@ -1,4 +1,6 @@
-"""Shared test configuration: Hypothesis profiles, and the app the server and functional tests serve.
+"""Shared test configuration: Hypothesis profiles, the app the server and functional tests serve,
+and a PostgreSQL server with a schema per test (``postgres_dsn``, ``postgres_schema``; see
+tests/pg_support.py for where the server comes from and when the tests skip or fail).
 
 Profiles: ``dev`` (default) explores with fresh random examples; ``ci`` (selected when the ``CI``
 environment variable is set, or with ``HYPOTHESIS_PROFILE=ci``) is derandomized so that a failure
@@ -9,8 +11,9 @@ reproduces exactly, has no deadline (shared runners are slow) and prints the rep
 from __future__ import annotations
 
 import os
-from collections.abc import Iterator
+from collections.abc import AsyncIterator, Generator, Iterator
 
+import pg_support
 import pytest
 from aiohttp import web
 from hypothesis import HealthCheck, settings
@@ -68,3 +71,41 @@ def app(agent: ScriptedAgent) -> web.Application:
     """The server under test: ``agent`` behind the default card and settings. A module that needs
     other settings, a security config or another executor overrides this fixture."""
     return create_app(make_card(), agent)
+
+
+@pytest.hookimpl(wrapper=True, tryfirst=True)
+def pytest_runtest_makereport() -> Generator[None, pytest.TestReport, pytest.TestReport]:
+    """Fold every skip for want of PostgreSQL into one summary line (pytest puts a skip raised
+    in a fixture at each test's own line)."""
+    report = yield
+    longrepr = report.longrepr
+    if report.skipped and isinstance(longrepr, tuple) and pg_support.MISSING in longrepr[2]:
+        report.longrepr = (pg_support.__file__, 1, longrepr[2])  # its docstring says how
+    return report
+
+
+@pytest.fixture(scope="session")
+def postgres_dsn() -> Iterator[str]:
+    """A PostgreSQL server for the session (see tests/pg_support.py for where it comes from)."""
+    dsn = os.environ.get(pg_support.DSN_VARIABLE)
+    if dsn:
+        yield dsn
+        return
+    reason = pg_support.Cluster.unavailable()
+    if reason is not None:
+        if os.environ.get(pg_support.REQUIRE_VARIABLE) == "1":
+            pytest.fail(f"{pg_support.REQUIRE_VARIABLE}=1 but {reason}", pytrace=False)
+        pytest.skip(reason)
+    cluster = pg_support.Cluster.start()
+    try:
+        yield cluster.dsn
+    finally:
+        cluster.stop()
+
+
+@pytest.fixture
+async def postgres_schema(postgres_dsn: str) -> AsyncIterator[str]:
+    """A fresh PostgreSQL schema name for one test, dropped after it."""
+    schema = pg_support.new_schema()
+    yield schema
+    await pg_support.drop_schema(postgres_dsn, schema)

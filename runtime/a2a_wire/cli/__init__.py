@@ -4,7 +4,8 @@
 :mod:`a2a_wire.cli.config._load`; ``card``, ``send``, ``get``, ``list``, ``cancel``, ``subscribe``,
 ``push`` and ``webhook`` talk to agents (:mod:`a2a_wire.cli._client_cmds`,
 :mod:`a2a_wire.cli._push_cmds`); ``inspect`` serves a local web page to explore one
-(:mod:`a2a_wire.cli.inspect`). Needs the ``cli`` extra (click, rich):
+(:mod:`a2a_wire.cli.inspect`); ``db migrate`` prepares a PostgreSQL task schema
+(:mod:`a2a_wire.cli._db`). Needs the ``cli`` extra (click, rich):
 ``pip install "a2a-wire[cli]"``. Also runs as ``python -m a2a_wire``.
 """
 
@@ -19,6 +20,7 @@ import click
 from a2a_wire import __version__
 from a2a_wire.cli._client_cmds import cancel, card, get, list_tasks, send, subscribe
 from a2a_wire.cli._common import EXIT_CONFIG
+from a2a_wire.cli._db import db
 from a2a_wire.cli._logging import configure_logging
 from a2a_wire.cli._push_cmds import push, webhook
 from a2a_wire.cli._serve import StartError
@@ -151,7 +153,8 @@ def hash_secret_command(secret: str | None) -> None:
     click.echo(hash_secret(secret))
 
 
-for _command in (card, send, get, list_tasks, cancel, subscribe, push, webhook, inspect_command):
+_COMMANDS = (card, send, get, list_tasks, cancel, subscribe, push, webhook, inspect_command, db)
+for _command in _COMMANDS:
     cli.add_command(_command)
 
 

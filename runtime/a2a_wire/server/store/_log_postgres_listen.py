@@ -1,0 +1,165 @@
+"""The PostgreSQL store's ``LISTEN`` connection: commits of other processes wake local readers.
+
+After each commit that adds events (or deletes or compacts a task), the writing statement sends
+``NOTIFY <schema>_events, '<seq> <task id>'``; PostgreSQL delivers it at commit, and only then.
+Each store holds one :class:`Listener`, a connection of its own outside the pool, and wakes the
+readers waiting on that task (:class:`~._log_fold.Waiters`). The notification carries no event:
+a woken reader reads the table, which is the truth (STYLE.md section 9).
+
+A notification can be late or lost (the connection dropped, the server restarted, a payload was
+too long to send); that costs latency and never an event, because a waiting reader also polls
+(the store's ``poll_interval``). The listener notices a lost connection by asyncpg's termination
+callback, or by a ``SELECT 1`` every :data:`CHECK_SECONDS` of silence (a half-open TCP
+connection tells nothing), connects again every ``retry`` seconds until it succeeds, and then
+wakes every waiting reader, since anything may have been missed meanwhile.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
+
+from a2a_wire.server.store._log_fold import Waiters
+from a2a_wire.server.store._log_postgres_sql import load_driver
+
+if TYPE_CHECKING:
+    import asyncpg
+
+__all__ = ["CHECK_SECONDS", "GapWaiters", "Listener", "payload"]
+
+log = logging.getLogger("a2a_wire.server.store")
+
+CHECK_SECONDS = 10.0
+"""Silence after which the listener checks its connection with a query."""
+
+NOTIFY_ID_LIMIT = 4000
+"""Longest task id (UTF-8 bytes) that is notified; PostgreSQL refuses payloads of 8000 bytes."""
+
+
+def payload(task_id: str, seq: int) -> str | None:
+    """The notification for ``task_id`` at ``seq``; ``None`` for an id too long to send."""
+    return f"{seq} {task_id}" if len(task_id.encode()) <= NOTIFY_ID_LIMIT else None
+
+
+class GapWaiters(Waiters):
+    """:class:`~._log_fold.Waiters` that can also wake everyone (after notifications were lost)."""
+
+    def wake_all(self) -> None:
+        """Release every waiting reader."""
+        for task_id in list(self._futures):
+            self.wake(task_id)
+
+
+class Listener:
+    """One ``LISTEN`` connection, held and reconnected; see the module docstring.
+
+    Args:
+        dsn: Where PostgreSQL is.
+        channel: The channel to listen on.
+        on_event: Called with the task id of each notification.
+        on_gap: Called after a reconnect.
+        retry: Seconds between attempts to connect again.
+    """
+
+    def __init__(
+        self,
+        dsn: str,
+        channel: str,
+        *,
+        on_event: Callable[[str], None],
+        on_gap: Callable[[], None],
+        retry: float,
+    ) -> None:
+        self._dsn = dsn
+        self._channel = channel
+        self._on_event = on_event
+        self._on_gap = on_gap
+        self._retry = retry
+        self._conn: asyncpg.Connection | None = None
+        self._lost = asyncio.Event()
+        self._task: asyncio.Task[None] | None = None
+        self.reconnects = 0
+        """How many times the connection was made again (tests wait for it)."""
+
+    @property
+    def server_pid(self) -> int | None:
+        """The PostgreSQL backend process of the connection, while connected."""
+        return None if self._conn is None else self._conn.get_server_pid()
+
+    async def start(self) -> None:
+        """Connect and listen; a failure here is the caller's (the store does not open)."""
+        self._conn = await self._connect()
+        self._task = asyncio.create_task(self._watch(), name=f"a2a-listen-{self._channel}")
+
+    async def close(self) -> None:
+        """Stop listening and close the connection."""
+        task, self._task = self._task, None
+        if task is not None:
+            task.cancel()
+            await asyncio.gather(task, return_exceptions=True)
+        conn, self._conn = self._conn, None
+        if conn is not None:
+            await self._drop(conn)
+
+    async def _connect(self) -> asyncpg.Connection:
+        conn: asyncpg.Connection = await load_driver().connect(self._dsn)
+        try:
+            conn.add_termination_listener(self._terminated)
+            await conn.add_listener(self._channel, self._notified)
+        except BaseException:
+            await self._drop(conn)
+            raise
+        self._lost.clear()
+        return conn
+
+    async def _drop(self, conn: asyncpg.Connection) -> None:
+        conn.remove_termination_listener(self._terminated)
+        try:
+            await asyncio.wait_for(conn.close(), CHECK_SECONDS)
+        except (OSError, TimeoutError, load_driver().InterfaceError):
+            conn.terminate()
+
+    def _terminated(self, conn: Any) -> None:
+        if conn is self._conn:
+            self._lost.set()
+
+    def _notified(self, conn: Any, pid: int, channel: str, payload: object) -> None:
+        seq, _, task_id = str(payload).partition(" ")
+        if seq.isdigit() and task_id:
+            self._on_event(task_id)
+
+    async def _watch(self) -> None:
+        while True:
+            try:
+                await asyncio.wait_for(self._lost.wait(), CHECK_SECONDS)
+            except TimeoutError:
+                if await self._alive():
+                    continue
+            await self._reconnect()
+
+    async def _alive(self) -> bool:
+        conn = self._conn
+        try:
+            return conn is not None and await conn.fetchval("SELECT 1", timeout=CHECK_SECONDS) == 1
+        except Exception:  # any failure of the check means the same: connect again
+            return False
+
+    async def _reconnect(self) -> None:
+        old, self._conn = self._conn, None
+        if old is not None:
+            old.remove_termination_listener(self._terminated)
+            old.terminate()
+        while True:
+            try:
+                conn = await self._connect()
+            except Exception as exc:  # outermost boundary of a background task: keep trying
+                log.warning("task store: cannot listen for commits (%s); retrying", exc)
+                await asyncio.sleep(self._retry)
+                continue
+            break
+        self._conn = conn
+        self.reconnects += 1
+        log.info("task store: listening for commits again")
+        self._on_gap()

@@ -1,0 +1,377 @@
+"""Schema, migrations and statements of the PostgreSQL event log store (:mod:`._log_postgres`).
+
+Layout (in one PostgreSQL schema, ``a2a_wire`` unless configured; version :data:`SCHEMA_VERSION`)
+-------------------------------------------------------------------------------------------------
+* ``tasks``: the listing row and the task's *head*. ``id``, ``owner``, ``context_id``, ``state``,
+  ``status_s``/``status_ns`` and ``changed_at`` as in the SQLite layout (:mod:`._log_sql`);
+  ``first_seq`` (the lowest number still logged), ``last_seq`` (the last number committed),
+  ``snap_bytes`` and ``tail_bytes`` (the sizes the fold rule reads) and ``deleted``. Every append
+  updates this row, and that update is what serialises appends to one task across processes
+  (see "Writes" in :mod:`._log_postgres`). An artifact chunk changes no indexed column, so with
+  the table's fill factor its update stays a heap-only (HOT) one. The indexes exclude deleted
+  rows: a deleted task keeps its row (and so its id stays taken) until :meth:`purge` has
+  removed its events and outbox rows, then the row goes too.
+* ``task_snapshots``: ``task_id``, ``seq`` and ``body`` (the task's JSON), written by ``create``
+  and by a fold only, so that the head's frequent updates never copy a snapshot.
+* ``task_events``: primary key ``(task_id, seq)``, ``kind`` and ``body`` (the StreamResponse
+  JSON, kept byte for byte as ``bytea``). Inserted, then deleted by compaction and purge only.
+* ``push_configs`` and ``push_outbox``: as in the SQLite layout (:mod:`._push_sqlite`); the
+  numbers (``position``, ``seq``) are identity columns, which are never reused.
+* ``schema_version``: one row, the layout's version.
+
+Migration
+---------
+:func:`migrate` runs in one transaction holding a transaction-level advisory lock whose key is
+derived from the schema's name, so that processes starting together take turns: the first one
+creates or upgrades the schema, the others find it current. A version newer than this code's is
+refused. :data:`MIGRATIONS` holds the steps, one tuple of statements per version; a later
+layout adds a step (and never edits a released one).
+
+Statements
+----------
+The texts are constants with the schema's name filled in once per store (:class:`Statements`),
+so that asyncpg's per-connection cache keeps them prepared. A write that touches several tables
+is one statement of data-modifying ``WITH`` parts where it can be, to spare round trips.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import re
+from dataclasses import dataclass, fields
+from types import ModuleType
+from typing import TYPE_CHECKING, TypeAlias
+
+if TYPE_CHECKING:
+    import asyncpg
+    from asyncpg.pool import PoolConnectionProxy
+
+    Conn: TypeAlias = asyncpg.Connection | PoolConnectionProxy
+    """A connection of its own or one lent by the pool."""
+
+    Queryable: TypeAlias = Conn | asyncpg.Pool
+    """Where a single statement can run."""
+
+__all__ = [
+    "DEFAULT_SCHEMA",
+    "MIGRATIONS",
+    "SCHEMA_VERSION",
+    "Statements",
+    "check_schema_name",
+    "lock_key",
+    "load_driver",
+    "migrate",
+    "migrate_schema",
+]
+
+DEFAULT_SCHEMA = "a2a_wire"
+"""The PostgreSQL schema the store's tables live in unless told otherwise."""
+
+SCHEMA_VERSION = 1
+"""The layout this code reads and writes."""
+
+_SCHEMA_NAME = re.compile(r"[a-z_][a-z0-9_]{0,47}\Z")
+
+MIGRATIONS: dict[int, tuple[str, ...]] = {
+    1: (
+        "CREATE TABLE {s}.tasks ("
+        " id text PRIMARY KEY,"
+        " owner text NOT NULL,"
+        " context_id text NOT NULL,"
+        " state text NOT NULL,"
+        " status_s bigint NOT NULL,"
+        " status_ns integer NOT NULL,"
+        " changed_at double precision NOT NULL,"
+        " first_seq bigint NOT NULL,"
+        " last_seq bigint NOT NULL,"
+        " snap_bytes bigint NOT NULL,"
+        " tail_bytes bigint NOT NULL,"
+        " deleted boolean NOT NULL DEFAULT false"
+        ") WITH (fillfactor = 80)",
+        "CREATE INDEX tasks_by_owner ON {s}.tasks"
+        " (owner, status_s DESC, status_ns DESC, id) WHERE NOT deleted",
+        "CREATE INDEX tasks_by_context ON {s}.tasks"
+        " (owner, context_id, status_s DESC, status_ns DESC, id) WHERE NOT deleted",
+        "CREATE INDEX tasks_by_change ON {s}.tasks (state, changed_at) WHERE NOT deleted",
+        "CREATE INDEX tasks_deleted ON {s}.tasks (id) WHERE deleted",
+        "CREATE TABLE {s}.task_snapshots ("
+        " task_id text PRIMARY KEY, seq bigint NOT NULL, body bytea NOT NULL)",
+        "CREATE TABLE {s}.task_events ("
+        " task_id text NOT NULL, seq bigint NOT NULL, kind smallint NOT NULL,"
+        " body bytea NOT NULL, PRIMARY KEY (task_id, seq))",
+        "CREATE TABLE {s}.push_configs ("
+        " task_id text NOT NULL, id text NOT NULL,"
+        " position bigint GENERATED ALWAYS AS IDENTITY, body bytea NOT NULL,"
+        " PRIMARY KEY (task_id, id))",
+        "CREATE TABLE {s}.push_outbox ("
+        " seq bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY,"
+        " delivery_id text NOT NULL,"
+        " task_id text NOT NULL,"
+        " config_id text NOT NULL,"
+        " body bytea NOT NULL,"
+        " created_at double precision NOT NULL,"
+        " attempts integer NOT NULL DEFAULT 0,"
+        " next_attempt_at double precision NOT NULL DEFAULT 0,"
+        " last_error text NOT NULL DEFAULT '',"
+        " failed boolean NOT NULL DEFAULT false)",
+        "CREATE INDEX push_outbox_by_lane ON {s}.push_outbox (task_id, config_id, failed, seq)",
+    ),
+}
+"""Statements that bring the layout from the version before each key to that version."""
+
+
+def load_driver() -> ModuleType:
+    """Import asyncpg, the optional driver (the ``postgresql`` extra).
+
+    Raises:
+        RuntimeError: asyncpg is not installed.
+    """
+    try:
+        import asyncpg
+    except ImportError as exc:  # pragma: no cover - the test extra installs it
+        raise RuntimeError(
+            'the PostgreSQL store needs asyncpg: pip install "a2a-wire[postgresql]"'
+        ) from exc
+    return asyncpg
+
+
+def check_schema_name(schema: str) -> str:
+    """Return ``schema`` if it is a plain lower-case identifier of at most 48 characters.
+
+    Raises:
+        ValueError: it is not (names are put into SQL text, so they are checked, not quoted).
+    """
+    if not _SCHEMA_NAME.match(schema):
+        raise ValueError(
+            f"schema name {schema!r} must be lower-case letters, digits and '_', "
+            "not starting with a digit, at most 48 characters"
+        )
+    return schema
+
+
+def lock_key(schema: str, purpose: str) -> int:
+    """A signed 64-bit advisory lock key for one purpose in one schema."""
+    digest = hashlib.blake2b(f"a2a-wire:{schema}:{purpose}".encode(), digest_size=8).digest()
+    return int.from_bytes(digest, "big", signed=True)
+
+
+async def migrate_schema(conn: Conn, schema: str) -> int:
+    """Create or upgrade ``schema`` to :data:`SCHEMA_VERSION`, under the migration lock.
+
+    A current schema is only read, so a role that may not create or change it can open it.
+
+    Returns:
+        The version the schema had before (0: it was created).
+
+    Raises:
+        RuntimeError: the schema has a newer version than this code knows.
+    """
+    async with conn.transaction():
+        await conn.execute("SELECT pg_advisory_xact_lock($1)", lock_key(schema, "migrate"))
+        table = f"{schema}.schema_version"
+        exists = await conn.fetchval("SELECT to_regclass($1) IS NOT NULL", table)
+        version = int(await conn.fetchval(f"SELECT version FROM {table}")) if exists else 0
+        if version > SCHEMA_VERSION:
+            raise RuntimeError(
+                f"task schema {schema!r} has version {version}, newer than {SCHEMA_VERSION}; "
+                "it was written by a later version of a2a-wire"
+            )
+        if version == SCHEMA_VERSION:
+            return version
+        if not exists:
+            if not await conn.fetchval("SELECT to_regnamespace($1) IS NOT NULL", schema):
+                await conn.execute(f"CREATE SCHEMA {schema}")
+            await conn.execute(f"CREATE TABLE {table} (version integer NOT NULL)")
+            await conn.execute(f"INSERT INTO {table} VALUES (0)")
+        for step in range(version + 1, SCHEMA_VERSION + 1):
+            for statement in MIGRATIONS[step]:
+                await conn.execute(statement.format(s=schema))
+        await conn.execute(f"UPDATE {table} SET version = $1", SCHEMA_VERSION)
+    return version
+
+
+async def migrate(dsn: str, *, schema: str = DEFAULT_SCHEMA) -> tuple[int, int]:
+    """Create or upgrade the store's schema, as ``open`` does (``a2a-wire db migrate``).
+
+    Args:
+        dsn: Where PostgreSQL is (a ``postgresql://`` URL or a libpq key/value string).
+        schema: The PostgreSQL schema of the store's tables.
+
+    Returns:
+        The schema's version before and after.
+
+    Raises:
+        RuntimeError: the schema has a newer version than this code, or asyncpg is missing.
+        ValueError: ``schema`` is not a plain lower-case identifier.
+    """
+    check_schema_name(schema)
+    conn = await load_driver().connect(dsn)
+    try:
+        return await migrate_schema(conn, schema), SCHEMA_VERSION
+    finally:
+        await conn.close()
+
+
+_APPEND = """
+WITH head AS (
+  UPDATE {s}.tasks SET last_seq = $2 + cardinality($3::int2[]), tail_bytes = tail_bytes + $9,
+    state = COALESCE($5, state),
+    status_s = CASE WHEN $5 IS NULL THEN status_s ELSE $6 END,
+    status_ns = CASE WHEN $5 IS NULL THEN status_ns ELSE $7 END,
+    changed_at = CASE WHEN $5 IS NULL THEN changed_at ELSE $8 END
+  WHERE id = $1 AND last_seq = $2 AND NOT deleted
+  RETURNING tail_bytes, snap_bytes
+), logged AS (
+  INSERT INTO {s}.task_events (task_id, seq, kind, body)
+  SELECT $1, $2 + e.n, e.kind, e.body
+  FROM head, unnest($3::int2[], $4::bytea[]) WITH ORDINALITY AS e(kind, body, n)
+), lock AS (
+  SELECT pg_advisory_xact_lock($12) FROM head WHERE cardinality($10::bytea[]) > 0
+  AND EXISTS (SELECT 1 FROM {s}.push_configs WHERE task_id = $1)
+), box AS (
+  INSERT INTO {s}.push_outbox (delivery_id, task_id, config_id, body, created_at)
+  SELECT replace(gen_random_uuid()::text, '-', ''), c.task_id, c.id, p.body, $11
+  FROM lock, unnest($10::bytea[]) WITH ORDINALITY AS p(body, n)
+  JOIN {s}.push_configs c ON c.task_id = $1
+  ORDER BY p.n, c.position FOR SHARE OF c
+  RETURNING 1
+), woken AS (
+  SELECT pg_notify($13, $14) FROM head WHERE $14 IS NOT NULL
+)
+SELECT tail_bytes, snap_bytes, (SELECT count(*) FROM box), (SELECT count(*) FROM woken) FROM head
+"""
+
+_CREATE = """
+WITH t AS (
+  INSERT INTO {s}.tasks (id, owner, context_id, state, status_s, status_ns, changed_at,
+    first_seq, last_seq, snap_bytes, tail_bytes)
+  VALUES ($1, $2, $3, $4, $5, $6, $7, 1, 1, octet_length($8::bytea), 0) RETURNING id
+), snap AS (
+  INSERT INTO {s}.task_snapshots (task_id, seq, body) SELECT id, 1, $8 FROM t
+), first AS (
+  INSERT INTO {s}.task_events (task_id, seq, kind, body) SELECT id, 1, 1, $9 FROM t
+), lock AS (
+  SELECT pg_advisory_xact_lock($13) FROM t
+  WHERE $12 AND EXISTS (SELECT 1 FROM {s}.push_configs WHERE task_id = $1)
+), box AS (
+  INSERT INTO {s}.push_outbox (delivery_id, task_id, config_id, body, created_at)
+  SELECT replace(gen_random_uuid()::text, '-', ''), c.task_id, c.id, $9::bytea, $14
+  FROM lock, {s}.push_configs c WHERE c.task_id = $1 ORDER BY c.position FOR SHARE OF c
+  RETURNING 1
+), woken AS (
+  SELECT pg_notify($10, $11) FROM t WHERE $11 IS NOT NULL
+)
+SELECT (SELECT count(*) FROM box), (SELECT count(*) FROM woken)
+"""
+
+_ENQUEUE = """
+WITH lock AS (
+  SELECT pg_advisory_xact_lock($4) WHERE EXISTS (SELECT 1 FROM {s}.push_configs WHERE task_id = $1)
+)
+INSERT INTO {s}.push_outbox (delivery_id, task_id, config_id, body, created_at)
+SELECT replace(gen_random_uuid()::text, '-', ''), c.task_id, c.id, $2::bytea, $3
+FROM lock, {s}.push_configs c WHERE c.task_id = $1 ORDER BY c.position FOR SHARE OF c
+RETURNING seq
+"""
+
+_READ = """
+SELECT s.seq, 0::int2, s.body FROM {s}.tasks t JOIN {s}.task_snapshots s ON s.task_id = t.id
+WHERE t.id = $1 AND t.owner = $2 AND NOT t.deleted
+UNION ALL SELECT seq, kind, body FROM {s}.task_events WHERE task_id = $1
+AND seq > (SELECT seq FROM {s}.task_snapshots WHERE task_id = $1) ORDER BY 1
+"""
+
+_FOLD = """
+WITH snap AS (
+  UPDATE {s}.task_snapshots SET seq = $2, body = $3::bytea WHERE task_id = $1 AND seq = $4
+  RETURNING task_id
+)
+UPDATE {s}.tasks t SET snap_bytes = octet_length($3), tail_bytes = greatest(0, tail_bytes - $5)
+FROM snap WHERE t.id = snap.task_id RETURNING t.tail_bytes
+"""
+
+_EVENTS = """
+SELECT t.first_seq, t.last_seq, e.seq, e.kind, e.body FROM {s}.tasks t
+LEFT JOIN LATERAL (SELECT seq, kind, body FROM {s}.task_events
+  WHERE task_id = t.id AND seq > $3 ORDER BY seq LIMIT $4) e ON true
+WHERE t.id = $1 AND t.owner = $2 AND NOT t.deleted ORDER BY e.seq
+"""
+
+_COMPACT = """
+WITH t AS (
+  SELECT id, least($2, first_seq + $3 - 1) AS upto FROM {s}.tasks
+  WHERE id = $1 AND NOT deleted FOR UPDATE
+), dropped AS (
+  DELETE FROM {s}.task_events e USING t WHERE e.task_id = t.id AND e.seq <= t.upto RETURNING 1
+), moved AS (
+  UPDATE {s}.tasks SET first_seq = t.upto + 1 FROM t
+  WHERE tasks.id = t.id AND EXISTS (SELECT 1 FROM dropped)
+), woken AS (
+  SELECT pg_notify($4, $5) WHERE EXISTS (SELECT 1 FROM dropped)
+)
+SELECT (SELECT count(*) FROM dropped), (SELECT count(*) FROM woken)
+"""
+
+_DELETE = """
+WITH t AS (
+  UPDATE {s}.tasks SET deleted = true WHERE id = $1 AND NOT deleted RETURNING id
+), snap AS (
+  DELETE FROM {s}.task_snapshots WHERE task_id IN (SELECT id FROM t)
+), configs AS (
+  DELETE FROM {s}.push_configs WHERE task_id IN (SELECT id FROM t)
+)
+SELECT count(pg_notify($2, $3)) FROM t
+"""
+
+_LIST = (
+    "SELECT t.status_s, t.status_ns, t.id, s.seq, s.body, t.last_seq"
+    " FROM {s}.tasks t JOIN {s}.task_snapshots s ON s.task_id = t.id"
+)
+
+
+@dataclass(frozen=True, slots=True)
+class Statements:
+    """The store's statements with its schema's name filled in (see "Statements")."""
+
+    append: str
+    create: str
+    enqueue: str
+    read: str
+    fold: str
+    events: str
+    compact: str
+    delete: str
+    list: str
+    lock_head: str
+    bounds: str
+    bounds_seq: str
+    last_seq: str
+    count: str
+    expired: str
+
+    @classmethod
+    def for_schema(cls, schema: str) -> Statements:
+        """The statements on the tables of ``schema`` (a name :func:`check_schema_name` passed)."""
+        texts = {
+            "append": _APPEND,
+            "create": _CREATE,
+            "enqueue": _ENQUEUE,
+            "read": _READ,
+            "fold": _FOLD,
+            "events": _EVENTS,
+            "compact": _COMPACT,
+            "delete": _DELETE,
+            "list": _LIST,
+            "lock_head": "SELECT owner, context_id, state, last_seq FROM {s}.tasks"
+            " WHERE id = $1 AND NOT deleted FOR UPDATE",
+            "bounds": "SELECT t.owner, s.seq, t.last_seq FROM {s}.tasks t"
+            " JOIN {s}.task_snapshots s ON s.task_id = t.id WHERE t.id = $1 AND NOT t.deleted",
+            "bounds_seq": "SELECT seq FROM {s}.task_snapshots WHERE task_id = $1",
+            "last_seq": "SELECT last_seq FROM {s}.tasks WHERE id = $1 AND NOT deleted",
+            "count": "SELECT count(*) FROM {s}.tasks t",
+            "expired": "SELECT id FROM {s}.tasks WHERE state = ANY($1::text[])"
+            " AND changed_at < $2 AND NOT deleted AND (NOT $4 OR first_seq <= last_seq)"
+            " ORDER BY changed_at, id LIMIT $3",
+        }
+        assert set(texts) == {f.name for f in fields(cls)}
+        return cls(**{name: text.strip().format(s=schema) for name, text in texts.items()})

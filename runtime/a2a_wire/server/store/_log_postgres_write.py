@@ -1,0 +1,232 @@
+"""The writes of the PostgreSQL event log store (:mod:`._log_postgres`): tasks, events, folds.
+
+Writes
+------
+An append is checked (:func:`~._log_fold.prepare`) against the task's *head* (state and last
+number) and written by one statement (``Statements.append``) that updates the head row only if
+its last number is still the one the check saw, inserts the events numbered after it, inserts
+the outbox rows and sends the notification, so it commits as one transaction and costs one round
+trip. The row update is the per-task serialisation point: a concurrent append to the same task
+waits for the row, then finds the number moved on and writes nothing. Numbers are so assigned at
+commit, gapless, in the order appends commit.
+
+Each store remembers the heads it wrote (:data:`~._log_postgres.HEAD_CACHE` of them). With the remembered head
+an append is that one statement. Without one, or when it finds the number moved on (another
+process appended), or when the remembered state refuses an event (it may be stale), the append
+runs again in a transaction that first locks the head row (``SELECT ... FOR UPDATE``), checks
+against what it read, and writes with the same statement, which then cannot miss. So an event is
+refused only by the task's real state, and one process cannot starve another's appends. Within
+one store appends to one task also take a local lock, so that appends started together are
+checked in the order they were called, as the contract wants.
+
+A fold (:func:`fold_snapshot`) reads the task and replaces its snapshot only if the snapshot is
+still the one it read (a compare-and-set), in a statement of its own after the append's commit.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import builtins
+import contextlib
+import time
+from collections.abc import AsyncIterator, Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+from a2a_wire import codec
+from a2a_wire.server.store._base import state_key
+from a2a_wire.server.store._log import EventKind, LogEvent
+from a2a_wire.server.store._log_fold import Prepared, status_instant
+from a2a_wire.server.store._log_postgres_listen import payload
+from a2a_wire.server.store._log_postgres_push import put_configs
+from a2a_wire.server.store._log_postgres_rows import read_task
+from a2a_wire.server.store._log_postgres_sql import Statements, load_driver, lock_key
+from a2a_wire.types import TaskPushNotificationConfig
+
+if TYPE_CHECKING:
+    import asyncpg
+
+    from a2a_wire.server.store._log_postgres_sql import Queryable
+
+__all__ = [
+    "TaskLocks",
+    "Target",
+    "Written",
+    "drop_events",
+    "fold_snapshot",
+    "insert_task",
+    "write_batch",
+]
+
+
+@dataclass(frozen=True, slots=True)
+class Target:
+    """Where one store writes: its schema's statements, notification channel and outbox lock."""
+
+    schema: str
+    sql: Statements
+    channel: str
+    outbox_key: int
+
+    @classmethod
+    def for_schema(cls, schema: str) -> Target:
+        """The target of the tables of ``schema`` (a name already checked)."""
+        return cls(
+            schema, Statements.for_schema(schema), f"{schema}_events", lock_key(schema, "outbox")
+        )
+
+
+@dataclass(frozen=True, slots=True)
+class Written:
+    """What an append statement committed.
+
+    Attributes:
+        events: The events with their numbers.
+        outbox: Outbox rows added.
+        tail_bytes: The task's tail size after them.
+        snap_bytes: The task's snapshot size.
+    """
+
+    events: builtins.list[LogEvent]
+    outbox: int
+    tail_bytes: int
+    snap_bytes: int
+
+
+class TaskLocks:
+    """One FIFO lock per task in use, so a store's appends to a task run in call order."""
+
+    def __init__(self) -> None:
+        self._locks: dict[str, tuple[asyncio.Lock, int]] = {}
+
+    @contextlib.asynccontextmanager
+    async def hold(self, task_id: str) -> AsyncIterator[None]:
+        """Hold the task's lock; taken without yielding to the loop when nobody holds it."""
+        lock, users = self._locks.get(task_id) or (asyncio.Lock(), 0)
+        self._locks[task_id] = (lock, users + 1)
+        try:
+            async with lock:
+                yield
+        finally:
+            lock, users = self._locks[task_id]
+            if users > 1:
+                self._locks[task_id] = (lock, users - 1)
+            else:
+                del self._locks[task_id]
+
+
+async def write_batch(
+    conn: Queryable,
+    target: Target,
+    task_id: str,
+    after: int,
+    prepared: Prepared,
+    *,
+    push: bool,
+    changed_at: float,
+) -> Written | None:
+    """Log a checked batch as the events after number ``after``, with its outbox rows.
+
+    Returns:
+        What was committed, or ``None`` when the task's last number is no longer ``after`` (or
+        the task is gone): nothing was written.
+    """
+    kinds = [int(kind) for kind, _ in prepared.frames]
+    bodies = [body for _, body in prepared.frames]
+    pushed = [b for k, b in prepared.frames if k is not EventKind.MESSAGE] if push else []
+    status = prepared.status
+    state = None if status is None else state_key(status.state)
+    seconds, nanos = (0, 0) if status is None else status_instant(status)
+    note = payload(task_id, after + len(bodies))
+    row = await conn.fetchrow(
+        target.sql.append,
+        *(task_id, after, kinds, bodies, state, seconds, nanos, changed_at),
+        *(sum(map(len, bodies)), pushed, time.time(), target.outbox_key, target.channel, note),
+    )
+    if row is None:
+        return None
+    logged = [LogEvent(after + 1 + i, kind, body) for i, (kind, body) in enumerate(prepared.frames)]
+    return Written(logged, row[2], row[0], row[1])
+
+
+async def insert_task(
+    pool: asyncpg.Pool,
+    target: Target,
+    row: tuple[object, ...],
+    first: bytes,
+    push_configs: Sequence[TaskPushNotificationConfig],
+    push: bool,
+) -> int:
+    """Insert a task's row, snapshot, event 1, configs and outbox rows; one transaction.
+
+    Args:
+        pool: The store's pool.
+        target: Where.
+        row: The ``create`` statement's first nine arguments (listing columns, clock, snapshot,
+            event 1).
+        first: Event 1.
+        push_configs: Configs stored with it.
+        push: Add event 1's outbox rows.
+
+    Returns:
+        The number of outbox rows added.
+
+    Raises:
+        ValueError: the id is taken (also by a deleted task not purged yet).
+    """
+    task_id = str(row[0])
+    now = time.time()
+    args = (*row, target.channel, payload(task_id, 1))
+    try:
+        if not push_configs:  # one statement, with the outbox rows of configs put before
+            return int(await pool.fetchval(target.sql.create, *args, push, target.outbox_key, now))
+        async with pool.acquire() as conn, conn.transaction():
+            await conn.execute(target.sql.create, *args, False, target.outbox_key, now)
+            await put_configs(conn, target.schema, push_configs)
+            if not push:
+                return 0
+            return len(await conn.fetch(target.sql.enqueue, task_id, first, now, target.outbox_key))
+    except load_driver().UniqueViolationError:
+        raise ValueError(f"task {task_id!r} is already stored") from None
+
+
+async def fold_snapshot(
+    pool: asyncpg.Pool, sql: Statements, task_id: str, owner: str, history_limit: int | None
+) -> None:
+    """Write the task's folded snapshot back, unless another fold got there first."""
+    read = await read_task(pool, sql, task_id, owner, history_limit)
+    if read is None or read.seq == read.base_seq:
+        return
+    body = codec.encode(read.task)
+    await pool.execute(sql.fold, task_id, read.seq, body, read.base_seq, read.tail_bytes)
+
+
+async def drop_events(
+    pool: asyncpg.Pool,
+    target: Target,
+    task_id: str,
+    through_seq: int,
+    batch: int,
+    history_limit: int | None,
+) -> int:
+    """Drop up to ``batch`` of the task's oldest events, none above ``through_seq``.
+
+    The snapshot absorbs them first if it has not (a fold).
+
+    Returns:
+        The number of events dropped.
+    """
+    bounds = await pool.fetchrow(target.sql.bounds, task_id)
+    if bounds is None:
+        return 0
+    owner, snap_seq, last = bounds
+    if snap_seq < min(through_seq, last):
+        await fold_snapshot(pool, target.sql, task_id, owner, history_limit)
+        snap_seq = await pool.fetchval(target.sql.bounds_seq, task_id)
+        if snap_seq is None:
+            return 0
+    through = min(through_seq, snap_seq)
+    note = payload(task_id, 0)
+    return int(
+        await pool.fetchval(target.sql.compact, task_id, through, batch, target.channel, note)
+    )
