@@ -62,6 +62,8 @@ async def read_body(request: web.Request, limit: int, seconds: float) -> bytes:
     if request.content_length is not None and request.content_length > limit:
         raise RequestTooLargeError(limit)
     try:
+        if request.content.is_eof():  # the whole body is in already: nothing to wait for
+            return await request.read()
         async with asyncio.timeout(seconds):
             return await request.read()
     except TimeoutError:
