@@ -19,6 +19,7 @@ from a2a_wire.cli.config._lines import key_lines
 from a2a_wire.cli.config._load import SkillEntry
 from a2a_wire.cli.config._parts import AgentEntry, SecuritySection
 from a2a_wire.cli.config._schema import SERVER_FIELDS, CardSection, ExtensionEntry, ServerSection
+from a2a_wire.cli.config._storage import PostgresSection
 from a2a_wire.server import ServerSettings
 from a2a_wire.server.push import PushSettings
 
@@ -40,12 +41,14 @@ def _key(cls: type[Any], name: str) -> tuple[Any, ...] | None:
         return ("server" if name in SERVER_FIELDS else "limits", name)
     if cls is PushSettings:
         return ("push", "allow" if name == "allowlist" else name)
+    if cls is PostgresSection:
+        return ("postgresql", name)
     return ("server", name)
 
 
 SETTINGS = [
     (cls, spec.name)
-    for cls in (ServerSettings, PushSettings, ServerSection)
+    for cls in (ServerSettings, PushSettings, ServerSection, PostgresSection)
     for spec in dataclasses.fields(cls)
     if (cls, spec.name) not in PYTHON_ONLY and _key(cls, spec.name) is not None
 ]
