@@ -1,4 +1,4 @@
-"""``[postgresql]`` and ``storage = "postgresql"``: read, checked with lines, and built into a store.
+"""``[postgresql]`` and ``storage = "postgresql"``: read, checked at their lines, built into a store.
 
 The store is opened against a real PostgreSQL server (tests/conftest.py ``postgres_dsn``).
 """

@@ -1,4 +1,4 @@
-"""``a2a-wire serve --workers N``: refused off PostgreSQL; the supervisor restarts, forwards, drains.
+"""``a2a-wire serve --workers N``: refused off PostgreSQL; the supervisor restarts, drains, stops.
 
 The supervisor's mechanics run through ``tests/supervisor_main.py`` on memory storage (the
 command refuses that storage, rightly: each worker keeps its own tasks, which these tests never
@@ -28,7 +28,7 @@ from e2e_support import (
     write_config,
 )
 
-from a2a_wire.cli._workers import (
+from a2a_wire.cli._worker_slots import (
     RESTART_BASE_SECONDS,
     RESTART_CAP_SECONDS,
     restart_delay,

@@ -36,10 +36,10 @@ ready during this first start fails the command: the others are stopped and ``se
 
 **Restart.** A worker that exits when no stop was asked for is logged (``worker exited``, with
 its exit status or signal) and started again. A worker that served less than
-:data:`STABLE_SECONDS` (or never got ready) is one more failure in a row; the restart then waits
-:func:`restart_delay`, doubling from :data:`RESTART_BASE_SECONDS` up to
-:data:`RESTART_CAP_SECONDS`, so a crash loop (say, the database is down) never spins. A worker
-that served longer is restarted at once and the count starts again.
+:data:`~._worker_slots.STABLE_SECONDS` (or never got ready) is one more failure in a row; the
+restart then waits :func:`~._worker_slots.restart_delay`, doubling from 0.5 s up to 30 s, so a
+crash loop (say, the database is down) never spins. A worker that served longer is restarted at
+once and the count starts again.
 
 **Stop.** The first SIGTERM or SIGINT: ``stopping`` is logged, every worker gets ``stop`` and
 drains as a single server does (:mod:`a2a_wire.cli._serve`), and the supervisor waits for all of
@@ -61,40 +61,18 @@ import subprocess
 import sys
 import time
 from collections.abc import Sequence
-from dataclasses import dataclass
 
 from a2a_wire.cli._app import page_token_key
-from a2a_wire.cli._serve import READY, STOP, StartError, _exit_now, listening_url, store_label
+from a2a_wire.cli._serve import READY, StartError, _exit_now, listening_url, store_label
+from a2a_wire.cli._worker_slots import Slot, bind, exit_status
 from a2a_wire.cli.config._load import Config
 
-__all__ = [
-    "RESTART_BASE_SECONDS",
-    "RESTART_CAP_SECONDS",
-    "STABLE_SECONDS",
-    "STOP_MARGIN_SECONDS",
-    "Supervisor",
-    "bind",
-    "refusal",
-    "restart_delay",
-    "supervise",
-]
+__all__ = ["STOP_MARGIN_SECONDS", "Supervisor", "refusal", "supervise"]
 
 log = logging.getLogger("a2a_wire.serve.workers")
 
-RESTART_BASE_SECONDS = 0.5
-"""Wait before restarting a worker after its first failure in a row."""
-
-RESTART_CAP_SECONDS = 30.0
-"""Longest wait before restarting a worker."""
-
-STABLE_SECONDS = 10.0
-"""A worker that served this long and then exited is restarted at once."""
-
 STOP_MARGIN_SECONDS = 5.0
 """Added to twice the shutdown grace before the supervisor kills the workers still stopping."""
-
-BACKLOG = 128
-"""Listen backlog of the shared sockets (aiohttp's own default)."""
 
 
 def refusal(config: Config, workers: int) -> str | None:
@@ -121,96 +99,6 @@ def refusal(config: Config, workers: int) -> str | None:
     )
 
 
-def restart_delay(failures: int) -> float:
-    """Seconds to wait before restarting a worker after ``failures`` quick exits in a row.
-
-    Args:
-        failures: Exits in a row of a worker that served less than :data:`STABLE_SECONDS`.
-
-    Returns:
-        0 for none; else :data:`RESTART_BASE_SECONDS` doubled per failure after the first, at
-        most :data:`RESTART_CAP_SECONDS`.
-    """
-    if failures <= 0:
-        return 0.0
-    return min(RESTART_CAP_SECONDS, RESTART_BASE_SECONDS * 2.0 ** min(failures - 1, 32))
-
-
-def bind(host: str, port: int) -> list[socket.socket]:
-    """Listening sockets on every address ``host`` resolves to (port ``0``: one free port).
-
-    Args:
-        host: Name or address (``""``: every interface).
-        port: Port, or 0.
-
-    Returns:
-        The sockets, listening, one per address.
-
-    Raises:
-        OSError: The name does not resolve, or an address cannot be bound.
-    """
-    infos = socket.getaddrinfo(host or None, port, type=socket.SOCK_STREAM, flags=socket.AI_PASSIVE)
-    sockets: list[socket.socket] = []
-    try:
-        for family, kind, proto, _, address in dict.fromkeys(infos):
-            sock = socket.socket(family, kind, proto)
-            sockets.append(sock)
-            sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-            if family == socket.AF_INET6:  # as asyncio does: one family per socket
-                sock.setsockopt(socket.IPPROTO_IPV6, socket.IPV6_V6ONLY, 1)
-            if port == 0 and len(sockets) > 1:  # the port the first one got, on every address
-                address = (address[0], sockets[0].getsockname()[1], *address[2:])
-            sock.bind(address)
-            sock.listen(BACKLOG)
-    except OSError:
-        for sock in sockets:
-            sock.close()
-        raise
-    return sockets
-
-
-def _status(code: int) -> str:
-    """An exit code as logged: ``0``, ``1``, or the signal's name."""
-    if code < 0:
-        with contextlib.suppress(ValueError):
-            return signal.Signals(-code).name
-    return str(code)
-
-
-@dataclass
-class _Slot:
-    """One of the N places a worker runs in, through its restarts."""
-
-    index: int
-    proc: asyncio.subprocess.Process | None = None
-    channel: socket.socket | None = None
-    ready_at: float | None = None
-    failures: int = 0
-    code: int | None = None
-
-    def tell_stop(self) -> None:
-        """Ask the worker to stop (the line waits in the channel until it reads it)."""
-        if self.channel is not None:
-            with contextlib.suppress(OSError):
-                self.channel.send(STOP)
-
-    def alive(self) -> bool:
-        return self.proc is not None and self.proc.returncode is None
-
-    def exited(self, now: float) -> float:
-        """Note the exit (a quick one is a failure); return the wait before the restart."""
-        served = None if self.ready_at is None else now - self.ready_at
-        stable = served is not None and served >= STABLE_SECONDS
-        self.failures = 0 if stable else self.failures + 1
-        if self.proc is not None:
-            self.code = self.proc.returncode
-        self.proc, self.ready_at = None, None
-        if self.channel is not None:
-            self.channel.close()
-            self.channel = None
-        return restart_delay(self.failures)
-
-
 class Supervisor:
     """Runs ``workers`` worker processes on one address until a signal stops them.
 
@@ -223,7 +111,7 @@ class Supervisor:
     def __init__(self, config: Config, workers: int, args: Sequence[str]) -> None:
         self.config = config
         self.args = list(args)
-        self.slots = [_Slot(index) for index in range(1, workers + 1)]
+        self.slots = [Slot(index) for index in range(1, workers + 1)]
         self.sockets: list[socket.socket] = []
         self.signalled = False
         self._stopping: asyncio.Event | None = None
@@ -291,7 +179,7 @@ class Supervisor:
         for slot in self.slots:
             if slot.proc is not None:
                 self._log_exit(slot, await slot.proc.wait())
-        raise StartError(f"worker {failed.index} exited ({_status(code)}) before it was ready")
+        raise StartError(f"worker {failed.index} exited ({exit_status(code)}) before it was ready")
 
     def _listening(self) -> None:
         addresses = [sock.getsockname() for sock in self.sockets]
@@ -303,7 +191,7 @@ class Supervisor:
         }
         log.info("listening", extra={"fields": fields})
 
-    async def _launch(self, slot: _Slot) -> bool:
+    async def _launch(self, slot: Slot) -> bool:
         """Start the slot's worker; ``True`` once it is ready, ``False`` if it exits first."""
         if self.stopping.is_set():
             return False
@@ -333,7 +221,7 @@ class Supervisor:
         slot.ready_at = time.monotonic()
         return True
 
-    async def _keep(self, slot: _Slot) -> None:
+    async def _keep(self, slot: Slot) -> None:
         """Wait for the slot's worker to exit; restart it (after the backoff) unless stopping."""
         while True:
             if slot.proc is not None:
@@ -349,10 +237,10 @@ class Supervisor:
                     return
             await self._launch(slot)
 
-    def _log_exit(self, slot: _Slot, code: int) -> None:
+    def _log_exit(self, slot: Slot, code: int) -> None:
         quiet = self.stopping.is_set() and code == 0
         assert slot.proc is not None
-        fields = {"worker": slot.index, "pid": slot.proc.pid, "status": _status(code)}
+        fields = {"worker": slot.index, "pid": slot.proc.pid, "status": exit_status(code)}
         log.log(
             logging.INFO if quiet else logging.WARNING, "worker exited", extra={"fields": fields}
         )
