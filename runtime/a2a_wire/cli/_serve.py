@@ -52,7 +52,16 @@ from a2a_wire.cli.config._load import Config
 from a2a_wire.errors import A2AError, InternalError
 from a2a_wire.server._app import RUNTIME_KEY
 
-__all__ = ["READY", "STOP", "StartError", "Worker", "listening_url", "serve", "store_label"]
+__all__ = [
+    "READY",
+    "STOP",
+    "StartError",
+    "Worker",
+    "exit_now",
+    "listening_url",
+    "serve",
+    "store_label",
+]
 
 log = logging.getLogger("a2a_wire.serve")
 
@@ -100,8 +109,12 @@ class Worker:
         return cls(tuple(listening), channel)
 
 
-def _exit_now(status: int) -> NoReturn:
-    """End the process without waiting for anything (agent runs, the loop's pending tasks)."""
+def exit_now(status: int) -> NoReturn:
+    """End the process without waiting for anything (agent runs, the loop's pending tasks).
+
+    Args:
+        status: The exit status.
+    """
     logging.shutdown()  # flush the log handlers first
     sys.stdout.flush()
     sys.stderr.flush()
@@ -122,7 +135,7 @@ class _Signals:
         name = signal.Signals(signum).name
         if self.signalled:
             log.warning("second signal: exiting now", extra={"fields": {"signal": name}})
-            _exit_now(128 + signum)
+            exit_now(128 + signum)
         self.signalled = True
         self.request({"signal": name})
 
@@ -288,7 +301,7 @@ async def serve(config: Config, worker: Worker | None = None) -> int:
             "exiting without the agent runs that ignored cancellation",
             extra={"fields": {"runs": len(stubborn)}},
         )
-        _exit_now(0)
+        exit_now(0)
     return 0
 
 

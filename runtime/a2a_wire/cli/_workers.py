@@ -63,7 +63,7 @@ import time
 from collections.abc import Sequence
 
 from a2a_wire.cli._app import page_token_key
-from a2a_wire.cli._serve import READY, StartError, _exit_now, listening_url, store_label
+from a2a_wire.cli._serve import READY, StartError, exit_now, listening_url, store_label
 from a2a_wire.cli._worker_slots import Slot, bind, exit_status
 from a2a_wire.cli.config._load import Config
 
@@ -250,7 +250,7 @@ class Supervisor:
         if self.signalled:
             log.warning("second signal: killing the workers", extra={"fields": {"signal": name}})
             self._kill_all()
-            _exit_now(128 + signum)
+            exit_now(128 + signum)
         self.signalled = True
         live = sum(slot.alive() for slot in self.slots)
         log.info("stopping", extra={"fields": {"signal": name, "workers": live}})
