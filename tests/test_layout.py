@@ -333,6 +333,7 @@ EXPORTED = {
         "Config",
         "ConfigError",
         "ConfigIssue",
+        "PostgresSection",
         "SecuritySection",
         "ServerSection",
         "SkillEntry",

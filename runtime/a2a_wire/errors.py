@@ -66,6 +66,7 @@ classes are in ``a2a_wire.server._errors``, ``client``'s in ``a2a_wire.client._e
     ├── AppendConflictError          an append lost the race for its sequence number [store]
     ├── ConfigError                  the TOML configuration of serve is unusable   [cli.config]
     ├── StartError                   ``a2a-wire serve`` could not start                   [cli]
+    ├── StorageUnavailableError      the configured storage cannot serve in this version  [cli]
     └── BadRequestError              the inspector's page sent an unusable request [cli.inspect]
 
 Abstract classes refuse direct instantiation; one that also derives from a builtin exception (in

@@ -31,6 +31,7 @@ def test_serve_example_holds_the_defaults() -> None:
     assert example.server == default.server
     assert example.settings == default.settings
     assert example.card == default.card
+    assert example.postgresql == default.postgresql
 
 
 def test_readme_points_to_the_configuration_reference() -> None:

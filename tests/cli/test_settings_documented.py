@@ -3,7 +3,8 @@
 The fields are read from the classes themselves, so a field added to ``ServerSettings``,
 ``PushSettings`` or a section of the ``serve`` configuration fails here until both files name it.
 ``tests/cli/test_cli_examples.py::test_serve_example_holds_the_defaults`` checks that the values
-the example gives are the defaults.
+the example gives are the defaults. ``docs/scale-out.md`` names every limit too, saying whether it
+is shared by the processes of one database or kept per process.
 """
 
 from __future__ import annotations
@@ -19,12 +20,14 @@ from a2a_wire.cli.config._lines import key_lines
 from a2a_wire.cli.config._load import SkillEntry
 from a2a_wire.cli.config._parts import AgentEntry, SecuritySection
 from a2a_wire.cli.config._schema import SERVER_FIELDS, CardSection, ExtensionEntry, ServerSection
+from a2a_wire.cli.config._storage import PostgresSection
 from a2a_wire.server import ServerSettings
 from a2a_wire.server.push import PushSettings
 
 ROOT = Path(__file__).resolve().parents[2]
 EXAMPLE = (ROOT / "examples" / "serve.toml").read_text(encoding="utf-8")
 DOC = (ROOT / "docs" / "server.md").read_text(encoding="utf-8")
+SCALE_OUT = (ROOT / "docs" / "scale-out.md").read_text(encoding="utf-8")
 KEYS = set(key_lines(EXAMPLE))
 COMMENTED = set(re.findall(r"^# (\w+) = ", EXAMPLE, flags=re.MULTILINE))
 
@@ -40,12 +43,14 @@ def _key(cls: type[Any], name: str) -> tuple[Any, ...] | None:
         return ("server" if name in SERVER_FIELDS else "limits", name)
     if cls is PushSettings:
         return ("push", "allow" if name == "allowlist" else name)
+    if cls is PostgresSection:
+        return ("postgresql", name)
     return ("server", name)
 
 
 SETTINGS = [
     (cls, spec.name)
-    for cls in (ServerSettings, PushSettings, ServerSection)
+    for cls in (ServerSettings, PushSettings, ServerSection, PostgresSection)
     for spec in dataclasses.fields(cls)
     if (cls, spec.name) not in PYTHON_ONLY and _key(cls, spec.name) is not None
 ]
@@ -106,3 +111,11 @@ def test_the_server_page_documents_every_settings_field() -> None:
 def test_the_history_trim_rule_is_documented() -> None:
     rule = DOC.split("**History.**", 1)[1].split("\n\n", 1)[0]
     assert "`max_history_per_task`" in rule and "first" in rule and "silent" in rule
+
+
+def test_the_scale_out_page_says_where_each_limit_is_kept() -> None:
+    """docs/scale-out.md classifies every limit as shared or per process; none is forgotten."""
+    table = SCALE_OUT.split("**Every limit**", 1)[1].split("\n\n")[1]  # the table after it
+    names = [f"`{spec.name}`" for spec in dataclasses.fields(ServerSettings) if spec.name != "push"]
+    names += [f"`push.{spec.name}`" for spec in dataclasses.fields(PushSettings)]
+    assert [name for name in names if name not in table] == []

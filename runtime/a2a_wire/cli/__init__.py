@@ -13,7 +13,9 @@ from __future__ import annotations
 
 import asyncio
 import sys
+from collections.abc import Coroutine
 from pathlib import Path
+from typing import Any, NoReturn
 
 import click
 
@@ -23,8 +25,9 @@ from a2a_wire.cli._common import EXIT_CONFIG
 from a2a_wire.cli._db import db
 from a2a_wire.cli._logging import configure_logging
 from a2a_wire.cli._push_cmds import push, webhook
-from a2a_wire.cli._serve import StartError
+from a2a_wire.cli._serve import StartError, Worker
 from a2a_wire.cli._serve import serve as run_server
+from a2a_wire.cli._workers import refusal, supervise
 from a2a_wire.cli.config._load import ConfigError, load
 from a2a_wire.cli.inspect import inspect as inspect_command
 from a2a_wire.server._scrypt import generate_token, hash_secret
@@ -67,6 +70,14 @@ def cli() -> None:
     envvar="A2A_WIRE_LOG_SQL",
     help="With --log-level debug, also log every SQL statement (aiosqlite).",
 )
+@click.option(
+    "--workers",
+    type=click.IntRange(min=1),
+    default=1,
+    show_default=True,
+    help="Server processes on the one address, under a supervisor (storage postgresql only).",
+)
+@click.option("--worker-fds", hidden=True, help="Internal: a worker's inherited sockets.")
 @click.option("--check", is_flag=True, help="Check the configuration and exit.")
 def serve(
     config_path: Path | None,
@@ -76,6 +87,8 @@ def serve(
     log_level: str | None,
     log_format: str | None,
     log_sql: bool,
+    workers: int,
+    worker_fds: str | None,
     check: bool,
 ) -> None:
     """Run the A2A server until SIGTERM or SIGINT."""
@@ -93,13 +106,44 @@ def serve(
         for issue in exc.issues:
             click.echo(f"  {issue.render(exc.source)}", err=True)
         raise click.exceptions.Exit(EXIT_CONFIG) from None
+    refused = refusal(config, workers)
+    if refused is not None:
+        click.echo(f"error: {refused}", err=True)
+        raise click.exceptions.Exit(EXIT_CONFIG)
     if check:
         skills = ", ".join(skill.id for skill in config.skills)
         click.echo(f"configuration OK: {config.server.host}:{config.server.port}, skills {skills}")
         return
     configure_logging(config.server.log_level, config.server.log_format, sql=log_sql)
+    if workers > 1:
+        args = _worker_args(config_path, overrides, log_sql)
+        _run(supervise(config, workers, args))
+    _run(run_server(config, _worker(worker_fds)))
+
+
+def _worker_args(config_path: Path | None, overrides: dict[str, Any], log_sql: bool) -> list[str]:
+    """The ``serve`` arguments of each worker: this command's own, but ``--workers``."""
+    args = ["--config", str(config_path)] if config_path is not None else []
+    for name, value in overrides.items():
+        if value is not None:
+            args += [f"--{name.replace('_', '-')}", str(value)]
+    return [*args, "--log-sql"] if log_sql else args
+
+
+def _worker(fds: str | None) -> Worker | None:
+    """The sockets a supervisor passed (``--worker-fds``), or ``None`` for a server of its own."""
+    if fds is None:
+        return None
     try:
-        code = asyncio.run(run_server(config))
+        return Worker.from_fds([int(fd) for fd in fds.split(",")])
+    except (ValueError, OSError) as exc:
+        raise click.BadParameter(str(exc), param_hint="--worker-fds") from None
+
+
+def _run(main: Coroutine[Any, Any, int]) -> NoReturn:
+    """Run ``serve`` or the supervisor and exit with its status (1 when it cannot start)."""
+    try:
+        code = asyncio.run(main)
     except StartError as exc:
         click.echo(f"error: cannot start: {exc}", err=True)
         raise click.exceptions.Exit(1) from None

@@ -3,7 +3,12 @@
 * The card comes from ``[card]`` and the skills (spec 8.2); the server adds its JSON-RPC
   interface itself.
 * The store is SQLite in ``data_dir`` (created on first start, with the page-token key kept
-  beside the database so ListTasks cursors outlive a restart), or in memory.
+  beside the database so ListTasks cursors outlive a restart), or in memory. For
+  ``storage = "postgresql"``, :func:`build_postgres_store` makes the
+  :class:`~a2a_wire.server.store._log_postgres.PostgresEventLog` of ``[postgresql]`` (the
+  page-token key still comes from ``data_dir``: every process and host must hold the same file);
+  :func:`build_store` refuses it with :class:`StorageUnavailableError` until the server runs on
+  the event-log store protocol (issue 14), since ``create_app`` still takes a ``TaskStore``.
 * Skills, registered clients, the extended card and card signing go to the server as a
   :class:`~a2a_wire.server._auth.SecurityConfig`; the server routes each message to its skill
   (:mod:`a2a_wire.server._skills`) and authenticates callers when clients are registered.
@@ -21,10 +26,12 @@ from aiohttp import web
 
 from a2a_wire.cli._logging import NotingExecutor, RequestLog
 from a2a_wire.cli.config._load import Config, SkillEntry
+from a2a_wire.errors import A2AError
 from a2a_wire.server._app import create_app
 from a2a_wire.server._auth import SecurityConfig
 from a2a_wire.server._skills import Skill
 from a2a_wire.server.store._base import TaskStore
+from a2a_wire.server.store._log_postgres import PostgresEventLog
 from a2a_wire.server.store._memory import InMemoryTaskStore
 from a2a_wire.server.store._sqlite import SQLiteTaskStore
 from a2a_wire.types import (
@@ -35,9 +42,29 @@ from a2a_wire.types import (
     AgentSkill,
 )
 
-__all__ = ["build_app", "build_card", "build_security", "build_store"]
+__all__ = [
+    "POSTGRESQL_PENDING",
+    "StorageUnavailableError",
+    "build_app",
+    "build_card",
+    "build_postgres_store",
+    "build_security",
+    "build_store",
+    "page_token_key",
+]
 
 _KEY_FILE = "page-token.key"
+
+POSTGRESQL_PENDING = (
+    'storage = "postgresql" needs the server on the event-log store protocol (issue 14: the '
+    "hub, the engine and create_app reading PostgresEventLog), which this version does not "
+    'have yet; use storage = "sqlite" for now'
+)
+"""Why :func:`build_store` refuses PostgreSQL in this version."""
+
+
+class StorageUnavailableError(A2AError):
+    """The configured storage cannot serve in this version (``serve`` cannot start)."""
 
 
 def _agent_skill(entry: SkillEntry) -> AgentSkill:
@@ -92,8 +119,21 @@ def build_card(config: Config) -> AgentCard:
     )
 
 
-def _page_token_key(data_dir: Path) -> bytes:
-    """The key signing ListTasks cursors, made once and kept (owner-only) in ``data_dir``."""
+def page_token_key(data_dir: Path) -> bytes:
+    """The key signing ListTasks cursors, made once and kept (owner-only) in ``data_dir``.
+
+    ``serve --workers`` calls it before it starts any worker, so that the workers read one key
+    and never race to make two.
+
+    Args:
+        data_dir: The data directory (it must exist).
+
+    Returns:
+        The 32-byte key.
+
+    Raises:
+        OSError: The file cannot be read or written.
+    """
     path = data_dir / _KEY_FILE
     try:
         key = path.read_bytes()
@@ -128,14 +168,47 @@ def build_store(config: Config) -> TaskStore:
 
     Raises:
         OSError: The data directory cannot be created or written.
+        StorageUnavailableError: ``storage = "postgresql"`` (see :data:`POSTGRESQL_PENDING`).
     """
     server = config.server
     if server.storage == "memory":
         return InMemoryTaskStore()
+    if server.storage == "postgresql":
+        raise StorageUnavailableError(POSTGRESQL_PENDING)
     server.data_dir.mkdir(parents=True, exist_ok=True)
-    key = _page_token_key(server.data_dir)
+    key = page_token_key(server.data_dir)
     return SQLiteTaskStore(
         server.database, synchronous=server.sqlite_synchronous, page_token_key=key
+    )
+
+
+def build_postgres_store(config: Config) -> PostgresEventLog:
+    """The PostgreSQL event log store of ``[postgresql]``, not yet opened.
+
+    Made with ``recover=False``: several processes share the schema, and the recovery on open
+    would fail the tasks the others are running. A dead process's tasks are the lease
+    takeover's (docs/scale-out.md, "Failover").
+
+    Args:
+        config: The configuration; ``config.postgresql.address()`` must hold the DSN (the
+            configuration check makes sure it does when ``storage = "postgresql"``).
+
+    Returns:
+        The store (connecting, migrating and listening happen when it is opened).
+
+    Raises:
+        OSError: The data directory (for the page-token key) cannot be created or written.
+    """
+    section = config.postgresql
+    config.server.data_dir.mkdir(parents=True, exist_ok=True)
+    return PostgresEventLog(
+        section.address(),
+        schema=section.schema,
+        pool_size=section.pool_size,
+        poll_interval=section.poll_interval_seconds,
+        recover=False,
+        page_token_key=page_token_key(config.server.data_dir),
+        history_limit=config.settings.max_history_per_task,
     )
 
 
@@ -182,6 +255,7 @@ def build_app(config: Config) -> tuple[web.Application, RequestLog]:
 
     Raises:
         OSError: The data directory cannot be created.
+        StorageUnavailableError: The configured storage cannot serve in this version.
     """
     app = create_app(
         build_card(config),

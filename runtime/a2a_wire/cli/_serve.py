@@ -20,6 +20,14 @@ A second SIGTERM or SIGINT, at any point of these steps, ends the process at onc
 128 + the signal's number (143 for SIGTERM, 130 for Ctrl-C), whatever the agent runs do. The
 store needs no closing for that: SQLite keeps every committed transaction, and the next start
 marks the tasks that were running FAILED.
+
+As a worker of ``serve --workers N`` (:mod:`a2a_wire.cli._workers`), the process is given its
+listening sockets and a channel to the supervisor (:class:`Worker`) instead of binding. It says
+``ready`` on the channel once it serves, and logs ``worker ready`` instead of ``listening``
+(the supervisor logs that line once every worker is ready). A ``stop`` line on the channel, or
+the channel closing (the supervisor is gone), starts the stop above as a first signal would,
+but is not counted as a signal: a worker that gets both a signal of its own and the
+supervisor's ``stop`` (systemd signals every process of the unit) still drains.
 """
 
 from __future__ import annotations
@@ -28,30 +36,85 @@ import asyncio
 import logging
 import os
 import signal
+import socket
 import sqlite3
 import sys
 import time
+from collections.abc import Sequence
+from dataclasses import dataclass
 from typing import NoReturn
 
 from aiohttp import web
 
-from a2a_wire.cli._app import build_app
+from a2a_wire.cli._app import StorageUnavailableError, build_app
 from a2a_wire.cli._logging import RequestLog
 from a2a_wire.cli.config._load import Config
 from a2a_wire.errors import A2AError, InternalError
 from a2a_wire.server._app import RUNTIME_KEY
 
-__all__ = ["StartError", "serve"]
+__all__ = [
+    "READY",
+    "STOP",
+    "StartError",
+    "Worker",
+    "exit_now",
+    "listening_url",
+    "serve",
+    "store_label",
+]
 
 log = logging.getLogger("a2a_wire.serve")
+
+
+READY = b"ready\n"
+"""What a worker writes on its channel once it serves."""
+
+STOP = b"stop\n"
+"""What the supervisor writes on a worker's channel to stop it (as a first signal would)."""
 
 
 class StartError(A2AError):
     """The server could not start (address in use, data directory unusable, store locked)."""
 
 
-def _exit_now(status: int) -> NoReturn:
-    """End the process without waiting for anything (agent runs, the loop's pending tasks)."""
+@dataclass(frozen=True)
+class Worker:
+    """What a worker of ``serve --workers`` gets from its supervisor.
+
+    Attributes:
+        sockets: The listening sockets, bound by the supervisor and shared by every worker.
+        channel: A stream socket to the supervisor (``ready`` out; ``stop`` or its closing in).
+    """
+
+    sockets: Sequence[socket.socket]
+    channel: socket.socket
+
+    @classmethod
+    def from_fds(cls, fds: Sequence[int]) -> Worker:
+        """The sockets inherited as file descriptors: the listening ones, then the channel.
+
+        Args:
+            fds: Descriptor numbers (``serve --worker-fds``), at least two.
+
+        Returns:
+            The worker's sockets.
+
+        Raises:
+            ValueError: fewer than two descriptors.
+            OSError: a descriptor is not an open socket.
+        """
+        if len(fds) < 2:
+            raise ValueError("a worker needs a listening socket and a channel")
+        *listening, channel = (socket.socket(fileno=fd) for fd in fds)
+        return cls(tuple(listening), channel)
+
+
+def exit_now(status: int) -> NoReturn:
+    """End the process without waiting for anything (agent runs, the loop's pending tasks).
+
+    Args:
+        status: The exit status.
+    """
     logging.shutdown()  # flush the log handlers first
     sys.stdout.flush()
     sys.stderr.flush()
@@ -59,18 +122,28 @@ def _exit_now(status: int) -> NoReturn:
 
 
 class _Signals:
-    """Counts SIGTERM/SIGINT: the first asks for a clean stop, the second ends the process."""
+    """Counts SIGTERM/SIGINT: the first asks for a clean stop, the second ends the process.
+
+    The supervisor's ``stop`` (:meth:`request`) asks for the same stop without being counted.
+    """
 
     def __init__(self) -> None:
         self.stop = asyncio.Event()
+        self.signalled = False
 
     def __call__(self, signum: int) -> None:
         name = signal.Signals(signum).name
-        if self.stop.is_set():
+        if self.signalled:
             log.warning("second signal: exiting now", extra={"fields": {"signal": name}})
-            _exit_now(128 + signum)
-        log.info("stopping", extra={"fields": {"signal": name}})
-        self.stop.set()
+            exit_now(128 + signum)
+        self.signalled = True
+        self.request({"signal": name})
+
+    def request(self, fields: dict[str, str]) -> None:
+        """Start the clean stop (once), logging why."""
+        if not self.stop.is_set():
+            log.info("stopping", extra={"fields": fields})
+            self.stop.set()
 
     def install(self) -> None:
         loop = asyncio.get_running_loop()
@@ -83,34 +156,62 @@ class _Signals:
             loop.remove_signal_handler(signum)
 
 
-async def _start(config: Config) -> tuple[web.AppRunner, web.TCPSite, RequestLog]:
+async def _start(
+    config: Config, worker: Worker | None
+) -> tuple[web.AppRunner, list[web.BaseSite], RequestLog]:
     try:
         app, requests = build_app(config)
     except OSError as exc:
         raise StartError(f"cannot use data directory {config.server.data_dir}: {exc}") from exc
+    except StorageUnavailableError as exc:
+        raise StartError(str(exc)) from exc
     runner = web.AppRunner(app, access_log=None, handle_signals=False, shutdown_timeout=1.0)
     try:
         await runner.setup()
     except (OSError, RuntimeError, sqlite3.Error) as exc:
         await runner.cleanup()
         raise StartError(f"cannot open the task store: {exc}") from exc
-    site = web.TCPSite(runner, config.server.host, config.server.port)
+    sites: list[web.BaseSite] = []
+    if worker is not None:
+        sites.extend(web.SockSite(runner, sock) for sock in worker.sockets)
+    else:
+        sites.append(web.TCPSite(runner, config.server.host, config.server.port))
     try:
-        await site.start()
+        for site in sites:
+            await site.start()
     except OSError as exc:
         await runner.cleanup()
         where = f"{config.server.host}:{config.server.port}"
         raise StartError(f"cannot listen on {where}: {exc.strerror or exc}") from exc
-    return runner, site, requests
+    return runner, sites, requests
 
 
-def _listening_url(runner: web.AppRunner, config: Config) -> str:
-    for address in runner.addresses:
+def listening_url(addresses: Sequence[object], config: Config) -> str:
+    """``http://host:port`` of the first TCP address (IPv6 in brackets), else the configured one.
+
+    Args:
+        addresses: Socket addresses (``getsockname()`` results, ``AppRunner.addresses``).
+        config: The configuration, for the fallback.
+
+    Returns:
+        The URL for the ``listening`` log line.
+    """
+    for address in addresses:
         if isinstance(address, tuple):
             host, port = address[0], address[1]
             host = f"[{host}]" if ":" in str(host) else host
             return f"http://{host}:{port}"
     return f"http://{config.server.host}:{config.server.port}"
+
+
+def store_label(config: Config) -> str:
+    """Where the tasks are, for the ``listening`` line (never the DSN, which may hold a secret)."""
+    storage = config.server.storage
+    if storage == "sqlite":
+        return str(config.server.database)
+    if storage == "postgresql":
+        return f"postgresql schema {config.postgresql.schema}"
+    return storage
 
 
 async def _drain(app: web.Application, requests: RequestLog, grace: float) -> None:
@@ -128,11 +229,52 @@ async def _drain(app: web.Application, requests: RequestLog, grace: float) -> No
         await asyncio.sleep(min(0.05, left))
 
 
-async def serve(config: Config) -> int:
+def _announce(runner: web.AppRunner, config: Config, worker: Worker | None) -> None:
+    """The ``listening`` line, or for a worker ``worker ready`` and ``ready`` on its channel."""
+    if worker is not None:
+        log.info("worker ready", extra={"fields": {"pid": os.getpid()}})
+        try:
+            worker.channel.send(READY)
+        except OSError:  # the supervisor is gone: the channel watch stops this worker
+            pass
+        return
+    fields = {
+        "url": listening_url(runner.addresses, config),
+        "store": store_label(config),
+        "skills": ",".join(skill.id for skill in config.skills),
+    }
+    log.info("listening", extra={"fields": fields})
+
+
+def _watch_channel(worker: Worker, signals: _Signals) -> None:
+    """Stop on the supervisor's ``stop`` line or when the channel closes (it is gone)."""
+    loop = asyncio.get_running_loop()
+    channel = worker.channel
+    channel.setblocking(False)
+
+    def readable() -> None:
+        try:
+            data = channel.recv(64)
+        except (BlockingIOError, InterruptedError):
+            return
+        except OSError:
+            data = b""
+        if not data:
+            loop.remove_reader(channel.fileno())
+            signals.request({"reason": "supervisor gone", "pid": str(os.getpid())})
+        elif STOP.strip() in data:
+            signals.request({"reason": "supervisor", "pid": str(os.getpid())})
+
+    loop.add_reader(channel.fileno(), readable)
+
+
+async def serve(config: Config, worker: Worker | None = None) -> int:
     """Run the server of ``config`` until a signal stops it.
 
     Args:
         config: The checked configuration.
+        worker: The sockets and the channel of a worker of ``serve --workers``; ``None`` for
+            a server that binds its own address.
 
     Returns:
         The exit status: 0 after a clean stop.
@@ -140,25 +282,16 @@ async def serve(config: Config) -> int:
     Raises:
         StartError: The server could not start.
     """
-    runner, site, requests = await _start(config)
+    runner, sites, requests = await _start(config, worker)
     app = runner.app
     signals = _Signals()
     signals.install()
     try:
-        skills = ",".join(skill.id for skill in config.skills)
-        where = config.server.database if config.server.storage == "sqlite" else "memory"
-        log.info(
-            "listening",
-            extra={
-                "fields": {
-                    "url": _listening_url(runner, config),
-                    "store": str(where),
-                    "skills": skills,
-                }
-            },
-        )
+        if worker is not None:
+            _watch_channel(worker, signals)
+        _announce(runner, config, worker)
         await signals.stop.wait()
-        await _stop(runner, site, requests, config.server.shutdown_grace_seconds)
+        await _stop(runner, sites, requests, config.server.shutdown_grace_seconds)
     finally:
         signals.remove()
     log.info("stopped")
@@ -168,17 +301,18 @@ async def serve(config: Config) -> int:
             "exiting without the agent runs that ignored cancellation",
             extra={"fields": {"runs": len(stubborn)}},
         )
-        _exit_now(0)
+        exit_now(0)
     return 0
 
 
 async def _stop(
-    runner: web.AppRunner, site: web.TCPSite, requests: RequestLog, grace: float
+    runner: web.AppRunner, sites: list[web.BaseSite], requests: RequestLog, grace: float
 ) -> None:
     """Steps 1 to 3 of the module docstring: refuse, drain, end streams, cancel, close."""
     app = runner.app
     requests.draining = True
-    await site.stop()
+    for site in sites:
+        await site.stop()
     await _drain(app, requests, grace)
     closing = InternalError("The server is stopping; subscribe again once it is back")
     for hub in list(app[RUNTIME_KEY].hubs.values()):

@@ -10,6 +10,8 @@ Sections (docs/server.md, "Configuration reference", documents each key and its 
 
 * ``[server]``: listen address, ``public_url`` for the card, ``rpc_path``, storage and
   ``data_dir``, logging, ``keepalive_seconds``, ``shutdown_grace_seconds``, ``cors_origins``;
+* ``[postgresql]``: the PostgreSQL store of ``storage = "postgresql"``
+  (:mod:`a2a_wire.cli.config._storage`);
 * ``[limits]``: the other fields of :class:`~a2a_wire.server._settings.ServerSettings`, by name;
 * ``[card]``: the agent card's own fields (spec 8.2) and the declared capabilities;
 * ``[network]``: the outgoing address guard's allowlist (spec 13.2: remote agents, webhooks);
@@ -44,6 +46,7 @@ from typing import Any
 from a2a_wire.cli.config import _limits as limits
 from a2a_wire.cli.config import _parts as parts
 from a2a_wire.cli.config import _schema as schema
+from a2a_wire.cli.config import _storage as storage
 from a2a_wire.cli.config._lines import key_lines, line_of
 from a2a_wire.cli.config._parts import AgentEntry, SecuritySection
 from a2a_wire.cli.config._schema import (
@@ -53,6 +56,7 @@ from a2a_wire.cli.config._schema import (
     ConfigIssue,
     ServerSection,
 )
+from a2a_wire.cli.config._storage import PostgresSection
 from a2a_wire.errors import A2AError
 from a2a_wire.server._auth import RegisteredClient
 from a2a_wire.server._executor import AgentExecutor
@@ -66,6 +70,7 @@ __all__ = [
     "ConfigError",
     "CardSection",
     "ConfigIssue",
+    "PostgresSection",
     "SecuritySection",
     "ServerSection",
     "SkillEntry",
@@ -147,6 +152,7 @@ class Config:
         agents: Remote agents by name.
         allow: The outgoing allowlist of ``[network]``.
         allow_private: ``[network] allow_private``: the outgoing guard is off.
+        postgresql: The ``[postgresql]`` section (used with ``storage = "postgresql"``).
     """
 
     source: Path | None
@@ -159,6 +165,7 @@ class Config:
     agents: Mapping[str, AgentEntry]
     allow: tuple[str, ...] = ()
     allow_private: bool = False
+    postgresql: PostgresSection = PostgresSection()
 
     @property
     def default_skill(self) -> SkillEntry:
@@ -201,6 +208,7 @@ def load(path: str | os.PathLike[str] | None = None, **overrides: Any) -> Config
     root = schema.Table(data, (), issues)
     server_table = root.table("server")
     server = schema.read_server(server_table, base, overrides, default_data_dir)
+    postgresql = storage.read_postgresql(root.table("postgresql"), server_table, server.storage)
     card = schema.read_card(root.table("card"))
     allow, allow_private = schema.read_network(root.table("network"))
     settings = limits.read_settings(root, server_table, server, allow)
@@ -222,6 +230,7 @@ def load(path: str | os.PathLike[str] | None = None, **overrides: Any) -> Config
         agents=agents,
         allow=allow,
         allow_private=allow_private,
+        postgresql=postgresql,
     )
 
 

@@ -25,7 +25,7 @@ DEFAULT_HOST = "127.0.0.1"
 DEFAULT_PORT = 8765
 LOG_LEVELS = ("debug", "info", "warning", "error")
 LOG_FORMATS = ("text", "json")
-STORAGES = ("sqlite", "memory")
+STORAGES = ("sqlite", "memory", "postgresql")
 _NAME = r"[A-Za-z0-9][A-Za-z0-9!#$&^_.+-]{0,126}"  # RFC 6838 section 4.2
 _TOKEN = r"[!#$%&'*+.^_`|~0-9A-Za-z-]+"  # RFC 9110 section 5.6.2
 _PARAMETER = rf"[ \t]*;[ \t]*{_TOKEN}=(?:{_TOKEN}|\"(?:[^\"\\]|\\.)*\")"
