@@ -24,9 +24,9 @@ from a2a_wire.cli.config._load import Config, SkillEntry
 from a2a_wire.server._app import create_app
 from a2a_wire.server._auth import SecurityConfig
 from a2a_wire.server._skills import Skill
-from a2a_wire.server.store._base import TaskStore
-from a2a_wire.server.store._memory import InMemoryTaskStore
-from a2a_wire.server.store._sqlite import SQLiteTaskStore
+from a2a_wire.server.store._log import EventLogStore
+from a2a_wire.server.store._log_memory import InMemoryTaskStore
+from a2a_wire.server.store._log_sqlite import SQLiteTaskStore
 from a2a_wire.types import (
     AgentCapabilities,
     AgentCard,
@@ -117,8 +117,11 @@ def _page_token_key(data_dir: Path) -> bytes:
     return key
 
 
-def build_store(config: Config) -> TaskStore:
+def build_store(config: Config) -> EventLogStore:
     """The task store: SQLite in the data directory (created if missing), or in memory.
+
+    Both keep ``max_history_per_task`` messages a task; the in-memory one holds at most
+    ``memory_max_tasks`` tasks.
 
     Args:
         config: The configuration.
@@ -129,13 +132,17 @@ def build_store(config: Config) -> TaskStore:
     Raises:
         OSError: The data directory cannot be created or written.
     """
-    server = config.server
+    server, settings = config.server, config.settings
+    limit = settings.max_history_per_task
     if server.storage == "memory":
-        return InMemoryTaskStore()
+        return InMemoryTaskStore(history_limit=limit, max_tasks=settings.memory_max_tasks)
     server.data_dir.mkdir(parents=True, exist_ok=True)
     key = _page_token_key(server.data_dir)
     return SQLiteTaskStore(
-        server.database, synchronous=server.sqlite_synchronous, page_token_key=key
+        server.database,
+        synchronous=server.sqlite_synchronous,
+        page_token_key=key,
+        history_limit=limit,
     )
 
 

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[3]
 BENCHMARK = ROOT / "benchmarks" / "store_log.py"
 STORES = ("log memory", "log sqlite", "reference memory", "reference sqlite")
 ROW = re.compile(r"^(?P<store>[a-z ]+?)\s+(?P<n>\d+)\s+(?P<cpu>[\d.]+)\s+(?P<bytes>[\d,]+|-)\s")

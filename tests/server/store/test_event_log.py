@@ -1,7 +1,8 @@
 """The contract of every event log store (a2a_wire.server.store._log), run on each backend.
 
-A new backend is done when it passes this file: add it to ``BACKENDS`` and to ``Backend.new``
-(the PostgreSQL store of the next issue does). The Hypothesis state machine at the end drives
+A new backend is done when it passes this file (and the other suites of this folder): add it to
+``BACKENDS`` and to ``Backend.new`` in ``tests/store_support.py`` (the PostgreSQL store of the
+next issue does). The Hypothesis state machine at the end drives
 random appends, reads, compactions, deletions and reopenings against a model that keeps every
 committed event, and checks after each step that the snapshot equals the plain sequential fold
 of the log and that reading after any number gives exactly the rest of the log.
@@ -12,7 +13,7 @@ from __future__ import annotations
 import asyncio
 import copy
 import tempfile
-from collections.abc import AsyncIterator, Sequence
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -20,6 +21,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, invariant, rule, run_state_machine_as_test
+from store_support import Backend
 
 from a2a_wire import codec
 from a2a_wire._protocol.tasks import InvalidTransitionError, apply
@@ -29,9 +31,7 @@ from a2a_wire.server.store import _log_fold
 from a2a_wire.server.store._base import RESTART_MESSAGE, TaskQuery
 from a2a_wire.server.store._log import EventKind, EventLogStore, LogEvent, LogInput
 from a2a_wire.server.store._log_fold import fold
-from a2a_wire.server.store._log_memory import InMemoryEventLog
-from a2a_wire.server.store._log_sqlite import SQLiteEventLog
-from a2a_wire.server.store._sqlite import SQLiteTaskStore
+from a2a_wire.server.store._log_sqlite import SQLiteTaskStore
 from a2a_wire.types import (
     Artifact,
     Message,
@@ -50,60 +50,6 @@ from a2a_wire.types import (
 S = TaskState
 BASE = 1_700_000_000
 EPOCH = Timestamp()
-
-BACKENDS = ["memory", "sqlite"]
-"""Every event log store; the one place a new backend is added."""
-
-
-class Backend:
-    """Opens stores of one kind; a reopened SQLite store reads the same file."""
-
-    def __init__(self, kind: str, directory: Path, **options: Any) -> None:
-        self.kind = kind
-        self.path = directory / "log.sqlite3"
-        self.options = options
-        self.opened: list[EventLogStore] = []
-
-    def new(self) -> EventLogStore:
-        if self.kind == "sqlite":
-            return SQLiteEventLog(self.path, **self.options)
-        return InMemoryEventLog(**self.options)
-
-    async def open(self) -> EventLogStore:
-        store = self.new()
-        failed = await store.open()
-        self.opened.append(store)
-        assert failed == []
-        return store
-
-    async def reopen(self, store: EventLogStore) -> tuple[EventLogStore, list[str]]:
-        """Close ``store`` and open it again (the same instance for memory), with recovery."""
-        await store.close()
-        again = store if self.kind == "memory" else self.new()
-        failed = await again.open()
-        self.opened.append(again)
-        return again, failed
-
-    async def close_all(self) -> None:
-        for store in self.opened:
-            await store.close()
-
-
-@pytest.fixture(params=BACKENDS)
-def backend_kind(request: pytest.FixtureRequest) -> str:
-    return str(request.param)
-
-
-@pytest.fixture
-async def backend(backend_kind: str, tmp_path: Path) -> AsyncIterator[Backend]:
-    helper = Backend(backend_kind, tmp_path)
-    yield helper
-    await helper.close_all()
-
-
-@pytest.fixture
-async def store(backend: Backend) -> EventLogStore:
-    return await backend.open()
 
 
 def ts(seconds: int) -> Timestamp:
@@ -544,20 +490,12 @@ async def test_delete_takes_events_configs_and_outbox_rows(store: EventLogStore)
 # -- backend specifics ---------------------------------------------------------------------
 
 
-async def test_sqlite_refuses_a_file_of_the_task_store_layout(tmp_path: Path) -> None:
-    old = SQLiteTaskStore(tmp_path / "v2.sqlite3")
-    await old.open()
-    await old.close()
-    with pytest.raises(RuntimeError, match="schema version 2"):
-        await SQLiteEventLog(tmp_path / "v2.sqlite3").open()
-
-
 async def test_sqlite_file_is_held_by_one_store(tmp_path: Path) -> None:
-    first = SQLiteEventLog(tmp_path / "x.sqlite3")
+    first = SQLiteTaskStore(tmp_path / "x.sqlite3")
     await first.open()
     try:
         with pytest.raises(RuntimeError, match="in use"):
-            await SQLiteEventLog(tmp_path / "x.sqlite3").open()
+            await SQLiteTaskStore(tmp_path / "x.sqlite3").open()
     finally:
         await first.close()
 
