@@ -50,7 +50,7 @@ def run_ours(port: int, db: str | None) -> None:
     from aiohttp import web
 
     from a2a_wire.server import AgentExecutor, EventQueue, RequestContext, TaskUpdater, create_app
-    from a2a_wire.server.store import InMemoryTaskStore, SQLiteTaskStore, TaskStore
+    from a2a_wire.server.store import EventLogStore, InMemoryTaskStore, SQLiteTaskStore
     from a2a_wire.types import AgentCapabilities, AgentCard, AgentSkill
 
     class TrivialAgent(AgentExecutor):
@@ -68,7 +68,7 @@ def run_ours(port: int, db: str | None) -> None:
         default_output_modes=["text/plain"],
         skills=[AgentSkill(id="done", name="done", description="answers done", tags=["bench"])],
     )
-    store: TaskStore = SQLiteTaskStore(db) if db else InMemoryTaskStore()
+    store: EventLogStore = SQLiteTaskStore(db) if db else InMemoryTaskStore()
     app = create_app(card, TrivialAgent(), store=store)
     web.run_app(app, host=HOST, port=port, access_log=None, print=None, handle_signals=True)
 

@@ -87,6 +87,12 @@ class Retention:
         self._settings = settings
         self._busy = busy
         self._clock = clock
+        self._sweeping: asyncio.Task[None] | None = None
+
+    @property
+    def running(self) -> bool:
+        """Whether the background sweeps run (between the app's start and its cleanup)."""
+        return self._sweeping is not None and not self._sweeping.done()
 
     async def sweep(self) -> Swept:
         """One pass over every rule, in small batches."""
@@ -143,7 +149,7 @@ class Retention:
 
     async def lifecycle(self, app: web.Application) -> AsyncIterator[None]:
         """An ``app.cleanup_ctx`` entry: sweep while the app runs; stopped before the store."""
-        task = asyncio.create_task(self._run(), name="a2a-retention")
+        task = self._sweeping = asyncio.create_task(self._run(), name="a2a-retention")
         try:
             yield
         finally:

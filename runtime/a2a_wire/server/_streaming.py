@@ -9,8 +9,9 @@ request's, then a blank line. The result bytes are the logged event's, encoded o
 
 An error found before the first event (an unknown task, a terminal task without
 ``Last-Event-ID``, bad params, a missing capability, and whatever the stream's first item is)
-is a plain JSON-RPC answer, ``application/json`` (:func:`error_answer`); the response is
-prepared only once the first event (or a keep-alive) is due. An error after that is sent as one
+is a plain JSON-RPC answer, ``application/json`` (:func:`error_answer`): the handler finds it,
+or, for a new task's stream, the response is prepared only once the agent's first event (or a
+keep-alive) is due. An error after that is sent as one
 event carrying the error object, and the stream ends. While nothing happens, a comment line is
 sent every ``keepalive_seconds`` so that proxies keep the connection and a vanished client is
 noticed.
@@ -80,7 +81,9 @@ async def stream_events(
     prefix = b'{"jsonrpc":"2.0","id":' + codec.dumps(rid) + b',"result":'
     sub = subscription.subscriber
     try:
-        item: Item | None = await sub.next(keepalive)
+        # A new task's stream waits for the agent's first event before it answers, so that a
+        # failure before it is a plain answer; any other stream has its first event at hand.
+        item: Item | None = await sub.next(keepalive) if sub.awaits_task else sub.ready()
         if isinstance(item, ProtocolError):  # before the first event: a plain answer
             return error_answer(rid, item)
         response = _open(request)
@@ -99,7 +102,8 @@ async def stream_events(
             if ended:
                 await response.write_eof(b"".join(chunks))
             else:
-                await response.write(b"".join(chunks))
+                if chunks:
+                    await response.write(b"".join(chunks))
                 item = await sub.next(keepalive)
     except ConnectionError:
         log.debug("stream reader left")

@@ -153,6 +153,11 @@ class Subscriber:
         self.closed = False
 
     @property
+    def awaits_task(self) -> bool:
+        """Whether this is a new task's stream whose task is not made yet (nothing to send)."""
+        return not self._exists and not self._pending
+
+    @property
     def position(self) -> int:
         """The number of the last event handed out (or skipped, for history messages)."""
         return self._after
@@ -206,10 +211,18 @@ class Subscriber:
     async def prime(self) -> None:
         """Read the first events now, so that a missing task fails the call, not the stream.
 
+        When there are none and the task is terminal, none will come: the stream is empty.
+
         Raises:
             TaskNotFoundError: the task is not (or no longer) visible to the owner.
         """
         await self._fill()
+        if not self._pending:
+            snapshot = await self._store.snapshot(self._task_id, owner=self._owner)
+            if snapshot is None:
+                self._end(TaskNotFoundError(metadata={"taskId": self._task_id}))
+            elif snapshot.task.status is not None and is_terminal(snapshot.task.status.state):
+                self._end(END)
         first = self._pending[0] if self._pending else None
         if isinstance(first, TaskNotFoundError):
             self._pending.clear()
