@@ -11,9 +11,8 @@ change goes through :meth:`TaskHub.publish`, which under the lock:
    checked against the task's state by :func:`a2a_wire._protocol.tasks.apply` (an illegal event
    is refused, logged, and changes nothing), at a cost in proportion to the event, not to the
    task. It is committed (durable) and numbered when the call returns;
-2. offers the committed events to every open stream of the task, which hand them out in log
-   order with their numbers as SSE ids (spec 3.5.2). Streams read the log themselves, so
-   nothing reaches a client before it is committed and nothing is lost or repeated;
+2. offers the committed events to the task's open streams, which read the log themselves (an
+   offer saves a read), so nothing reaches a client before it is committed (spec 3.5.2);
 3. with push notifications on (``on_push``), the same append put each streamed event in the
    outbox of every webhook of the task, in one transaction (:mod:`a2a_wire.server.store._push`);
    the hub then wakes the delivery worker. A new task is stored with the push config sent
@@ -23,8 +22,7 @@ Appends to one task are serialised by the lock, and one event is appended at a t
 illegal event refuses only itself. A new stream registers while holding the same lock, with its
 position in the log (the snapshot it starts from, or the client's ``Last-Event-ID``). After the
 event that makes the task terminal or interrupted, or a direct Message reply, the hub releases
-the waiting calls and forgets its streams (each ends by itself after that event, spec 3.1.2,
-3.1.6).
+the waiting calls and forgets its streams (each ends after that event, spec 3.1.2, 3.1.6).
 
 The hub owns its state. The runtime (:mod:`a2a_wire.server._engine`) asks it to start, end and
 stop an agent run, and holds it (:meth:`TaskHub.hold`) while a call or a stream uses it; a hub
