@@ -208,8 +208,10 @@ class TaskHub:
         snapshot: Snapshot | None = None,
         after: int | None = None,
     ) -> Subscriber:
-        """Open a stream, holding :attr:`lock`: from ``snapshot`` (the task, spec 3.1.6), from
-        the events ``after`` a number (``Last-Event-ID``), or else from event 1 (a new task).
+        """Open a stream; call with :attr:`lock` held.
+
+        It starts from ``snapshot`` (the task, spec 3.1.6), from the events ``after`` a number
+        (``Last-Event-ID``), or else from event 1 (a new task's stream).
         """
         sub = Subscriber(
             self._store,
@@ -332,9 +334,8 @@ class TaskHub:
     async def ensure_task(self, run: Run) -> None:
         """Make the SUBMITTED task from the run's message if the agent has not made it yet.
 
-        For SendMessage with ``returnImmediately`` when the agent is slow to send its first
-        event: the client gets a task at once; the agent's later events update it (a Task or a
-        Message as its first event is then refused, and logged).
+        For SendMessage with ``returnImmediately`` and a slow agent: its later events update the
+        task (a Task or a Message as its first event is then refused, and logged).
         """
         async with self.lock:
             if self._state is not None or run.closed or run.message is None:

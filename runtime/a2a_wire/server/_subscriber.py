@@ -14,7 +14,7 @@ The hub (:mod:`a2a_wire.server._hub`) *offers* each committed batch to the subsc
 task. An offer only saves a read: a subscriber keeps offered events in a small cache (at most
 ``limit``, ``ServerSettings.stream_queue_size``) and takes from it what follows its position;
 when the cache does not (it overflowed because the reader is slow, or the events came before
-the subscriber did), it reads the log from the store. A slow reader therefore holds at most
+the subscriber did), it reads the log from the store, ``limit`` events at a time. A slow reader therefore holds at most
 ``limit`` events in memory and still gets every event, and the agent never waits for it. It
 waits for the next event on the store (:meth:`~a2a_wire.server.store._log.EventLogStore.
 wait_events`, woken by commits and deletions) and on its own wake-up (offers, and the hub's
@@ -251,7 +251,9 @@ class Subscriber:
         """Queue what follows the position, from the cache or the store; whether it moved on."""
         events = self._cached()
         if not events:
-            got = await self._store.read_events(self._task_id, self._after, owner=self._owner)
+            got = await self._store.read_events(
+                self._task_id, self._after, owner=self._owner, limit=self._limit
+            )
             if got is None:
                 self._end(TaskNotFoundError(metadata={"taskId": self._task_id}))
                 return True
