@@ -106,6 +106,19 @@ async def test_offers_only_save_reads(store: InMemoryTaskStore) -> None:
     assert seq == 6 and frame["artifactUpdate"]["artifact"]["parts"] == [{"text": "as offered"}]
 
 
+async def test_a_resume_reads_past_history_messages_to_the_next_event(
+    store: InMemoryTaskStore,
+) -> None:
+    await store.create(Task(id="t1", context_id="c1", status=TaskStatus(state=TaskState.WORKING)))
+    for text in ("a", "b", "c"):  # events 2, 3, 4: history, not streamed
+        note = Message(message_id=text, role=Role.AGENT, parts=[Part(text=text)])
+        await store.append("t1", [note])
+    await store.append("t1", [status(TaskState.COMPLETED)])
+    sub = Subscriber(store, "t1", "", 2, after=1)  # reads two events at a time
+    await sub.prime()
+    assert [seq for seq, _ in frames(await drain(sub))] == [5]
+
+
 async def test_subscriber_finish_and_keepalive(store: InMemoryTaskStore) -> None:
     await store.create(Task(id="t1", context_id="c1", status=TaskStatus(state=TaskState.WORKING)))
     sub = Subscriber(store, "t1", "", 3, after=1)

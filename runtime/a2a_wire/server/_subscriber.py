@@ -216,7 +216,8 @@ class Subscriber:
         Raises:
             TaskNotFoundError: the task is not (or no longer) visible to the owner.
         """
-        await self._fill()
+        while not self._pending and await self._fill():
+            pass  # only history messages so far: read on
         if not self._pending:
             snapshot = await self._store.snapshot(self._task_id, owner=self._owner)
             if snapshot is None:
