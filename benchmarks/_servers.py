@@ -69,7 +69,7 @@ def run_ours(port: int, db: str | None, agent: str) -> None:
     from aiohttp import web
 
     from a2a_wire.server import AgentExecutor, EventQueue, RequestContext, TaskUpdater, create_app
-    from a2a_wire.server.store import InMemoryTaskStore, SQLiteTaskStore, TaskStore
+    from a2a_wire.server.store import EventLogStore, InMemoryTaskStore, SQLiteTaskStore
     from a2a_wire.types import AgentCapabilities, AgentCard, AgentSkill
 
     class TrivialAgent(AgentExecutor):
@@ -99,7 +99,7 @@ def run_ours(port: int, db: str | None, agent: str) -> None:
         default_output_modes=["text/plain"],
         skills=[AgentSkill(id="done", name="done", description="answers done", tags=["bench"])],
     )
-    store: TaskStore = SQLiteTaskStore(db) if db else InMemoryTaskStore()
+    store: EventLogStore = SQLiteTaskStore(db) if db else InMemoryTaskStore()
     executor = ChunkAgent() if agent == "chunks" else TrivialAgent()
     app = create_app(card, executor, store=store)
     web.run_app(app, host=HOST, port=port, access_log=None, print=None, handle_signals=True)

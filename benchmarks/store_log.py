@@ -4,10 +4,11 @@ Run ``.venv/bin/python benchmarks/store_log.py`` (about a minute) or ``--quick``
 
 For N = 100, 1,000 and 10,000, one task gets one artifact as N ``append=true`` chunks of 32
 bytes, each its own store call as an executor turn makes it, then a COMPLETED status (which
-folds the log). It is measured on the event log stores (``InMemoryEventLog``, ``SQLiteEventLog``:
-``append``) and, as the reference in the same run, on the current task stores
-(``InMemoryTaskStore``, ``SQLiteTaskStore``) the way ``TaskHub.publish`` drives them today: apply
-the chunk to the live task, then ``update`` the whole task. Printed per chunk: process CPU
+folds the log). It is measured on the event log stores (``InMemoryTaskStore``,
+``SQLiteTaskStore``: ``append``) and, as the reference in the same run, on the model they
+replaced, kept here (:class:`RewriteMemory`, :class:`RewriteSQLite`): apply the chunk to the
+live task, then rewrite the whole task (in memory its encoding, in SQLite one UPDATE of its row,
+WAL and ``synchronous=NORMAL`` as the stores). Printed per chunk: process CPU
 (every thread, so aiosqlite's too) and, for SQLite, bytes written: ``write_bytes`` (bytes sent
 towards the storage layer, counted when a page is first dirtied) and ``wchar`` (bytes passed to
 ``write()``) from ``/proc/self/io``. The last table gives N = 10,000 over N = 100 per metric; the
@@ -32,13 +33,12 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import aiosqlite
+
+from a2a_wire import codec
 from a2a_wire._protocol.tasks import apply
-from a2a_wire.server.store._base import TaskStore, now_timestamp
-from a2a_wire.server.store._log import EventLogStore
-from a2a_wire.server.store._log_memory import InMemoryEventLog
-from a2a_wire.server.store._log_sqlite import SQLiteEventLog
-from a2a_wire.server.store._memory import InMemoryTaskStore
-from a2a_wire.server.store._sqlite import SQLiteTaskStore
+from a2a_wire.server.store import EventLogStore, InMemoryTaskStore, SQLiteTaskStore
+from a2a_wire.server.store._base import now_timestamp
 from a2a_wire.types import (
     Artifact,
     Message,
@@ -92,13 +92,74 @@ def done() -> TaskStatusUpdateEvent:
     return TaskStatusUpdateEvent(status=TaskStatus(state=TaskState.COMPLETED))
 
 
+class RewriteMemory:
+    """The reference in memory: each change re-encodes and keeps the whole task."""
+
+    def __init__(self) -> None:
+        self._bodies: dict[str, bytes] = {}
+
+    async def open(self) -> None:
+        pass
+
+    async def close(self) -> None:
+        pass
+
+    async def create(self, task: Task) -> None:
+        self._bodies[task.id] = codec.encode(task)
+
+    async def update(self, task: Task) -> None:
+        self._bodies[task.id] = codec.encode(task)
+
+    async def get(self, task_id: str) -> Task | None:
+        body = self._bodies.get(task_id)
+        return None if body is None else codec.decode(Task, body)
+
+
+class RewriteSQLite(RewriteMemory):
+    """The reference in SQLite: each change is one UPDATE of the task's whole row."""
+
+    def __init__(self, path: Path) -> None:
+        super().__init__()
+        self._path = path
+        self._db: aiosqlite.Connection | None = None
+
+    @property
+    def db(self) -> aiosqlite.Connection:
+        assert self._db is not None, "open() first"
+        return self._db
+
+    async def open(self) -> None:
+        self._db = await aiosqlite.connect(self._path, isolation_level=None)
+        for pragma in ("journal_mode = WAL", "synchronous = NORMAL"):
+            await self.db.execute_fetchall(f"PRAGMA {pragma}")
+        await self.db.execute_fetchall("CREATE TABLE tasks (id TEXT PRIMARY KEY, body BLOB)")
+
+    async def close(self) -> None:
+        if self._db is not None:
+            await self._db.close()
+
+    async def create(self, task: Task) -> None:
+        row = (task.id, codec.encode(task))
+        await self.db.execute_fetchall("INSERT INTO tasks VALUES (?, ?)", row)
+
+    async def update(self, task: Task) -> None:
+        row = (codec.encode(task), task.id)
+        await self.db.execute_fetchall("UPDATE tasks SET body = ? WHERE id = ?", row)
+
+    async def get(self, task_id: str) -> Task | None:
+        rows = list(
+            await self.db.execute_fetchall("SELECT body FROM tasks WHERE id = ?", (task_id,))
+        )
+        return codec.decode(Task, rows[0][0]) if rows else None
+
+
 async def run_log(store: EventLogStore, n: int) -> None:
     for i in range(n):
         await store.append("t", [chunk(i, n)])
     await store.append("t", [done()])
 
 
-async def run_reference(store: TaskStore, task: Task, n: int) -> None:
+async def run_reference(store: RewriteMemory, task: Task, n: int) -> None:
     for i in range(n):
         apply(task, chunk(i, n), now=now_timestamp())
         await store.update(task)
@@ -131,22 +192,22 @@ def openers(directory: Path) -> dict[str, tuple[bool, Opener]]:
     """Store name -> (is an event log store, coroutine opening a fresh one for size N)."""
 
     async def log_memory(n: int) -> EventLogStore:
-        store = InMemoryEventLog()
-        await store.open()
-        return store
-
-    async def log_sqlite(n: int) -> EventLogStore:
-        store = SQLiteEventLog(directory / f"log-{n}.sqlite3")
-        await store.open()
-        return store
-
-    async def task_memory(n: int) -> TaskStore:
         store = InMemoryTaskStore()
         await store.open()
         return store
 
-    async def task_sqlite(n: int) -> TaskStore:
-        store = SQLiteTaskStore(directory / f"tasks-{n}.sqlite3")
+    async def log_sqlite(n: int) -> EventLogStore:
+        store = SQLiteTaskStore(directory / f"log-{n}.sqlite3")
+        await store.open()
+        return store
+
+    async def task_memory(n: int) -> RewriteMemory:
+        store = RewriteMemory()
+        await store.open()
+        return store
+
+    async def task_sqlite(n: int) -> RewriteMemory:
+        store = RewriteSQLite(directory / f"tasks-{n}.sqlite3")
         await store.open()
         return store
 
@@ -164,7 +225,7 @@ def header() -> None:
     print(f"machine:  {platform.platform()}, {platform.machine()}, {os.cpu_count()} CPUs")
     print(f"python:   {platform.python_implementation()} {platform.python_version()}")
     print(f"workload: one artifact of N append=true chunks of {len(CHUNK)} bytes, then COMPLETED")
-    print("reference: apply + TaskStore.update per chunk (TaskHub.publish today)")
+    print("reference: apply + rewrite the whole task per chunk (the model the log replaced)")
     print()
 
 

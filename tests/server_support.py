@@ -230,14 +230,18 @@ def violations(err: dict[str, Any]) -> list[str]:
 
 
 class EventReader:
-    """Reads JSON-RPC responses from an SSE response, one at a time."""
+    """Reads JSON-RPC responses from an SSE response, one at a time.
+
+    :attr:`ids` holds the SSE ``id`` of every event handed out so far (``None``: it had none).
+    """
 
     def __init__(self, response: aiohttp.ClientResponse) -> None:
         assert response.status == 200
         assert response.content_type == "text/event-stream"
         self.response = response
         self.decoder = SSEDecoder()
-        self.pending: list[dict[str, Any]] = []
+        self.pending: list[tuple[str | None, dict[str, Any]]] = []
+        self.ids: list[str | None] = []
         self.ended = False
 
     async def next(self) -> dict[str, Any] | None:
@@ -248,8 +252,14 @@ class EventReader:
                 self.ended = True
                 self.decoder.close()
                 break
-            self.pending.extend(codec.loads(e.data) for e in self.decoder.feed(chunk))
-        return self.pending.pop(0) if self.pending else None
+            # The decoder's id is the last one in effect (SSE): exact for our streams, whose
+            # events all carry one, except a Message reply, which is alone on its stream.
+            self.pending.extend((e.id, codec.loads(e.data)) for e in self.decoder.feed(chunk))
+        if not self.pending:
+            return None
+        event_id, obj = self.pending.pop(0)
+        self.ids.append(event_id)
+        return obj
 
     async def rest(self) -> list[dict[str, Any]]:
         """Every remaining event until the stream ends."""
@@ -271,6 +281,18 @@ async def stream(
 ) -> list[dict[str, Any]]:
     """Every event of a streaming call."""
     return await (await open_stream(client, method, params, rid, **kwargs)).rest()
+
+
+async def plain_error(
+    client: Any, method: str, params: Any, rid: Any = 1, **kwargs: Any
+) -> dict[str, Any]:
+    """The error of a streaming call refused before its first event: a plain JSON-RPC answer."""
+    response = await post(client, envelope(method, params, rid), **kwargs)
+    assert response.status == 200
+    assert response.content_type == "application/json"
+    answer: dict[str, Any] = await response.json()
+    assert answer["id"] == rid and "result" not in answer
+    return answer["error"]
 
 
 def kinds(events: list[dict[str, Any]]) -> list[str]:

@@ -3,8 +3,7 @@
 One class per JSON-RPC and A2A error (spec 3.3.2, 5.4, 9.5), plus the errors raised locally by
 each part of the library. This is the only drawing of the tree; the module in brackets defines
 the classes not defined here (``_support`` is ``a2a_wire._generated._support``, ``server``'s
-classes are in ``a2a_wire.server._errors``, ``client``'s in ``a2a_wire.client._errors``,
-``store`` is ``a2a_wire.server.store._log_sqlite``)::
+classes are in ``a2a_wire.server._errors``, ``client``'s in ``a2a_wire.client._errors``)::
 
     A2AError                         abstract root                                   [_support]
     ├── ProtocolError                abstract: a JSON-RPC error (code, message, data)
@@ -63,10 +62,8 @@ classes are in ``a2a_wire.server._errors``, ``client``'s in ``a2a_wire.client._e
     │   │   └── CardSignatureError   its signatures do not establish trust (spec 8.4.3)  [here]
     │   ├── CredentialsError         a credential provider could not produce a value
     │   └── NotConnectedError        the inspector's page called before an agent was open [cli.inspect]
-    ├── AppendConflictError          an append lost the race for its sequence number [store]
     ├── ConfigError                  the TOML configuration of serve is unusable   [cli.config]
     ├── StartError                   ``a2a-wire serve`` could not start                   [cli]
-    ├── StorageUnavailableError      the configured storage cannot serve in this version  [cli]
     └── BadRequestError              the inspector's page sent an unusable request [cli.inspect]
 
 Abstract classes refuse direct instantiation; one that also derives from a builtin exception (in

@@ -11,13 +11,12 @@ import asyncpg
 import pytest
 
 from a2a_wire.cli._app import (
-    POSTGRESQL_PENDING,
-    StorageUnavailableError,
     build_postgres_store,
     build_store,
 )
 from a2a_wire.cli.config import ConfigError, PostgresSection, load
 from a2a_wire.server.store import TaskQuery
+from a2a_wire.server.store._log_postgres import PostgresEventLog
 
 SECRET = "postgresql://a2a:hunter2@db.example:5432/tasks"
 
@@ -98,16 +97,14 @@ def test_the_dsn_stays_out_of_repr() -> None:
     assert "hunter2" not in repr(PostgresSection(dsn=SECRET))
 
 
-def test_serve_refuses_postgresql_until_the_server_runs_on_the_event_log(
+def test_storage_postgresql_builds_the_postgresql_store(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setenv("A2A_WIRE_DSN", SECRET)
     path = tmp_path / "serve.toml"
     path.write_text('[server]\nstorage = "postgresql"\n', encoding="utf-8")
-    with pytest.raises(StorageUnavailableError) as caught:
-        build_store(load(path, data_dir=str(tmp_path / "data")))
-    assert str(caught.value) == POSTGRESQL_PENDING
-    assert 'storage = "postgresql" needs' in POSTGRESQL_PENDING
+    store = build_store(load(path, data_dir=str(tmp_path / "data")))
+    assert isinstance(store, PostgresEventLog)
 
 
 async def test_the_store_built_from_the_section_serves(

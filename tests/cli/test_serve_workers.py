@@ -266,12 +266,6 @@ def test_a_worker_that_fails_to_start_fails_the_start(tmp_path: Path) -> None:
         supervised.close()
 
 
-@pytest.mark.xfail(
-    strict=True,
-    raises=AssertionError,
-    reason="storage = postgresql serves once create_app takes the event-log store (issue 14); "
-    "then this passes and the mark goes",
-)
 async def test_two_workers_serve_one_postgresql_schema(
     tmp_path: Path, postgres_dsn: str, postgres_schema: str
 ) -> None:

@@ -1,19 +1,20 @@
-"""Unit tests of the per-task fan-out (a2a_wire.server._hub, _subscriber): bounded subscriber queues, ordering,
-snapshots, and the events the hub refuses."""
+"""Unit tests of the per-task hub and the streams' log cursors (a2a_wire.server._hub,
+_subscriber): bounded memory per stream, numbering and order, snapshots, and refused events."""
 
 from __future__ import annotations
 
 import asyncio
 import logging
+from typing import Any
 
 import pytest
 
 from a2a_wire import codec
-from a2a_wire.errors import InternalError, InvalidParamsError
+from a2a_wire.errors import InvalidParamsError, ProtocolError, TaskNotFoundError
 from a2a_wire.server._hub import TaskHub
 from a2a_wire.server._run import Run
-from a2a_wire.server._subscriber import END, KEEPALIVE, Subscriber
-from a2a_wire.server.store import InMemoryTaskStore
+from a2a_wire.server._subscriber import END, KEEPALIVE, Frame, Item, Subscriber
+from a2a_wire.server.store import EventKind, InMemoryTaskStore, LogEvent
 from a2a_wire.types import (
     Artifact,
     Message,
@@ -52,40 +53,97 @@ def new_hub(store: InMemoryTaskStore, queue_size: int = 10) -> tuple[TaskHub, Ru
     return hub, Run(hub, user_message(), "c1", "")
 
 
-def drain(sub: Subscriber) -> list[object]:
-    items: list[object] = []
-    while sub._items:
-        items.append(sub._items.popleft())
-    return items
+async def drain(sub: Subscriber) -> list[Item]:
+    """What the stream hands out now: up to its end, or until nothing more is at hand."""
+    items: list[Item] = []
+    while True:
+        item = await sub.next(0.05)
+        if item is KEEPALIVE:
+            return items
+        items.append(item)
+        if item is END or isinstance(item, ProtocolError):
+            return items
 
 
-async def test_subscriber_overflow_drops_backlog_for_one_error() -> None:
-    sub = Subscriber(3)
-    for i in range(3):
-        sub.push(b"%d" % i)
-    assert drain(sub) == [b"0", b"1", b"2"]
+def frames(items: list[Item]) -> list[tuple[int | None, dict[str, Any]]]:
+    return [(f.seq, codec.loads(f.body)) for f in items if isinstance(f, Frame)]
+
+
+def log_event(seq: int, text: str) -> LogEvent:
+    artifact = {"artifactId": "a", "parts": [{"text": text}]}
+    return LogEvent(
+        seq, EventKind.ARTIFACT, codec.dumps({"artifactUpdate": {"artifact": artifact}})
+    )
+
+
+async def test_a_slow_reader_holds_at_most_the_limit_and_still_gets_every_event(
+    store: InMemoryTaskStore,
+) -> None:
+    hub, run = new_hub(store, queue_size=3)
+    sub = hub.subscribe()
+    for i in range(12):  # the first makes the task (events 1 and 2), then one each
+        assert await run.enqueue_event(chunk("a", str(i), append=i > 0))
+        assert len(sub._cache) <= 3  # the rest stays in the store
+    await run.enqueue_event(status(TaskState.COMPLETED))
+    got = frames(await drain(sub))
+    assert [seq for seq, _ in got] == list(range(1, 15))
+    texts = [f["artifactUpdate"]["artifact"]["parts"][0]["text"] for _, f in got[1:-1]]
+    assert texts == [str(i) for i in range(12)]
+
+
+async def test_offers_only_save_reads(store: InMemoryTaskStore) -> None:
+    """A subscriber takes what follows its position from offers, else from the store."""
+    await store.create(Task(id="t1", context_id="c1", status=TaskStatus(state=TaskState.WORKING)))
     for i in range(4):
-        sub.push(b"%d" % i)
-    items = drain(sub)
-    assert len(items) == 1 and isinstance(items[0], InternalError)
-    assert sub.closed
-    sub.push(b"late")
-    sub.finish()
-    assert drain(sub) == []
+        await store.append("t1", [chunk("a", str(i), append=True)])
+    sub = Subscriber(store, "t1", "", 10, after=2)
+    sub.offer([log_event(9, "not logged"), log_event(10, "nor this")])  # ahead: not used yet
+    got = frames(await drain(sub))
+    assert [seq for seq, _ in got] == [3, 4, 5]  # from the store
+    await store.append("t1", [chunk("a", "six", append=True)])
+    sub.offer([log_event(6, "as offered")])  # follows the position: taken without a read
+    [(seq, frame)] = frames(await drain(sub))
+    assert seq == 6 and frame["artifactUpdate"]["artifact"]["parts"] == [{"text": "as offered"}]
 
 
-async def test_subscriber_finish_and_keepalive() -> None:
-    sub = Subscriber(3)
+async def test_a_resume_reads_past_history_messages_to_the_next_event(
+    store: InMemoryTaskStore,
+) -> None:
+    await store.create(Task(id="t1", context_id="c1", status=TaskStatus(state=TaskState.WORKING)))
+    for text in ("a", "b", "c"):  # events 2, 3, 4: history, not streamed
+        note = Message(message_id=text, role=Role.AGENT, parts=[Part(text=text)])
+        await store.append("t1", [note])
+    await store.append("t1", [status(TaskState.COMPLETED)])
+    sub = Subscriber(store, "t1", "", 2, after=1)  # reads two events at a time
+    await sub.prime()
+    assert [seq for seq, _ in frames(await drain(sub))] == [5]
+
+
+async def test_subscriber_finish_and_keepalive(store: InMemoryTaskStore) -> None:
+    await store.create(Task(id="t1", context_id="c1", status=TaskStatus(state=TaskState.WORKING)))
+    sub = Subscriber(store, "t1", "", 3, after=1)
     assert await sub.next(0.01) is KEEPALIVE
-    sub.push(b"a")
+    await store.append("t1", [chunk("a", "x")])
     sub.finish(InvalidParamsError())
-    assert await sub.next(1) == b"a"
+    sub.finish()  # the first finish wins
+    first = await sub.next(1)
+    assert isinstance(first, Frame) and first.seq == 2
     assert isinstance(await sub.next(1), InvalidParamsError)
-    other = Subscriber(3)
+    other = Subscriber(store, "t1", "", 3, after=2)
     waiter = asyncio.create_task(other.next(5))
     await asyncio.sleep(0)
     other.finish()
     assert await waiter is END
+
+
+async def test_a_deleted_task_ends_its_streams_with_not_found(store: InMemoryTaskStore) -> None:
+    await store.create(Task(id="t1", context_id="c1", status=TaskStatus(state=TaskState.WORKING)))
+    sub = Subscriber(store, "t1", "", 3, after=1)
+    waiter = asyncio.create_task(sub.next(60))
+    await asyncio.sleep(0)
+    assert await store.delete_task("t1")
+    assert isinstance(await asyncio.wait_for(waiter, 60), TaskNotFoundError)
+    assert await sub.next(1) is END
 
 
 async def test_first_update_creates_and_stores_the_task(store: InMemoryTaskStore) -> None:
@@ -96,9 +154,9 @@ async def test_first_update_creates_and_stores_the_task(store: InMemoryTaskStore
     stored = await store.get("t1")
     assert stored is not None and stored.status is not None
     assert stored.status.state == TaskState.WORKING
-    frames = [codec.loads(f) for f in drain(sub) if isinstance(f, bytes)]
-    assert [next(iter(f)) for f in frames] == ["task", "statusUpdate"]
-    assert frames[0]["task"]["status"]["state"] == "TASK_STATE_SUBMITTED"
+    got = frames(await drain(sub))
+    assert [(seq, next(iter(f))) for seq, f in got] == [(1, "task"), (2, "statusUpdate")]
+    assert got[0][1]["task"]["status"]["state"] == "TASK_STATE_SUBMITTED"
 
 
 async def test_events_after_terminal_are_refused_and_logged(
@@ -133,10 +191,11 @@ async def test_first_task_must_use_the_ids_of_the_request(store: InMemoryTaskSto
     hub, run = new_hub(store)
     assert not await run.enqueue_event(Task(id="mine", status=TaskStatus(state=TaskState.WORKING)))
     assert not await run.enqueue_event(Task(status=TaskStatus(state=TaskState.UNSPECIFIED)))
-    assert hub.task is None
+    assert hub.state is None and await store.get("t1") is None
     assert await run.enqueue_event(Task(status=TaskStatus(state=TaskState.WORKING)))
-    assert hub.task is not None and hub.task.id == "t1" and hub.task.context_id == "c1"
-    assert hub.task.history[0].message_id == "m1"
+    task = await hub.task()
+    assert hub.state == TaskState.WORKING and (task.id, task.context_id) == ("t1", "c1")
+    assert task.history[0].message_id == "m1"
 
 
 async def test_message_reply_closes_the_run(store: InMemoryTaskStore) -> None:
@@ -146,7 +205,10 @@ async def test_message_reply_closes_the_run(store: InMemoryTaskStore) -> None:
     assert await run.enqueue_event(reply)
     assert run.reply is not None and run.reply.task_id == "" and run.reply.context_id == "c1"
     assert not await run.enqueue_event(status(TaskState.WORKING))
-    items = drain(sub)
+    items = await drain(sub)
+    assert [(f.seq, codec.loads(f.body)["message"]["messageId"]) for f in items[:-1]] == [
+        (None, "r")
+    ]
     assert items[-1] is END
     assert await store.get("t1") is None
 
@@ -157,14 +219,18 @@ async def test_late_subscriber_sees_snapshot_then_each_event_once(store: InMemor
     await run.enqueue_event(status(TaskState.WORKING))
     await run.enqueue_event(chunk("a", "one"))
     async with hub.lock:
-        late = hub.subscribe(history_length=0)
+        snapshot = await store.snapshot("t1")
+        assert snapshot is not None and snapshot.seq == 3
+        late = hub.subscribe(history_length=0, snapshot=snapshot)
     await run.enqueue_event(chunk("a", "two", append=True))
     await run.enqueue_event(status(TaskState.COMPLETED))
-    early_frames = [codec.loads(f) for f in drain(early) if isinstance(f, bytes)]
-    late_frames = [codec.loads(f) for f in drain(late) if isinstance(f, bytes)]
-    assert late_frames[0]["task"]["artifacts"][0]["parts"] == [{"text": "one"}]
-    assert "history" not in late_frames[0]["task"]
+    early_frames = frames(await drain(early))
+    late_frames = frames(await drain(late))
+    assert late_frames[0][0] == 3
+    assert late_frames[0][1]["task"]["artifacts"][0]["parts"] == [{"text": "one"}]
+    assert "history" not in late_frames[0][1]["task"]
     assert late_frames[1:] == early_frames[-2:]
+    assert [seq for seq, _ in early_frames] == [1, 2, 3, 4, 5]
     assert not hub.subscribers
 
 

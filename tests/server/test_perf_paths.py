@@ -1,10 +1,11 @@
 """The fast paths added for the server benchmark (docs/performance.md) keep their guarantees.
 
-* The SQLite store's one-statement writes skip the write lock only while it is free: a plain
-  write never runs inside another write's transaction, and many concurrent writes all land.
+* The SQLite store's one-statement appends (an artifact chunk without push work) skip the write
+  lock only while it is free: such a write never runs inside another write's transaction, and
+  many concurrent writes all land.
 * :func:`a2a_wire._protocol.ids.new_uuid` makes the same kind of id as ``str(uuid.uuid4())``.
-* :meth:`Subscriber.ready` hands out queued items in order, without waiting; a stream writes the
-  events that are already queued together and still ends after the last one.
+* :meth:`Subscriber.ready` hands out the items at hand in order, without waiting; a stream writes
+  the events that are already at hand together and still ends after the last one.
 """
 
 from __future__ import annotations
@@ -16,11 +17,20 @@ from pathlib import Path
 
 import pytest
 
-from a2a_wire import codec
 from a2a_wire._protocol.ids import new_uuid
-from a2a_wire.server._subscriber import END, Subscriber
+from a2a_wire.server._subscriber import END, Frame, Subscriber
 from a2a_wire.server.store import SQLiteTaskStore
-from a2a_wire.types import Message, Part, Role, Task, TaskState, TaskStatus
+from a2a_wire.types import (
+    Artifact,
+    Message,
+    Part,
+    Role,
+    Task,
+    TaskArtifactUpdateEvent,
+    TaskState,
+    TaskStatus,
+    TaskStatusUpdateEvent,
+)
 
 
 def _task(task_id: str, state: TaskState = TaskState.WORKING, text: str = "hi") -> Task:
@@ -36,34 +46,35 @@ async def store(tmp_path: Path) -> AsyncIterator[SQLiteTaskStore]:
     await s.close()
 
 
+def _chunk(text: str) -> TaskArtifactUpdateEvent:
+    artifact = Artifact(artifact_id="a", parts=[Part(text=text)])
+    return TaskArtifactUpdateEvent(artifact=artifact, append=True)
+
+
 async def test_a_plain_write_waits_while_a_transaction_holds_the_lock(
     store: SQLiteTaskStore,
 ) -> None:
     await store.create(_task("t1"))
     async with store._write_lock:  # what a push transaction holds from BEGIN to COMMIT
-        update = asyncio.create_task(store.update(_task("t1", TaskState.COMPLETED)))
+        append = asyncio.create_task(store.append("t1", [_chunk("x")]))
         create = asyncio.create_task(store.create(_task("t2")))
         await asyncio.sleep(0.05)
-        assert not update.done() and not create.done()
+        assert not append.done() and not create.done()
         got = await store.get("t1")
-        assert got is not None and got.status is not None
-        assert got.status.state == TaskState.WORKING
-    await asyncio.gather(update, create)
+        assert got is not None and got.artifacts == []
+    await asyncio.gather(append, create)
     got = await store.get("t1")
-    assert got is not None and got.status is not None
-    assert got.status.state == TaskState.COMPLETED
+    assert got is not None and got.artifacts[0].parts == [Part(text="x")]
     assert await store.get("t2") is not None
 
 
 async def test_concurrent_plain_writes_all_land(store: SQLiteTaskStore) -> None:
     ids = [f"t{i}" for i in range(40)]
     await asyncio.gather(*(store.create(_task(i)) for i in ids))
-    await asyncio.gather(*(store.update(_task(i, TaskState.COMPLETED, text=i)) for i in ids))
+    await asyncio.gather(*(store.append(i, [_chunk(i)]) for i in ids * 2))
     for i in ids:
         got = await store.get(i)
-        assert got is not None and got.status is not None
-        assert got.status.state == TaskState.COMPLETED
-        assert got.history[0].parts[0].text == i
+        assert got is not None and got.artifacts[0].parts == [Part(text=i)] * 2
 
 
 async def test_a_duplicate_create_still_fails_on_the_lock_free_path(
@@ -75,22 +86,19 @@ async def test_a_duplicate_create_still_fails_on_the_lock_free_path(
         await store.create(_task("t1"))
 
 
-async def test_ready_returns_queued_items_in_order_without_waiting() -> None:
-    sub = Subscriber(limit=10)
-    assert sub.ready() is None
-    sub.push(b"1")
-    sub.push(b"2")
-    sub.finish()
-    assert [sub.ready(), sub.ready(), sub.ready(), sub.ready()] == [b"1", b"2", END, None]
-
-
-async def test_ready_after_next_continues_the_same_queue() -> None:
-    sub = Subscriber(limit=10)
-    sub.push(codec.dumps({"n": 1}))
-    sub.push(codec.dumps({"n": 2}))
-    assert await sub.next(1.0) == b'{"n":1}'
-    assert sub.ready() == b'{"n":2}'
-    assert sub.ready() is None
+async def test_ready_returns_the_items_at_hand_in_order_without_waiting(
+    store: SQLiteTaskStore,
+) -> None:
+    await store.create(_task("t1"))
+    for text in ("1", "2"):
+        await store.append("t1", [_chunk(text)])
+    await store.append("t1", [TaskStatusUpdateEvent(status=TaskStatus(state=TaskState.COMPLETED))])
+    sub = Subscriber(store, "t1", "", 10, after=1)
+    assert sub.ready() is None  # nothing read yet
+    first = await sub.next(1.0)
+    rest = [sub.ready(), sub.ready(), sub.ready(), sub.ready()]
+    assert [item.seq for item in (first, *rest[:2]) if isinstance(item, Frame)] == [2, 3, 4]
+    assert rest[2:] == [END, None]
 
 
 def test_new_uuid_is_a_canonical_random_version_4_uuid() -> None:

@@ -239,8 +239,12 @@ async def test_unexpected_exception_is_500_json_without_detail(
 
 
 class BrokenStore(InMemoryTaskStore):
+    """Fails every read of task ``x``."""
+
     async def get(self, task_id: str, *, owner: str = "") -> Task | None:
-        raise RuntimeError("disk on fire")
+        if task_id == "x":
+            raise RuntimeError("disk on fire")
+        return await super().get(task_id, owner=owner)
 
 
 async def test_failing_call_is_internal_error_and_server_keeps_serving(

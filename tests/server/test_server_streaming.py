@@ -1,5 +1,6 @@
-"""Streaming over real HTTP (spec 3.1.2, 3.1.6, 3.5.2, 9.4.2): framing, order, several
-subscribers, cancel during a stream, errors as events, keep-alives and slow readers."""
+"""Streaming over real HTTP (spec 3.1.2, 3.1.6, 3.5.2, 9.4.2): framing and ids, order, several
+subscribers, cancel during a stream, errors (plain answers before the first event, events
+after), keep-alives and slow readers. Resuming with Last-Event-ID: test_server_resume.py."""
 
 from __future__ import annotations
 
@@ -14,6 +15,7 @@ from server_support import (
     kinds,
     make_card,
     open_stream,
+    plain_error,
     post,
     result,
     send_params,
@@ -21,7 +23,9 @@ from server_support import (
     stream,
 )
 
+from a2a_wire.errors import InternalError
 from a2a_wire.server import (
+    RUNTIME_KEY,
     AgentExecutor,
     EventQueue,
     RequestContext,
@@ -41,7 +45,12 @@ async def test_task_stream_order_and_framing(client: Any) -> None:
     raw = await response.read()
     blocks = raw.split(b"\n\n")
     assert blocks[-1] == b""
-    assert all(b.startswith(b"data: {") and b.count(b"\n") == 0 for b in blocks[:-1])
+    ids = []
+    for block in blocks[:-1]:  # an id line with the event's number, then one data line
+        id_line, data_line = block.split(b"\n")
+        assert id_line.startswith(b"id: ") and data_line.startswith(b"data: {")
+        ids.append(int(id_line.removeprefix(b"id: ")))
+    assert ids == [1, 2, 3, 4]  # the task is event 1 of its log, then each update in turn
     events = await stream(client, "SendStreamingMessage", send_params("hi"), "s-2")
     assert {e["id"] for e in events} == {"s-2"}
     assert kinds(events) == ["task", "statusUpdate", "artifactUpdate", "statusUpdate"]
@@ -55,8 +64,9 @@ async def test_task_stream_order_and_framing(client: Any) -> None:
 
 
 async def test_message_only_stream(client: Any) -> None:
-    events = await stream(client, "SendStreamingMessage", send_params("reply"))
-    assert kinds(events) == ["message"]
+    reader = await open_stream(client, "SendStreamingMessage", send_params("reply"))
+    assert kinds(await reader.rest()) == ["message"]
+    assert reader.ids == [None]  # a direct reply belongs to no task's log
 
 
 async def test_agent_made_task_is_the_first_event(client: Any) -> None:
@@ -133,31 +143,67 @@ async def test_cancel_during_streaming(client: Any, agent: ScriptedAgent) -> Non
     assert agent.cancelled_runs == 1
 
 
-async def test_subscribe_errors_are_sent_as_events(client: Any) -> None:
-    unknown = await stream(client, "SubscribeToTask", {"id": "nope"}, 9)
-    assert len(unknown) == 1
-    assert unknown[0]["id"] == 9
-    assert unknown[0]["error"]["code"] == -32001
+async def test_subscribe_errors_before_the_first_event_are_plain_answers(client: Any) -> None:
+    assert (await plain_error(client, "SubscribeToTask", {"id": "nope"}, 9))["code"] == -32001
     done = (await result(client, "SendMessage", send_params("echo")))["task"]
-    terminal = await stream(client, "SubscribeToTask", {"id": done["id"]})
-    assert [e["error"]["code"] for e in terminal] == [-32004]
-    invalid = await stream(client, "SubscribeToTask", {})
-    assert [e["error"]["code"] for e in invalid] == [-32602]
-    old = await stream(client, "SubscribeToTask", {"id": "x"}, headers={"A2A-Version": "0.3"})
-    assert [e["error"]["code"] for e in old] == [-32009]
+    terminal = await plain_error(client, "SubscribeToTask", {"id": done["id"]})
+    assert terminal["code"] == -32004  # the conformance kit's STREAM-SUB-003
+    assert (await plain_error(client, "SubscribeToTask", {}))["code"] == -32602
+    old = await plain_error(client, "SubscribeToTask", {"id": "x"}, headers={"A2A-Version": "0.3"})
+    assert old["code"] == -32009
 
 
-async def test_send_streaming_errors_are_sent_as_events(client: Any) -> None:
-    events = await stream(client, "SendStreamingMessage", send_params("x", taskId="missing"))
-    assert [e["error"]["code"] for e in events] == [-32001]
+async def test_send_streaming_errors_before_the_first_event_are_plain_answers(
+    client: Any,
+) -> None:
+    params = send_params("x", taskId="missing")
+    assert (await plain_error(client, "SendStreamingMessage", params))["code"] == -32001
+
+
+class GatedAgent(AgentExecutor):
+    """Sends nothing until its gate opens, then completes the task."""
+
+    def __init__(self) -> None:
+        self.started = asyncio.Event()
+        self.gate = asyncio.Event()
+
+    async def execute(self, context: RequestContext, events: EventQueue) -> None:
+        self.started.set()
+        await self.gate.wait()
+        await TaskUpdater(events, context).complete()
+
+
+async def test_a_stream_ended_before_its_first_event_is_a_plain_answer(
+    aiohttp_client: Any,
+) -> None:
+    agent = GatedAgent()
+    client = await aiohttp_client(create_app(make_card(), agent))
+    call = asyncio.create_task(plain_error(client, "SendStreamingMessage", send_params("x")))
+    await agent.started.wait()
+    for hub in list(client.server.app[RUNTIME_KEY].hubs.values()):
+        hub.finish_all(InternalError("The server is stopping"))
+    err = await call
+    assert err["code"] == -32603 and err["message"] == "The server is stopping"
+    agent.gate.set()
+
+
+async def test_an_error_after_the_first_event_is_an_event(aiohttp_client: Any) -> None:
+    client = await aiohttp_client(create_app(make_card(), ScriptedAgent()))
+    runtime = client.server.app[RUNTIME_KEY]
+    reader = await open_stream(client, "SendStreamingMessage", send_params("wait"))
+    first = await reader.next()
+    assert first is not None and kinds([first]) == ["task"]
+    for hub in list(runtime.hubs.values()):
+        hub.finish_all(InternalError("stopping"))
+    rest = await reader.rest()
+    assert kinds(rest)[-1] == "error" and rest[-1]["error"]["code"] == -32603
 
 
 @pytest.mark.parametrize("method", ["SendStreamingMessage", "SubscribeToTask"])
 async def test_streaming_not_declared(aiohttp_client: Any, method: str) -> None:
     client = await aiohttp_client(create_app(make_card(streaming=False), ScriptedAgent()))
     params = send_params("echo") if method == "SendStreamingMessage" else {"id": "x"}
-    events = await stream(client, method, params)
-    assert [e["error"]["code"] for e in events] == [-32004]
+    assert (await plain_error(client, method, params))["code"] == -32004
     assert (await result(client, "ListTasks", {}))["totalSize"] == 0
 
 
@@ -188,16 +234,15 @@ class BurstAgent(AgentExecutor):
         await updater.complete()
 
 
-async def test_reader_that_falls_behind_gets_an_error_and_the_task_carries_on(
+async def test_reader_that_falls_behind_reads_the_rest_from_the_store(
     aiohttp_client: Any,
 ) -> None:
     settings = ServerSettings(stream_queue_size=5)
     client = await aiohttp_client(create_app(make_card(), BurstAgent(), settings=settings))
     reader = await open_stream(client, "SendStreamingMessage", send_params("go"))
     events = await reader.rest()
-    assert kinds(events)[-1] == "error"
-    assert events[-1]["error"]["code"] == -32603
-    assert "fell more than 5 events behind" in events[-1]["error"]["message"]
+    assert kinds(events) == ["task", "statusUpdate", *["artifactUpdate"] * 20, "statusUpdate"]
+    assert reader.ids == [str(i) for i in range(1, 24)]
     listed = await result(client, "ListTasks", {"includeArtifacts": True})
     task = listed["tasks"][0]
     assert task["status"]["state"] == "TASK_STATE_COMPLETED"

@@ -6,9 +6,7 @@
   beside the database so ListTasks cursors outlive a restart), or in memory. For
   ``storage = "postgresql"``, :func:`build_postgres_store` makes the
   :class:`~a2a_wire.server.store._log_postgres.PostgresEventLog` of ``[postgresql]`` (the
-  page-token key still comes from ``data_dir``: every process and host must hold the same file);
-  :func:`build_store` refuses it with :class:`StorageUnavailableError` until the server runs on
-  the event-log store protocol (issue 14), since ``create_app`` still takes a ``TaskStore``.
+  page-token key still comes from ``data_dir``: every process and host must hold the same file).
 * Skills, registered clients, the extended card and card signing go to the server as a
   :class:`~a2a_wire.server._auth.SecurityConfig`; the server routes each message to its skill
   (:mod:`a2a_wire.server._skills`) and authenticates callers when clients are registered.
@@ -26,14 +24,13 @@ from aiohttp import web
 
 from a2a_wire.cli._logging import NotingExecutor, RequestLog
 from a2a_wire.cli.config._load import Config, SkillEntry
-from a2a_wire.errors import A2AError
 from a2a_wire.server._app import create_app
 from a2a_wire.server._auth import SecurityConfig
 from a2a_wire.server._skills import Skill
-from a2a_wire.server.store._base import TaskStore
+from a2a_wire.server.store._log import EventLogStore
+from a2a_wire.server.store._log_memory import InMemoryTaskStore
 from a2a_wire.server.store._log_postgres import PostgresEventLog
-from a2a_wire.server.store._memory import InMemoryTaskStore
-from a2a_wire.server.store._sqlite import SQLiteTaskStore
+from a2a_wire.server.store._log_sqlite import SQLiteTaskStore
 from a2a_wire.types import (
     AgentCapabilities,
     AgentCard,
@@ -43,8 +40,6 @@ from a2a_wire.types import (
 )
 
 __all__ = [
-    "POSTGRESQL_PENDING",
-    "StorageUnavailableError",
     "build_app",
     "build_card",
     "build_postgres_store",
@@ -54,17 +49,6 @@ __all__ = [
 ]
 
 _KEY_FILE = "page-token.key"
-
-POSTGRESQL_PENDING = (
-    'storage = "postgresql" needs the server on the event-log store protocol (issue 14: the '
-    "hub, the engine and create_app reading PostgresEventLog), which this version does not "
-    'have yet; use storage = "sqlite" for now'
-)
-"""Why :func:`build_store` refuses PostgreSQL in this version."""
-
-
-class StorageUnavailableError(A2AError):
-    """The configured storage cannot serve in this version (``serve`` cannot start)."""
 
 
 def _agent_skill(entry: SkillEntry) -> AgentSkill:
@@ -157,8 +141,11 @@ def page_token_key(data_dir: Path) -> bytes:
     return key
 
 
-def build_store(config: Config) -> TaskStore:
+def build_store(config: Config) -> EventLogStore:
     """The task store: SQLite in the data directory (created if missing), or in memory.
+
+    Both keep ``max_history_per_task`` messages a task; the in-memory one holds at most
+    ``memory_max_tasks`` tasks.
 
     Args:
         config: The configuration.
@@ -168,17 +155,20 @@ def build_store(config: Config) -> TaskStore:
 
     Raises:
         OSError: The data directory cannot be created or written.
-        StorageUnavailableError: ``storage = "postgresql"`` (see :data:`POSTGRESQL_PENDING`).
     """
-    server = config.server
+    server, settings = config.server, config.settings
+    limit = settings.max_history_per_task
     if server.storage == "memory":
-        return InMemoryTaskStore()
+        return InMemoryTaskStore(history_limit=limit, max_tasks=settings.memory_max_tasks)
     if server.storage == "postgresql":
-        raise StorageUnavailableError(POSTGRESQL_PENDING)
+        return build_postgres_store(config)
     server.data_dir.mkdir(parents=True, exist_ok=True)
     key = page_token_key(server.data_dir)
     return SQLiteTaskStore(
-        server.database, synchronous=server.sqlite_synchronous, page_token_key=key
+        server.database,
+        synchronous=server.sqlite_synchronous,
+        page_token_key=key,
+        history_limit=limit,
     )
 
 
@@ -255,7 +245,6 @@ def build_app(config: Config) -> tuple[web.Application, RequestLog]:
 
     Raises:
         OSError: The data directory cannot be created.
-        StorageUnavailableError: The configured storage cannot serve in this version.
     """
     app = create_app(
         build_card(config),

@@ -46,7 +46,7 @@ from typing import NoReturn
 
 from aiohttp import web
 
-from a2a_wire.cli._app import StorageUnavailableError, build_app
+from a2a_wire.cli._app import build_app
 from a2a_wire.cli._logging import RequestLog
 from a2a_wire.cli.config._load import Config
 from a2a_wire.errors import A2AError, InternalError
@@ -163,8 +163,6 @@ async def _start(
         app, requests = build_app(config)
     except OSError as exc:
         raise StartError(f"cannot use data directory {config.server.data_dir}: {exc}") from exc
-    except StorageUnavailableError as exc:
-        raise StartError(str(exc)) from exc
     runner = web.AppRunner(app, access_log=None, handle_signals=False, shutdown_timeout=1.0)
     try:
         await runner.setup()

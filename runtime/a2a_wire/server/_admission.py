@@ -29,7 +29,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable
 
-from aiohttp import web
+from aiohttp import hdrs, web
 
 from a2a_wire._protocol.wire import EXTENSIONS_HEADER, join_extensions, parse_extensions
 from a2a_wire.server._auth import ANONYMOUS, AuthFailure, ClientRegistry, Principal, owner_key
@@ -129,6 +129,7 @@ class Admission:
             client_id=principal.client_id,
             skills=skills,
             origin=self._origin(request),
+            last_event_id=request.headers.get(hdrs.LAST_EVENT_ID),
         )
         key = self.limit_key(request, info)
         if key:

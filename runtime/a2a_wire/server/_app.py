@@ -42,15 +42,16 @@ HTTP-level rules kept here:
 * Batches (at most ``max_batch_size`` calls) run concurrently and are answered as one array, in
   request order. A streaming method cannot be answered inside a batch, or as a notification: it
   gets its own -32600 error entry (and a notification's is dropped), and is not executed.
-* Streaming calls (SendStreamingMessage, SubscribeToTask) answer ``text/event-stream``; an error
-  found after the method was identified is sent as one event carrying it (see
-  :mod:`a2a_wire.server._streaming`). Errors found before that (bad JSON, bad envelope, content type,
-  body size) are plain JSON answers.
+* Streaming calls (SendStreamingMessage, SubscribeToTask) answer ``text/event-stream``. An
+  error found before the stream's first event (bad JSON, envelope, content type, body size,
+  version, capability, params, an unknown or terminal task) is a plain JSON answer; only one
+  found after it is sent as an event (see :mod:`a2a_wire.server._streaming`).
 
 The task store's ``open`` (recovery) runs at startup and its ``close`` at cleanup
 (``app.cleanup_ctx``); on shutdown, open streams are ended and agent runs cancelled and awaited.
 When the card declares push notifications, the delivery worker of :mod:`a2a_wire.server.push._delivery`
-runs between the store's open and close (``PUSH_DELIVERER_KEY``).
+runs between the store's open and close (``PUSH_DELIVERER_KEY``); the retention sweeper of
+:mod:`a2a_wire.server._retention` always does (``RETENTION_KEY``).
 """
 
 from __future__ import annotations
@@ -95,12 +96,13 @@ from a2a_wire.server._errors import ServerFailureError, UnsupportedMediaTypeErro
 from a2a_wire.server._executor import AgentExecutor
 from a2a_wire.server._methods import Capabilities, call_stream, call_unary
 from a2a_wire.server._report import CLIENT_ID_KEY, ERROR_CODES_KEY, error_codes
+from a2a_wire.server._retention import RETENTION_KEY, Retention
 from a2a_wire.server._settings import ServerSettings
 from a2a_wire.server._skills import SkillRouter, SkillSet
-from a2a_wire.server._streaming import stream_error, stream_events
+from a2a_wire.server._streaming import error_answer, stream_events
 from a2a_wire.server.push._delivery import PUSH_DELIVERER_KEY, PushDeliverer
-from a2a_wire.server.store._base import TaskStore
-from a2a_wire.server.store._memory import InMemoryTaskStore
+from a2a_wire.server.store._log import EventLogStore
+from a2a_wire.server.store._log_memory import InMemoryTaskStore
 from a2a_wire.types import AgentCard
 
 __all__ = ["CALLS_KEY", "RUNTIME_KEY", "STORE_KEY", "create_app"]
@@ -109,7 +111,7 @@ log = logging.getLogger("a2a_wire.server")
 
 RUNTIME_KEY = web.AppKey("a2a_wire.runtime", Runtime)
 """The application's task runtime (agent runs, open streams)."""
-STORE_KEY: web.AppKey[TaskStore] = web.AppKey("a2a_wire.store")
+STORE_KEY: web.AppKey[EventLogStore] = web.AppKey("a2a_wire.store")
 """The application's task store."""
 _SETTINGS = web.AppKey("a2a_wire.settings", ServerSettings)
 CALLS_KEY: web.RequestKey[tuple[tuple[Call, ...], bool]] = web.RequestKey("a2a_wire.calls")
@@ -189,10 +191,10 @@ class _RPCEndpoint:
                 self.services, self.caps, call.method, call.params, info
             )
         except ProtocolError as exc:
-            return await stream_error(request, call.id, exc)
+            return error_answer(call.id, exc)
         except Exception:  # outermost boundary of a call: log, answer -32603 without detail
             log.exception("%s failed", call.method_name)
-            return await stream_error(request, call.id, InternalError())
+            return error_answer(call.id, InternalError())
         keepalive = self.settings.keepalive_seconds
         return await stream_events(request, call.id, subscription, keepalive)
 
@@ -262,7 +264,7 @@ def create_app(
     card: AgentCard,
     executor: AgentExecutor | None = None,
     *,
-    store: TaskStore | None = None,
+    store: EventLogStore | None = None,
     settings: ServerSettings | None = None,
     security: SecurityConfig | None = None,
 ) -> web.Application:
@@ -273,8 +275,8 @@ def create_app(
             (spec 3.3.4); its ``supportedInterfaces`` are served with this server's JSON-RPC
             endpoint first (one entry per tenant its JSON-RPC entries name).
         executor: The agent; leave it out when ``security.skills`` names the executors.
-        store: Task storage; an :class:`~a2a_wire.server.store._memory.InMemoryTaskStore` when
-            omitted. It is opened (recovery) at startup and closed at cleanup.
+        store: Task storage, opened (recovery) at startup and closed at cleanup; when omitted,
+            an :class:`~a2a_wire.server.store.InMemoryTaskStore` with the settings' limits.
         settings: Limits and addresses; :class:`~a2a_wire.server._settings.ServerSettings` defaults
             when omitted.
         security: Registered clients, skills, extended card and card signing
@@ -290,7 +292,7 @@ def create_app(
     """
     settings = settings or ServerSettings()
     security = security or SecurityConfig()
-    store = store if store is not None else InMemoryTaskStore()
+    store = store if store is not None else _memory_store(settings)
     registry = security.registry()
     agent, skills = _agent(card, executor, security)
     card = public_card(card, registry, skills)
@@ -315,8 +317,16 @@ def create_app(
     if deliverer is not None:  # after the store: started once it is open, closed before it
         app[PUSH_DELIVERER_KEY] = deliverer
         app.cleanup_ctx.append(deliverer.lifecycle)
+    app[RETENTION_KEY] = retention = Retention(store, settings, runtime.busy)
+    app.cleanup_ctx.append(retention.lifecycle)
     app.on_shutdown.append(_stop_runtime)
     return app
+
+
+def _memory_store(settings: ServerSettings) -> InMemoryTaskStore:
+    """The store of an app given none: in memory, with the settings' history limit and cap."""
+    limit, cap = settings.max_history_per_task, settings.memory_max_tasks
+    return InMemoryTaskStore(history_limit=limit, max_tasks=cap)
 
 
 def _agent(

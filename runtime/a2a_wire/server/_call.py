@@ -20,7 +20,7 @@ from a2a_wire.server import _history
 from a2a_wire.server._auth import owner_key
 from a2a_wire.server._executor import RequestContext
 from a2a_wire.server._settings import ServerSettings
-from a2a_wire.server.store._base import TaskStore
+from a2a_wire.server.store._log import EventLogStore
 from a2a_wire.types import AgentCard, Message, SendMessageConfiguration, Task
 
 if TYPE_CHECKING:  # the runtime takes CallInfo from here; the services only name its type
@@ -48,6 +48,8 @@ class CallInfo:
         tenant: The request's ``tenant``.
         skills: Ids of the skills the caller may use; ``None`` for no restriction.
         origin: Scheme and authority clients use to reach the server (for the extended card).
+        last_event_id: The request's ``Last-Event-ID`` header as sent (SSE resume, read by
+            SubscribeToTask); ``None`` when absent.
     """
 
     caller: str = ""
@@ -56,6 +58,7 @@ class CallInfo:
     tenant: str = ""
     skills: frozenset[str] | None = None
     origin: str = ""
+    last_event_id: str | None = None
 
     @property
     def owner(self) -> str:
@@ -81,7 +84,7 @@ class Services:
     """
 
     runtime: Runtime
-    store: TaskStore
+    store: EventLogStore
     settings: ServerSettings
     push_notifications: bool = False
     extended_card: Callable[[CallInfo], AgentCard] | None = None
@@ -107,7 +110,7 @@ class MethodCall(Generic[P]):
         return self.services.runtime
 
     @property
-    def store(self) -> TaskStore:
+    def store(self) -> EventLogStore:
         """Task and push-config storage."""
         return self.services.store
 

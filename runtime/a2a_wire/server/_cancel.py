@@ -58,8 +58,7 @@ async def cancel_task(call: MethodCall[CancelTaskRequest]) -> Task:
     runtime, caller = call.runtime, call.caller
     async with runtime.hub(call.request.id, caller.owner) as hub:
         with hub.cancelling():
-            task = hub.task
-            assert task is not None
+            task = await hub.task()
             if is_terminal(_state(task)):
                 raise _not_cancelable(task)
             run = Run(hub, None, task.context_id, caller.owner)
@@ -81,11 +80,10 @@ async def cancel_task(call: MethodCall[CancelTaskRequest]) -> Task:
 
 async def _record_cancel(hub: TaskHub, run: Run) -> Task:
     async with hub.lock:
-        task = hub.task
-        assert task is not None
-        if not is_terminal(_state(task)):
+        if hub.state is None or not is_terminal(hub.state):
             status = TaskStatus(state=TaskState.CANCELED)
             await hub.publish_locked(TaskStatusUpdateEvent(status=status), run)
+        task = await hub.task()
         if _state(task) != TaskState.CANCELED:
             raise _not_cancelable(task)
         return _history.view(task)

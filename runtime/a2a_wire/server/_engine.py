@@ -42,7 +42,7 @@ from a2a_wire.server._run import Run
 from a2a_wire.server._settings import ServerSettings
 from a2a_wire.server._skills import SkillSet
 from a2a_wire.server._subscriber import Subscription
-from a2a_wire.server.store._base import TaskStore
+from a2a_wire.server.store._log import EventLogStore
 from a2a_wire.types import (
     Message,
     SendMessageRequest,
@@ -82,13 +82,15 @@ class Started:
 
         Raises:
             InternalError: the run ended without a task or a reply (the server shut down).
+            TaskNotFoundError: the task was deleted meanwhile.
         """
         async with self.hub.lock:
             if self.run.reply is not None:
                 return SendMessageResponse(message=self.run.reply)
-            if self.hub.task is None:
+            if self.hub.state is None:
                 raise InternalError("The agent stopped without replying")
-            return SendMessageResponse(task=_history.view(self.hub.task, history_length))
+            task = await self.hub.task()
+            return SendMessageResponse(task=_history.view(task, history_length))
 
 
 def _state(task: Task) -> TaskState:
@@ -113,7 +115,7 @@ class Runtime:
     def __init__(
         self,
         executor: AgentExecutor,
-        store: TaskStore,
+        store: EventLogStore,
         settings: ServerSettings,
         skills: SkillSet | None = None,
         on_push: Callable[[], None] | None = None,
@@ -147,36 +149,40 @@ class Runtime:
                 raise _not_found(task_id)
             hub = self.hubs.get(task_id)  # another request may have loaded it meanwhile
             if hub is None:
-                hub = self._new_hub(task_id, task, owner)
+                hub = self._new_hub(task_id, _state(task), owner)
         elif hub.owner != owner:
             # Another owner's live task: the same owner-scoped lookup as for an unknown id
             # (it finds nothing), so the answer takes no measurably different path (spec 13.1).
             await self.store.get(task_id, owner=owner)
             raise _not_found(task_id)
-        if hub.task is None or hub.owner != owner:
+        if hub.state is None or hub.owner != owner:
             raise _not_found(task_id)
         return hub
 
     def _new_hub(
         self,
         task_id: str,
-        task: Task | None,
+        state: TaskState | None,
         owner: str,
         push_config: TaskPushNotificationConfig | None = None,
     ) -> TaskHub:
         """A hub, registered; it is forgotten once nothing holds it and no agent runs on it."""
         hub = self.hubs[task_id] = TaskHub(
             task_id,
-            task,
+            state,
             owner,
             self.store,
             self.settings.stream_queue_size,
             self.on_push,
-            history_limit=self.settings.max_history_per_task,
             push_config=push_config,
             on_idle=self._forget,
         )
         return hub
+
+    def busy(self, task_id: str) -> bool:
+        """Whether an agent runs on the task now (retention leaves such a task alone)."""
+        hub = self.hubs.get(task_id)
+        return hub is not None and hub.run_task is not None
 
     def _forget(self, hub: TaskHub) -> None:
         if self.hubs.get(hub.task_id) is hub:
@@ -264,27 +270,27 @@ class Runtime:
         """Add a follow-up message to a task and start the agent on it."""
         await self._wait_idle(hub)
         async with hub.lock:
-            task = hub.task
-            assert task is not None
+            task = await hub.task()
             self._check_open(task, message)
             if hub.run_task is not None:
-                raise self._busy(task)
+                raise self._busy(task.id)
             skill_id = self._route(message, task, info, request)
             message.context_id = task.context_id
-            await hub.add_message(message)
+            now = await hub.add_message(message)
             run = Run(hub, message, task.context_id, info.caller)
             context = request_context(
                 info,
                 task.id,
                 task.context_id,
                 message=message,
-                task=hub.task,
+                task=now.task,
                 configuration=request.configuration,
                 metadata=request.metadata,
                 skill_id=skill_id,
             )
             self._start(hub, run, context)
-            return Started(hub, run, hub.open_stream(history_length) if stream else None)
+            opened = hub.open_stream(history_length, snapshot=now) if stream else None
+            return Started(hub, run, opened)
 
     @staticmethod
     def _check_open(task: Task, message: Message) -> None:
@@ -301,20 +307,19 @@ class Runtime:
             )
 
     @staticmethod
-    def _busy(task: Task) -> UnsupportedOperationError:
+    def _busy(task_id: str) -> UnsupportedOperationError:
         return UnsupportedOperationError(
-            f"Task {task.id} is still being worked on; send the next message once it is "
+            f"Task {task_id} is still being worked on; send the next message once it is "
             "finished or asks for input",
-            metadata={"taskId": task.id},
+            metadata={"taskId": task_id},
         )
 
     async def _wait_idle(self, hub: TaskHub) -> None:
         running = hub.run_task
         if running is None or running.done():
             return
-        assert hub.task is not None
-        if not is_interrupted(_state(hub.task)):
-            raise self._busy(hub.task)
+        if hub.state is None or not is_interrupted(hub.state):
+            raise self._busy(hub.task_id)
         await asyncio.wait({running})  # the agent asked for input and is about to return
 
     # -- agent runs ---------------------------------------------------------------------------
@@ -341,7 +346,7 @@ class Runtime:
         async with hub.lock:
             if run.closed:
                 return
-            state = _state(hub.task) if hub.task is not None else None
+            state = hub.state
             if failure is None:
                 if state is None:
                     failure = AGENT_SILENT

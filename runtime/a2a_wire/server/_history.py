@@ -5,8 +5,9 @@ Three decisions, each made here and nowhere else (spec 3.2.4, 13.4):
 * :func:`requested_length` validates a request's ``historyLength`` (GetTask, ListTasks, and
   SendMessage's ``configuration.historyLength``): absent means the whole history, a negative
   value is -32602 on that field.
-* :func:`trim` bounds what a stored task keeps (``ServerSettings.max_history_per_task``): beyond
-  the limit the oldest messages go, except the first one, the message that started the task (it
+* :func:`trim` bounds what a stored task keeps, applied by the store as it folds (its
+  ``history_limit``; the stores that ``create_app`` and ``a2a-wire serve`` make take
+  ``ServerSettings.max_history_per_task``): beyond the limit the oldest messages go, except the first one, the message that started the task (it
   names what was asked, and the skill router reads it, see :mod:`a2a_wire.server._skills`).
 * :func:`view` is the task as an answer shows it: a snapshot with the history cut to the
   requested length (and without artifacts where ListTasks asks so, spec 3.1.4). The agent's
@@ -24,7 +25,10 @@ from a2a_wire._protocol.tasks import with_history, without_artifacts
 from a2a_wire.errors import InvalidParamsError
 from a2a_wire.types import Task
 
-__all__ = ["requested_length", "trim", "view"]
+__all__ = ["DEFAULT_HISTORY_LIMIT", "requested_length", "trim", "view"]
+
+DEFAULT_HISTORY_LIMIT = 1000
+"""Most messages a stored task keeps unless told otherwise (``max_history_per_task``)."""
 
 
 def requested_length(value: int | None, field: str = "historyLength") -> int | None:

@@ -1,28 +1,28 @@
-"""Per-task event fan-out: apply an agent's event, store it, then hand it to every open stream.
+"""Per-task coordination: append an agent's event to the task's log, then tell its streams.
 
 Theory of operation
 -------------------
-Each task the server is busy with has one :class:`TaskHub`. The hub holds the live task, its
-open streams (:class:`~a2a_wire.server._subscriber.Subscriber`), its running agent and a lock.
-Every change of the task goes through :meth:`TaskHub.publish`, which under the lock:
+Each task the server is busy with has one :class:`TaskHub`: its id and state, its open streams
+(:class:`~a2a_wire.server._subscriber.Subscriber`), its running agent and a lock; not the task,
+which lives in the store as the log of its events (:mod:`a2a_wire.server.store._log`). Every
+change goes through :meth:`TaskHub.publish`, which under the lock:
 
-1. applies the event with :func:`a2a_wire._protocol.tasks.apply` (an illegal event is refused,
-   logged, and changes nothing), then bounds the history (:func:`a2a_wire.server._history.trim`);
-2. writes the task to the store (``create`` for the first event, ``update`` after that), so a
-   task is durable before any client sees it;
-3. encodes the event once, as a StreamResponse, and appends those bytes to the queue of every
-   subscriber, in the order the events were applied (spec 3.5.2).
+1. appends the event to the log (``append``, or ``create`` for the event that makes the task),
+   checked against the task's state by :func:`a2a_wire._protocol.tasks.apply` (an illegal event
+   is refused, logged, and changes nothing), at a cost in proportion to the event, not to the
+   task. It is committed (durable) and numbered when the call returns;
+2. offers the committed events to the task's open streams, which read the log themselves (an
+   offer saves a read), so nothing reaches a client before it is committed (spec 3.5.2);
+3. with push notifications on (``on_push``), the same append put each streamed event in the
+   outbox of every webhook of the task, in one transaction (:mod:`a2a_wire.server.store._push`);
+   the hub then wakes the delivery worker. A new task is stored with the push config sent
+   inline with its SendMessage, and its first outbox row is the task itself.
 
-With push notifications on (``on_push``), the same bytes go to the store as the ``push`` event
-of that write, which adds them to the outbox for every webhook of the task in the same
-transaction (:mod:`a2a_wire.server.store._push`); the hub then calls ``on_push`` to wake the
-delivery worker. A new task is stored together with the push config sent inline with its
-SendMessage, and its first outbox row is the task itself.
-
-A new stream (SubscribeToTask, or a follow-up SendStreamingMessage) registers while holding the
-same lock and gets the task as it is then as its first frame, so it sees every later event
-exactly once and none twice. After the event that makes the task terminal or interrupted, or a
-direct Message reply, every subscriber is finished and removed (spec 3.1.2, 3.1.6).
+Appends to one task are serialised by the lock, and one event is appended at a time, so that an
+illegal event refuses only itself. A new stream registers while holding the same lock, with its
+position in the log (the snapshot it starts from, or the client's ``Last-Event-ID``). After the
+event that makes the task terminal or interrupted, or a direct Message reply, the hub releases
+the waiting calls and forgets its streams (each ends after that event, spec 3.1.2, 3.1.6).
 
 The hub owns its state. The runtime (:mod:`a2a_wire.server._engine`) asks it to start, end and
 stop an agent run, and holds it (:meth:`TaskHub.hold`) while a call or a stream uses it; a hub
@@ -39,23 +39,23 @@ import asyncio
 import contextlib
 import copy
 import logging
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 
 from a2a_wire import codec
 from a2a_wire._protocol.ids import new_uuid
 from a2a_wire._protocol.states import is_settled
-from a2a_wire._protocol.tasks import InvalidTransitionError, apply, new_task
-from a2a_wire.errors import InternalError, ProtocolError
+from a2a_wire._protocol.tasks import InvalidTransitionError, new_task
+from a2a_wire.errors import InternalError, ProtocolError, TaskNotFoundError
 from a2a_wire.server import _history
 from a2a_wire.server._executor import AgentEvent
 from a2a_wire.server._run import Run
 from a2a_wire.server._subscriber import Subscriber, Subscription
-from a2a_wire.server.store._base import TaskStore, now_timestamp
+from a2a_wire.server.store._base import now_timestamp
+from a2a_wire.server.store._log import Appended, EventLogStore, LogEvent, LogInput, Snapshot
 from a2a_wire.types import (
     Message,
     StreamResponse,
     Task,
-    TaskArtifactUpdateEvent,
     TaskPushNotificationConfig,
     TaskState,
     TaskStatus,
@@ -67,21 +67,16 @@ __all__ = ["TaskHub"]
 log = logging.getLogger("a2a_wire.server")
 
 
-def _task_frame(task: Task, history_length: int | None = None) -> bytes:
-    return codec.encode(StreamResponse(task=_history.view(task, history_length)))
-
-
 class TaskHub:
-    """The live state of one task: the task, its lock, its streams and its running agent.
+    """The live coordination of one task: its state, lock, streams and running agent.
 
     Args:
         task_id: The task id (chosen before the task exists, for a new request).
-        task: The stored task, or ``None`` until the agent's first event makes it.
+        state: The stored task's state, or ``None`` until the agent's first event makes it.
         owner: The caller owning the task.
-        store: Where each change is written.
-        queue_size: Bound of each subscriber's queue.
+        store: Where the task's log is.
+        queue_size: Most events each stream keeps in memory (``stream_queue_size``).
         on_push: Wakes the push delivery worker; ``None`` when push notifications are off.
-        history_limit: Most messages the task keeps (``ServerSettings.max_history_per_task``).
         push_config: A config sent inline with the SendMessage that makes the task; stored
             with it.
         on_idle: Called when the hub stops being in use (see the module docstring).
@@ -90,24 +85,22 @@ class TaskHub:
     def __init__(
         self,
         task_id: str,
-        task: Task | None,
+        state: TaskState | None,
         owner: str,
-        store: TaskStore,
+        store: EventLogStore,
         queue_size: int,
         on_push: Callable[[], None] | None = None,
         *,
-        history_limit: int | None = None,
         push_config: TaskPushNotificationConfig | None = None,
         on_idle: Callable[[TaskHub], None] | None = None,
     ) -> None:
         self.task_id = task_id
         self.owner = owner
         self.lock = asyncio.Lock()
-        self._task = task
+        self._state = state
         self._store = store
         self._queue_size = queue_size
         self._on_push = on_push
-        self._history_limit = history_limit
         self._on_idle = on_idle
         self._subscribers: list[Subscriber] = []
         self._run_task: asyncio.Task[None] | None = None
@@ -120,9 +113,9 @@ class TaskHub:
             self._new_push_configs.append(push_config)
 
     @property
-    def task(self) -> Task | None:
-        """The live task; ``None`` until the agent's first event makes it."""
-        return self._task
+    def state(self) -> TaskState | None:
+        """The task's state after its last committed event; ``None`` until the task exists."""
+        return self._state
 
     @property
     def subscribers(self) -> tuple[Subscriber, ...]:
@@ -133,6 +126,20 @@ class TaskHub:
     def run_task(self) -> asyncio.Task[None] | None:
         """The asyncio task of the agent's running ``execute``, if any."""
         return self._run_task
+
+    async def task(self) -> Task:
+        """The stored task as of its last event (a fresh copy).
+
+        Raises:
+            TaskNotFoundError: the task is gone (deleted) or was never made.
+        """
+        known = self._state is not None
+        task = await self._store.get(self.task_id, owner=self.owner) if known else None
+        if task is None:
+            raise TaskNotFoundError(
+                f"Task not found: {self.task_id!r}", metadata={"taskId": self.task_id}
+            )
+        return task
 
     # -- holds and runs -----------------------------------------------------------------------
 
@@ -164,7 +171,7 @@ class TaskHub:
         if not task.cancelled() and (exc := task.exception()) is not None:
             log.error("agent run of task %s ended with an error", self.task_id, exc_info=exc)
             self.finish_all(InternalError("The server could not record the task's progress"))
-        elif self._task is None:
+        elif self._state is None:
             self.finish_all(InternalError("The agent stopped without replying"))
         if not self._canceling:
             run.settle()
@@ -194,19 +201,43 @@ class TaskHub:
 
     # -- streams ------------------------------------------------------------------------------
 
-    def subscribe(self, history_length: int | None = None) -> Subscriber:
-        """Open a stream; call with :attr:`lock` held. Its first frame is the current task."""
-        sub = Subscriber(self._queue_size, history_length)
-        if self._task is not None:
-            sub.push(_task_frame(self._task, history_length))
+    def subscribe(
+        self,
+        history_length: int | None = None,
+        *,
+        snapshot: Snapshot | None = None,
+        after: int | None = None,
+    ) -> Subscriber:
+        """Open a stream; call with :attr:`lock` held.
+
+        It starts from ``snapshot`` (the task, spec 3.1.6), from the events ``after`` a number
+        (``Last-Event-ID``), or else from event 1 (a new task's stream).
+        """
+        sub = Subscriber(
+            self._store,
+            self.task_id,
+            self.owner,
+            self._queue_size,
+            history_length,
+            after=after or 0,
+            exists=self._state is not None,
+        )
+        if snapshot is not None:
+            sub.start_from(snapshot)
         self._subscribers.append(sub)
         return sub
 
-    def open_stream(self, history_length: int | None = None) -> Subscription:
+    def open_stream(
+        self,
+        history_length: int | None = None,
+        *,
+        snapshot: Snapshot | None = None,
+        after: int | None = None,
+    ) -> Subscription:
         """:meth:`subscribe` for a stream writer: the subscription also holds the hub."""
         with contextlib.ExitStack() as cleanup:
             cleanup.enter_context(self.hold())
-            sub = self.subscribe(history_length)
+            sub = self.subscribe(history_length, snapshot=snapshot, after=after)
             cleanup.callback(self.unsubscribe, sub)
             return Subscription(sub, cleanup.pop_all())
 
@@ -217,15 +248,19 @@ class TaskHub:
             self._subscribers.remove(sub)
 
     def finish_all(self, error: ProtocolError | None = None) -> None:
-        """End every open stream."""
+        """End every open stream after the events logged so far (with ``error`` last)."""
         for sub in self._subscribers:
             sub.finish(error)
         self._subscribers.clear()
 
+    def _offer(self, events: Sequence[LogEvent]) -> None:
+        for sub in self._subscribers:
+            sub.offer(events)
+
     # -- events -------------------------------------------------------------------------------
 
     async def publish(self, event: AgentEvent, run: Run) -> bool:
-        """Apply ``event`` to the task, store it and stream it; ``False`` if it was refused."""
+        """Append ``event`` to the task's log, tell the streams; ``False`` if it was refused."""
         async with self.lock:
             return await self.publish_locked(event, run)
 
@@ -233,32 +268,43 @@ class TaskHub:
         """:meth:`publish` for a caller that holds :attr:`lock`."""
         if run.closed:
             return self._refuse(event, "the agent run that sent it has ended")
-        if self._task is None:
+        if self._state is None:
             return await self._first_event(event, run)
         if isinstance(event, Task):
             return self._refuse(event, "the task exists already; send status or artifact updates")
         try:
-            apply(self._task, event, now=now_timestamp())
-            _history.trim(self._task, self._history_limit)
-        except InvalidTransitionError as exc:
+            done = await self._append(event)
+        except (InvalidTransitionError, TaskNotFoundError) as exc:
             return self._refuse(event, str(exc))
-        if isinstance(event, Message):
-            await self._store.update(self._task)
-            return True
-        frame = self._frame(event) if self._subscribers or self._on_push is not None else b""
-        if self._on_push is None:
-            await self._store.update(self._task)
-        elif await self._store.update(self._task, push=frame):
-            self._on_push()
-        self._fan_out(event, run, frame)
+        if isinstance(event, TaskStatusUpdateEvent) and is_settled(done.state):
+            self._settle(run)
         return True
 
-    async def add_message(self, message: Message) -> None:
-        """Append the client's follow-up ``message`` to the task and store it; hold :attr:`lock`."""
-        assert self._task is not None
-        apply(self._task, message, now=now_timestamp())
-        _history.trim(self._task, self._history_limit)
-        await self._store.update(self._task)
+    async def add_message(self, message: Message) -> Snapshot:
+        """Append the client's follow-up ``message``; hold :attr:`lock`.
+
+        Returns:
+            The task with the message, and the message's number.
+
+        Raises:
+            TaskNotFoundError: the task is gone.
+            InvalidTransitionError: the task takes no more messages.
+        """
+        done = await self._append(message)
+        snapshot = await self._store.snapshot(self.task_id, owner=self.owner)
+        if snapshot is None:  # deleted since: as if it never existed
+            raise TaskNotFoundError(metadata={"taskId": self.task_id})
+        if snapshot.seq != done.events[-1].seq:
+            raise InternalError(f"task {self.task_id} changed outside its hub")
+        return snapshot
+
+    async def _append(self, event: LogInput) -> Appended:
+        done = await self._store.append(self.task_id, [event], push=self._on_push is not None)
+        self._state = done.state
+        if done.outbox and self._on_push is not None:
+            self._on_push()
+        self._offer(done.events)
+        return done
 
     def _refuse(self, event: AgentEvent, why: str) -> bool:
         log.warning(
@@ -282,50 +328,44 @@ class TaskHub:
             )
         await self._make_task(task, run)
         if isinstance(event, Task):
-            self._check_end(task, run)
             return True
         return await self.publish_locked(event, run)
 
     async def ensure_task(self, run: Run) -> None:
         """Make the SUBMITTED task from the run's message if the agent has not made it yet.
 
-        For SendMessage with ``returnImmediately`` when the agent is slow to send its first
-        event: the client gets a task at once; the agent's later events update it (a Task or a
-        Message as its first event is then refused, and logged).
+        For SendMessage with ``returnImmediately`` and a slow agent: its later events update the
+        task (a Task or a Message as its first event is then refused, and logged).
         """
         async with self.lock:
-            if self._task is not None or run.closed or run.message is None:
+            if self._state is not None or run.closed or run.message is None:
                 return
             now = now_timestamp()
             task = new_task(run.message, task_id=self.task_id, context_id=run.context_id, now=now)
             await self._make_task(task, run)
 
     async def _make_task(self, task: Task, run: Run) -> None:
-        """Store a new task, announce it to open streams and release the run's first waiter."""
-        _history.trim(task, self._history_limit)
-        await self._create(task, run.owner)
-        self._task = task
-        self._send_task(task)
-        run.task_made()
-
-    async def _create(self, task: Task, owner: str) -> None:
+        """Store a new task as event 1 of its log, offer it, release the run's first waiter."""
         configs, self._new_push_configs = self._new_push_configs, []
-        if self._on_push is None:
-            await self._store.create(task, owner=owner)
-        elif await self._store.create(
-            task, owner=owner, push_configs=configs, push=_task_frame(task)
-        ):
+        push = self._on_push is not None
+        done = await self._store.create(task, owner=run.owner, push_configs=configs, push=push)
+        self._state = done.state
+        if done.outbox and self._on_push is not None:
             self._on_push()
+        self._offer(done.events)
+        run.task_made()
+        if is_settled(done.state):
+            self._settle(run)
 
     def _reply(self, message: Message, run: Run) -> None:
         reply = copy.copy(message)
         reply.task_id = ""
         reply.context_id = reply.context_id or run.context_id
         reply.message_id = reply.message_id or new_uuid()
-        frame = codec.encode(StreamResponse(message=reply)) if self._subscribers else b""
+        body = codec.encode(StreamResponse(message=reply)) if self._subscribers else b""
         for sub in self._subscribers:
-            sub.push(frame)
-        self.finish_all()
+            sub.reply(body)
+        self._subscribers.clear()
         run.answered(reply)
 
     def _adopt(self, event: Task, run: Run) -> Task | None:
@@ -351,49 +391,9 @@ class TaskHub:
             task.history = first.history
         return task
 
-    def _send_task(self, task: Task) -> None:
-        shared: bytes | None = None
-        for sub in self._subscribers:
-            if sub.history_length is None:
-                shared = shared or _task_frame(task)
-                sub.push(shared)
-            else:
-                sub.push(_task_frame(task, sub.history_length))
-
-    def _frame(self, event: TaskStatusUpdateEvent | TaskArtifactUpdateEvent) -> bytes:
-        """The StreamResponse bytes of an applied event, as streams and webhooks get them."""
-        task = self._task
-        assert task is not None
-        if isinstance(event, TaskStatusUpdateEvent):
-            wire = TaskStatusUpdateEvent(
-                task_id=task.id,
-                context_id=task.context_id,
-                status=task.status,
-                metadata=event.metadata,
-            )
-            return codec.encode(StreamResponse(status_update=wire))
-        artifact = TaskArtifactUpdateEvent(
-            task_id=task.id,
-            context_id=task.context_id,
-            artifact=event.artifact,
-            append=event.append,
-            last_chunk=event.last_chunk,
-            metadata=event.metadata,
-        )
-        return codec.encode(StreamResponse(artifact_update=artifact))
-
-    def _fan_out(
-        self, event: TaskStatusUpdateEvent | TaskArtifactUpdateEvent, run: Run, frame: bytes
-    ) -> None:
-        for sub in self._subscribers:
-            sub.push(frame)
-        if isinstance(event, TaskStatusUpdateEvent):
-            assert self._task is not None
-            self._check_end(self._task, run)
-
-    def _check_end(self, task: Task, run: Run) -> None:
-        if task.status is not None and is_settled(task.status.state):
-            self.finish_all()
-            run.settle()
-            if self._active_run is not None:
-                self._active_run.settle()
+    def _settle(self, run: Run) -> None:
+        """The task is terminal or interrupted: its streams end by themselves; release the calls."""
+        self._subscribers.clear()
+        run.settle()
+        if self._active_run is not None:
+            self._active_run.settle()

@@ -34,6 +34,7 @@ tenant and client: data is partitioned by tenant.
 from __future__ import annotations
 
 import asyncio
+import re
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Any
@@ -207,16 +208,54 @@ async def send_streaming_message(call: MethodCall[SendMessageRequest]) -> Subscr
 
 
 async def subscribe_to_task(call: MethodCall[SubscribeToTaskRequest]) -> Subscription:
-    """SubscribeToTask (spec 3.1.6): the task now, then its events; terminal tasks -32004."""
-    async with call.runtime.hub(call.request.id, call.caller.owner) as hub, hub.lock:
-        task = hub.task
-        assert task is not None and task.status is not None
-        if is_terminal(task.status.state):
-            raise UnsupportedOperationError(
-                f"Task {task.id} is {task.status.state.value}; there is nothing to subscribe to",
-                metadata={"taskId": task.id},
+    """SubscribeToTask (spec 3.1.6): the task now, then its events; terminal tasks -32004.
+
+    With ``Last-Event-ID`` (docs/server.md, "Resuming a stream"): the events after that number,
+    then the live ones, also for a terminal task; the task first when they were compacted.
+    """
+    after = _last_event_id(call.caller.last_event_id)
+    owner = call.caller.owner
+    async with call.runtime.hub(call.request.id, owner) as hub, hub.lock:
+        if after is not None:
+            subscription = hub.open_stream(after=after)
+            try:
+                await subscription.subscriber.prime()
+            except BaseException:
+                subscription.close()
+                raise
+            return subscription
+        snapshot = await call.store.snapshot(hub.task_id, owner=owner)
+        status = snapshot.task.status if snapshot is not None else None
+        if snapshot is None or status is None:
+            raise TaskNotFoundError(
+                f"Task not found: {hub.task_id!r}", metadata={"taskId": hub.task_id}
             )
-        return hub.open_stream()
+        if is_terminal(status.state):
+            raise UnsupportedOperationError(
+                f"Task {hub.task_id} is {status.state.value}; there is nothing to subscribe to",
+                metadata={"taskId": hub.task_id},
+            )
+        return hub.open_stream(snapshot=snapshot)
+
+
+_EVENT_ID = re.compile(r"[0-9]{1,19}")
+_MAX_EVENT_ID = 2**63 - 1  # what a store's integer column holds
+
+
+def _last_event_id(value: str | None) -> int | None:
+    """The event number a ``Last-Event-ID`` header names; ``None`` when absent or empty.
+
+    Raises:
+        InvalidParamsError: the value is not a non-negative integer.
+    """
+    if not value:
+        return None
+    if _EVENT_ID.fullmatch(value) is None or int(value) > _MAX_EVENT_ID:
+        raise InvalidParamsError(
+            "Last-Event-ID must be the id of an event of this task's stream",
+            violations=[("Last-Event-ID", "must be a non-negative integer")],
+        )
+    return int(value)
 
 
 async def get_task(call: MethodCall[GetTaskRequest]) -> Task:

@@ -18,8 +18,8 @@ CLIENT_ID_KEY: web.RequestKey[str] = web.RequestKey("a2a_wire.client_id")
 ERROR_CODES_KEY: web.ResponseKey[tuple[int, ...]] = web.ResponseKey("a2a_wire.error_codes")
 """On a JSON-RPC answer: the error codes it carries, in order (empty when it carries none).
 
-Set on plain answers (one call, a batch, a refusal before any call) and on streams, whose error
-event, before or after other events, ends them (spec 9.4).
+Set on plain answers (one call, a batch, a refusal before any call, a streaming call refused
+before its first event) and on streams, whose error event ends them (spec 9.4).
 """
 
 

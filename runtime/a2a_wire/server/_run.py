@@ -45,7 +45,7 @@ class Run:
         self.settled: asyncio.Future[None] = loop.create_future()
         self._reply: Message | None = None
         self._closed = False
-        if hub.task is not None:
+        if hub.state is not None:
             self.first.set_result(None)
 
     @property

@@ -11,11 +11,14 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from a2a_wire.server._cors import normalize_origin
+from a2a_wire.server._history import DEFAULT_HISTORY_LIMIT
 from a2a_wire.server.push._settings import PushSettings
+from a2a_wire.server.store._log_memory import DEFAULT_MAX_TASKS
 
 __all__ = ["ServerSettings"]
 
 MIB = 1024 * 1024
+DAY = 86400.0
 
 
 @dataclass(frozen=True, slots=True)
@@ -33,9 +36,9 @@ class ServerSettings:
             are in; a slower one is answered with HTTP 408 and its connection closed. Also the
             time a refused request's unread body gets to be read and dropped.
         max_batch_size: Most requests in one JSON-RPC batch; a longer batch is refused whole.
-        stream_queue_size: Events buffered per open stream. A reader that falls this far behind
-            is sent an error event and disconnected, so one slow reader never holds memory or
-            delays the agent and the other readers (spec 3.5.2).
+        stream_queue_size: Events each open stream keeps in memory. A reader that falls further
+            behind reads the rest from the store, so one slow reader never holds more memory or
+            delays the agent and the other readers, and still gets every event (spec 3.5.2).
         keepalive_seconds: Idle time after which an open stream gets an SSE comment line.
         card_max_age_seconds: ``Cache-Control: max-age`` of the agent card (spec 8.6.1).
         cancel_grace_seconds: How long CancelTask waits for the agent's ``execute`` to stop
@@ -60,6 +63,15 @@ class ServerSettings:
         cors_origins: Origins of browser applications allowed to call the server
             (``"https://app.example.com"``, or ``"*"`` for any); empty, the default, turns CORS
             off. See :mod:`a2a_wire.server._cors`.
+        terminal_retention_seconds: How long a terminal task is kept after it finished; then
+            it is deleted (-32001), with its push configs and outbox rows.
+        interrupted_retention_seconds: How long an interrupted task (INPUT_REQUIRED,
+            AUTH_REQUIRED) waits for its follow-up; then it is deleted.
+        event_log_retention_seconds: How long a terminal task's events are kept for streams
+            resuming with ``Last-Event-ID``; then the log is compacted (the task stays).
+        memory_max_tasks: Most tasks the in-memory store that ``create_app`` makes holds; the
+            oldest finished (then interrupted) ones make room for new ones.
+        retention_interval_seconds: Time between two passes of the retention sweeper.
         push: Push notification delivery (timeouts, retries, webhook address allowlist); used
             when the card declares ``capabilities.pushNotifications``.
     """
@@ -76,13 +88,18 @@ class ServerSettings:
     shutdown_grace_seconds: float = 10.0
     first_event_seconds: float = 1.0
     max_parts_per_message: int = 100
-    max_history_per_task: int = 1000
+    max_history_per_task: int = DEFAULT_HISTORY_LIMIT
     max_streams_per_client: int = 100
     requests_per_second: float = 100.0
     request_burst: int = 200
     auth_failures_per_minute: int = 10
     limit_anonymous: bool = False
     cors_origins: tuple[str, ...] = ()
+    terminal_retention_seconds: float = 7 * DAY
+    interrupted_retention_seconds: float = 7 * DAY
+    event_log_retention_seconds: float = 3600.0
+    memory_max_tasks: int = DEFAULT_MAX_TASKS
+    retention_interval_seconds: float = 60.0
     push: PushSettings = field(default_factory=PushSettings)
 
     def __post_init__(self) -> None:
@@ -109,6 +126,11 @@ class ServerSettings:
             "requests_per_second": self.requests_per_second,
             "request_burst": self.request_burst,
             "auth_failures_per_minute": self.auth_failures_per_minute,
+            "terminal_retention_seconds": self.terminal_retention_seconds,
+            "interrupted_retention_seconds": self.interrupted_retention_seconds,
+            "event_log_retention_seconds": self.event_log_retention_seconds,
+            "memory_max_tasks": self.memory_max_tasks,
+            "retention_interval_seconds": self.retention_interval_seconds,
         }
         for name, value in positive.items():
             if not value > 0:

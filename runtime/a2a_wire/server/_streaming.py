@@ -1,14 +1,20 @@
 """Writing a task's events to an aiohttp response as Server-Sent Events (spec 9.4.2, 3.5.2).
 
-Framing: HTTP 200, ``Content-Type: text/event-stream``; each event is one ``data:`` line holding a
+Framing: HTTP 200, ``Content-Type: text/event-stream``; each event is an ``id:`` line with the
+event's number in the task's log (what a client sends back as ``Last-Event-ID`` to resume; a
+direct Message reply belongs to no task and has none), then one ``data:`` line holding a
 complete JSON-RPC response whose ``result`` is a StreamResponse and whose ``id`` is the
-request's, then a blank line. The result bytes are encoded once per event by the hub
-(:mod:`a2a_wire.server._hub`); here each stream only wraps them in its own envelope.
+request's, then a blank line. The result bytes are the logged event's, encoded once
+(:mod:`a2a_wire.server.store._log`); here each stream only wraps them in its own envelope.
 
-A JSON-RPC error, whether found before the first event (for instance an unknown task) or during
-the stream (a reader that fell behind), is sent as one event carrying the error object, and the
-stream ends. While nothing happens, a comment line is sent every ``keepalive_seconds`` so that
-proxies keep the connection and a vanished client is noticed.
+An error found before the first event (an unknown task, a terminal task without
+``Last-Event-ID``, bad params, a missing capability, and whatever the stream's first item is)
+is a plain JSON-RPC answer, ``application/json`` (:func:`error_answer`): the handler finds it,
+or, for a new task's stream, the response is prepared only once the agent's first event (or a
+keep-alive) is due. An error after that is sent as one
+event carrying the error object, and the stream ends. While nothing happens, a comment line is
+sent every ``keepalive_seconds`` so that proxies keep the connection and a vanished client is
+noticed.
 """
 
 from __future__ import annotations
@@ -21,12 +27,12 @@ from a2a_wire import codec
 from a2a_wire._protocol import jsonrpc as _jsonrpc
 from a2a_wire._protocol import sse as _sse
 from a2a_wire._protocol.jsonrpc import RequestId
-from a2a_wire._protocol.wire import SSE_MEDIA_TYPE
+from a2a_wire._protocol.wire import JSON_MEDIA_TYPE, SSE_MEDIA_TYPE
 from a2a_wire.errors import ProtocolError
 from a2a_wire.server._report import ERROR_CODES_KEY
-from a2a_wire.server._subscriber import END, KEEPALIVE, Item, Subscription
+from a2a_wire.server._subscriber import END, KEEPALIVE, Frame, Item, Subscription
 
-__all__ = ["stream_error", "stream_events"]
+__all__ = ["error_answer", "stream_events"]
 
 log = logging.getLogger("a2a_wire.server")
 
@@ -42,26 +48,19 @@ def _open(request: web.Request) -> web.StreamResponse:
     return web.StreamResponse(headers=SSE_HEADERS)
 
 
-async def stream_error(
-    request: web.Request, rid: RequestId, exc: ProtocolError
-) -> web.StreamResponse:
-    """Answer a streaming call with a stream of one error event.
+def error_answer(rid: RequestId, exc: ProtocolError) -> web.Response:
+    """The plain JSON-RPC answer to a streaming call refused before its first event.
 
     Args:
-        request: The HTTP request.
         rid: The JSON-RPC request id.
         exc: The error.
 
     Returns:
-        The finished response.
+        HTTP 200, ``application/json``, the error object; its code under ``ERROR_CODES_KEY``.
     """
-    response = _open(request)
+    body = codec.dumps(_jsonrpc.error(rid, exc))
+    response = web.Response(body=body, content_type=JSON_MEDIA_TYPE)
     response[ERROR_CODES_KEY] = (exc.code,)
-    await response.prepare(request)
-    try:
-        await response.write(_sse.encode_event(codec.dumps(_jsonrpc.error(rid, exc))))
-    except ConnectionError:
-        log.debug("client left before the error event was sent")
     return response
 
 
@@ -79,17 +78,21 @@ async def stream_events(
     Returns:
         The finished response.
     """
-    response = _open(request)
     prefix = b'{"jsonrpc":"2.0","id":' + codec.dumps(rid) + b',"result":'
     sub = subscription.subscriber
     try:
+        # A new task's stream waits for the agent's first event before it answers, so that a
+        # failure before it is a plain answer; any other stream has its first event at hand.
+        item: Item | None = await sub.next(keepalive) if sub.awaits_task else sub.ready()
+        if isinstance(item, ProtocolError):  # before the first event: a plain answer
+            return error_answer(rid, item)
+        response = _open(request)
         await response.prepare(request)
         ended = False
         while not ended:
-            # Events already queued go out in one write (one syscall, one HTTP chunk); the
+            # Events already at hand go out in one write (one syscall, one HTTP chunk); the
             # last write carries the end of the body with it.
             chunks: list[bytes] = []
-            item: Item | None = await sub.next(keepalive)
             while item is not None and not ended:
                 if isinstance(item, ProtocolError):  # the error event that ends the stream
                     response[ERROR_CODES_KEY] = (item.code,)
@@ -99,7 +102,9 @@ async def stream_events(
             if ended:
                 await response.write_eof(b"".join(chunks))
             else:
-                await response.write(b"".join(chunks))
+                if chunks:
+                    await response.write(b"".join(chunks))
+                item = await sub.next(keepalive)
     except ConnectionError:
         log.debug("stream reader left")
     finally:
@@ -109,8 +114,9 @@ async def stream_events(
 
 def _frame(item: Item, prefix: bytes, rid: RequestId) -> tuple[bytes, bool]:
     """The bytes to send for one subscriber item, and whether the stream ends with it."""
-    if type(item) is bytes:
-        return _sse.encode_event(prefix + item + b"}"), False
+    if type(item) is Frame:
+        event = _sse.encode_event(prefix + item.body + b"}")
+        return (event if item.seq is None else b"id: %d\n" % item.seq + event), False
     if item is KEEPALIVE:
         return _KEEPALIVE_FRAME, False
     if item is END:

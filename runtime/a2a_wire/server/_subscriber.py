@@ -1,16 +1,34 @@
-"""The bounded, ordered queue of one open stream, and the subscription the stream writer holds.
+"""One open stream's cursor over its task's event log, and the subscription the writer holds.
 
-A :class:`~a2a_wire.server._hub.TaskHub` pushes each encoded StreamResponse of its task to every
-:class:`Subscriber`, in the order the events were applied; the HTTP side
-(:mod:`a2a_wire.server._streaming`) takes them with :meth:`Subscriber.next`.
+Theory of operation
+-------------------
+A :class:`Subscriber` is where one stream (SendStreamingMessage, SubscribeToTask) is in the log
+of one task (:mod:`a2a_wire.server.store._log`): the number of the last event it has handed
+out. Everything it sends comes from the log, after the commit, with that event's number as its
+SSE ``id``; so a stream shows nothing that is not durable, never skips an event and never
+repeats one, whether it started from the task (a snapshot, whose ``seq`` says which events it
+holds) or from a client's ``Last-Event-ID``. History messages are logged but not streamed: the
+ids a stream shows may jump, never go back.
 
-Subscriber queues are bounded. Pushing never waits: a subscriber whose queue is full has its
-backlog dropped and replaced by one error, after which it takes nothing more. The agent and the
-other streams never wait for a slow reader, and a slow reader never holds more than the limit.
+The hub (:mod:`a2a_wire.server._hub`) *offers* each committed batch to the subscribers of the
+task. An offer only saves a read: a subscriber keeps offered events in a small cache (at most
+``limit``, ``ServerSettings.stream_queue_size``) and takes from it what follows its position;
+when the cache does not (it overflowed because the reader is slow, or the events came before
+the subscriber did), it reads the log from the store, ``limit`` events at a time. A slow reader therefore holds at most
+``limit`` events in memory and still gets every event, and the agent never waits for it. It
+waits for the next event on the store (:meth:`~a2a_wire.server.store._log.EventLogStore.
+wait_events`, woken by commits and deletions) and on its own wake-up (offers, and the hub's
+:meth:`Subscriber.finish`); every wake-up is a hint, after which it reads again.
 
-A :class:`Subscription` is what a streaming method hands to the stream writer: the subscriber
-plus what must be undone when the HTTP response ends (detaching from the hub and the hold on
-it, see :meth:`~a2a_wire.server._hub.TaskHub.open_stream`). This module uses asyncio but not
+A stream ends after the first event it sends that leaves the task terminal or interrupted (spec
+3.1.2, 3.1.6); not at the task it starts with, which may be interrupted already (the stream then
+follows the next turn). It also ends after a direct Message reply (:meth:`Subscriber.reply`),
+when the task is gone (-32001), or, once the hub calls :meth:`Subscriber.finish`, after the
+events logged so far, with the hub's error if it gave one.
+
+A :class:`Subscription` is what a streaming method hands to the stream writer
+(:mod:`a2a_wire.server._streaming`): the subscriber plus what must be undone when the HTTP
+response ends (detaching from the hub and the hold on it). This module uses asyncio but not
 aiohttp.
 """
 
@@ -20,10 +38,18 @@ import asyncio
 import collections
 import contextlib
 import enum
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
 
-from a2a_wire.errors import InternalError, ProtocolError
+from a2a_wire import codec
+from a2a_wire._protocol.states import is_settled, is_terminal
+from a2a_wire.errors import ProtocolError, TaskNotFoundError
+from a2a_wire.server import _history
+from a2a_wire.server.store._log import EventKind, EventLogStore, LogEvent, Snapshot
+from a2a_wire.types import StreamResponse, TaskState
 
-__all__ = ["END", "KEEPALIVE", "Item", "Subscriber", "Subscription"]
+__all__ = ["END", "KEEPALIVE", "Frame", "Item", "Subscriber", "Subscription", "task_frame"]
 
 
 class Signal(enum.Enum):
@@ -36,90 +62,277 @@ class Signal(enum.Enum):
 KEEPALIVE = Signal.KEEPALIVE
 END = Signal.END
 
-Item = bytes | ProtocolError | Signal
+
+@dataclass(frozen=True, slots=True)
+class Frame:
+    """One event to send.
+
+    Attributes:
+        body: The StreamResponse JSON.
+        seq: Its number in the task's log, sent as the SSE ``id``; ``None`` for a direct
+            Message reply, which belongs to no task.
+    """
+
+    body: bytes
+    seq: int | None
+
+
+Item = Frame | ProtocolError | Signal
+
+
+def task_frame(snapshot: Snapshot, history_length: int | None = None) -> Frame:
+    """The Task event a stream starts with: the snapshot, its history cut to ``history_length``."""
+    shown = _history.view(snapshot.task, history_length)
+    return Frame(codec.encode(StreamResponse(task=shown)), snapshot.seq)
+
+
+def _settles(event: LogEvent) -> bool:
+    """Whether a logged event leaves its task terminal or interrupted."""
+    if event.kind is EventKind.STATUS:
+        status = codec.loads(event.body)["statusUpdate"].get("status") or {}
+    elif event.kind is EventKind.TASK:
+        status = codec.loads(event.body)["task"].get("status") or {}
+    else:
+        return False
+    return is_settled(TaskState(status.get("state", TaskState.UNSPECIFIED.value)))
 
 
 class Subscriber:
-    """The bounded, ordered queue of one open stream.
+    """One stream's position in a task's log; see the module docstring.
 
     Args:
-        limit: Most frames held; see the module docstring for what happens beyond it.
-        history_length: ``historyLength`` for the Task frame this stream receives.
+        store: The task store.
+        task_id: The task.
+        owner: Its owner (reads are scoped by it).
+        limit: Most offered events kept in memory.
+        history_length: ``historyLength`` for the Task events of this stream.
+        after: The number of the last event the stream has (``Last-Event-ID``); it sends the
+            ones after it.
+        exists: Whether the task is stored yet; a new task's stream waits for its first offer.
     """
 
-    __slots__ = ("_items", "_limit", "_waiter", "closed", "history_length")
+    __slots__ = (
+        "_after",
+        "_cache",
+        "_exists",
+        "_finished",
+        "_limit",
+        "_owner",
+        "_pending",
+        "_stopped",
+        "_store",
+        "_task_id",
+        "_waiter",
+        "closed",
+        "history_length",
+    )
 
-    def __init__(self, limit: int, history_length: int | None = None) -> None:
-        self._items: collections.deque[Item] = collections.deque()
+    def __init__(
+        self,
+        store: EventLogStore,
+        task_id: str,
+        owner: str,
+        limit: int,
+        history_length: int | None = None,
+        *,
+        after: int = 0,
+        exists: bool = True,
+    ) -> None:
+        self._store = store
+        self._task_id = task_id
+        self._owner = owner
         self._limit = limit
+        self.history_length = history_length
+        self._after = after
+        self._exists = exists
+        self._cache: collections.deque[LogEvent] = collections.deque()
+        self._pending: collections.deque[Item] = collections.deque()
+        self._finished: Item | None = None
+        self._stopped = False
         self._waiter: asyncio.Future[None] | None = None
         self.closed = False
-        self.history_length = history_length
 
-    def push(self, frame: bytes) -> None:
-        """Queue one encoded StreamResponse; never waits."""
-        if self.closed:
+    @property
+    def awaits_task(self) -> bool:
+        """Whether this is a new task's stream whose task is not made yet (nothing to send)."""
+        return not self._exists and not self._pending
+
+    @property
+    def position(self) -> int:
+        """The number of the last event handed out (or skipped, for history messages)."""
+        return self._after
+
+    # -- what the hub tells it ------------------------------------------------------------------
+
+    def offer(self, events: Sequence[LogEvent]) -> None:
+        """Committed events of the task, in order; kept while the cache has room."""
+        if self.closed or self._stopped or not events:
             return
-        if len(self._items) >= self._limit:
-            self._items.clear()
-            self._items.append(
-                InternalError(
-                    f"Stream closed: the reader fell more than {self._limit} events behind; "
-                    "call SubscribeToTask to resume"
-                )
-            )
-            self.closed = True
-        else:
-            self._items.append(frame)
+        self._exists = True
+        cache = self._cache
+        if cache and events[0].seq != cache[-1].seq + 1:
+            cache.clear()
+        cache.extend(events)
+        if len(cache) > self._limit:
+            cache.clear()  # fallen behind: the rest comes from the store
         self._wake()
+
+    def start_from(self, snapshot: Snapshot) -> None:
+        """Send the task as of ``snapshot`` first, then the events after it."""
+        self._pending.append(task_frame(snapshot, self.history_length))
+        self._after = snapshot.seq
+        self._exists = True
+
+    def reply(self, body: bytes) -> None:
+        """The agent answered with a Message (no task): send it and end."""
+        if not self._stopped:
+            self._pending.extend((Frame(body, None), END))
+            self._stopped = True
+            self._wake()
 
     def finish(self, error: ProtocolError | None = None) -> None:
-        """End the stream after the queued frames, with ``error`` as its last event if given."""
-        if self.closed:
-            return
-        self._items.append(END if error is None else error)
+        """End after the events logged so far, with ``error`` as the last event if given."""
+        if self._finished is None:
+            self._finished = END if error is None else error
+            self._wake()
+
+    def close(self) -> None:
+        """Take nothing more (the reader has gone)."""
         self.closed = True
-        self._wake()
+        self._cache.clear()
 
     def _wake(self) -> None:
         waiter = self._waiter
         if waiter is not None and not waiter.done():
             waiter.set_result(None)
 
-    async def next(self, timeout: float) -> Item:
-        """The next item, or :data:`KEEPALIVE` when nothing came for ``timeout`` seconds."""
-        if not self._items:
-            loop = asyncio.get_running_loop()
-            waiter = self._waiter = loop.create_future()
-            timer = loop.call_later(timeout, _expire, waiter)
-            try:
-                await waiter
-            finally:
-                timer.cancel()
-                self._waiter = None
-            if not self._items:
-                return KEEPALIVE
-        return self._items.popleft()
+    # -- what the writer takes ------------------------------------------------------------------
 
-    def close(self) -> None:
-        """Take nothing more, without an end item (the reader has gone)."""
-        self.closed = True
+    async def prime(self) -> None:
+        """Read the first events now, so that a missing task fails the call, not the stream.
+
+        When there are none and the task is terminal, none will come: the stream is empty.
+
+        Raises:
+            TaskNotFoundError: the task is not (or no longer) visible to the owner.
+        """
+        while not self._pending and await self._fill():
+            pass  # only history messages so far: read on
+        if not self._pending:
+            snapshot = await self._store.snapshot(self._task_id, owner=self._owner)
+            if snapshot is None:
+                self._end(TaskNotFoundError(metadata={"taskId": self._task_id}))
+            elif snapshot.task.status is not None and is_terminal(snapshot.task.status.state):
+                self._end(END)
+        first = self._pending[0] if self._pending else None
+        if isinstance(first, TaskNotFoundError):
+            self._pending.clear()
+            raise first
 
     def ready(self) -> Item | None:
-        """The next item if one is queued already, else ``None``; never waits."""
-        return self._items.popleft() if self._items else None
+        """The next item if one is at hand already, else ``None``; never waits."""
+        return self._pending.popleft() if self._pending else None
 
+    async def next(self, timeout: float) -> Item:
+        """The next item, or :data:`KEEPALIVE` when nothing came for ``timeout`` seconds."""
+        while True:
+            if self._pending:
+                return self._pending.popleft()
+            if self._stopped:
+                return END
+            if self._exists and await self._fill():
+                continue
+            if self._finished is not None:
+                self._stopped = True
+                return self._finished
+            if not await self._wait(timeout):
+                return KEEPALIVE
 
-def _expire(waiter: asyncio.Future[None]) -> None:
-    if not waiter.done():
-        waiter.set_result(None)
+    async def _fill(self) -> bool:
+        """Queue what follows the position, from the cache or the store; whether it moved on."""
+        events = self._cached()
+        if not events:
+            got = await self._store.read_events(
+                self._task_id, self._after, owner=self._owner, limit=self._limit
+            )
+            if got is None:
+                self._end(TaskNotFoundError(metadata={"taskId": self._task_id}))
+                return True
+            if got.from_snapshot:
+                return await self._restart()
+            events = got.events
+        for event in events:
+            self._after = event.seq
+            if event.streamed:
+                self._pending.append(self._frame(event))
+            if _settles(event):
+                self._end(END)
+                break
+        return bool(events)
+
+    def _cached(self) -> list[LogEvent]:
+        cache = self._cache
+        while cache and cache[0].seq <= self._after:
+            cache.popleft()
+        if not cache or cache[0].seq != self._after + 1:
+            return []
+        events = list(cache)
+        cache.clear()
+        return events
+
+    async def _restart(self) -> bool:
+        """The events asked for are gone (compacted): send the task as it is now instead."""
+        snapshot = await self._store.snapshot(self._task_id, owner=self._owner)
+        if snapshot is None:
+            self._end(TaskNotFoundError(metadata={"taskId": self._task_id}))
+            return True
+        self.start_from(snapshot)
+        if snapshot.task.status is not None and is_terminal(snapshot.task.status.state):
+            self._end(END)
+        return True
+
+    def _frame(self, event: LogEvent) -> Frame:
+        if event.kind is EventKind.TASK and self.history_length is not None:
+            task = codec.decode(StreamResponse, event.body).task
+            assert task is not None  # a task event holds the task
+            shown = _history.view(task, self.history_length)
+            return Frame(codec.encode(StreamResponse(task=shown)), event.seq)
+        return Frame(event.body, event.seq)
+
+    def _end(self, last: Item) -> None:
+        if last is not END:
+            self._pending.append(last)
+        self._pending.append(END)
+        self._stopped = True
+        self._cache.clear()
+
+    async def _wait(self, timeout: float) -> bool:
+        """Wait for an offer, a finish or a commit; ``False`` after ``timeout`` seconds."""
+        waiter = self._waiter = asyncio.get_running_loop().create_future()
+        waits: set[asyncio.Future[Any]] = {waiter}
+        if self._exists:
+            waits.add(
+                asyncio.ensure_future(
+                    self._store.wait_events(self._task_id, self._after, timeout=timeout)
+                )
+            )
+        try:
+            done, _ = await asyncio.wait(
+                waits, timeout=timeout, return_when=asyncio.FIRST_COMPLETED
+            )
+        finally:
+            self._waiter = None
+            for future in waits:
+                future.cancel()
+        # A failed wait counts as a wake: the read that follows raises the real error.
+        return any(f is waiter or f.exception() is not None or f.result() for f in done)
 
 
 class Subscription:
     """An open stream of one task; :meth:`close` it when the HTTP response ends.
 
     Args:
-        subscriber: The stream's queue.
+        subscriber: The stream's position.
         cleanup: What closing undoes (entered already); see the module docstring.
     """
 

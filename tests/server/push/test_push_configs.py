@@ -13,10 +13,10 @@ from server_support import (
     ScriptedAgent,
     error,
     make_card,
+    plain_error,
     reason,
     result,
     send_params,
-    stream,
     violations,
 )
 
@@ -287,8 +287,7 @@ async def test_without_the_capability_inline_configs_are_refused(
     if method == "SendMessage":
         err = await error(client, method, send_params("echo", config))
     else:
-        [event] = await stream(client, method, send_params("echo", config))
-        err = event["error"]
+        err = await plain_error(client, method, send_params("echo", config))
     assert err["code"] == -32003 and reason(err) == "PUSH_NOTIFICATION_NOT_SUPPORTED"
 
 

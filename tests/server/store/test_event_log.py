@@ -1,8 +1,9 @@
 """The contract of every event log store (a2a_wire.server.store._log), run on each backend.
 
-A new backend is done when it passes this file: add it to ``BACKENDS`` and to ``Backend.new``.
-The PostgreSQL store runs it on the server of the ``postgres_dsn`` fixture (tests/conftest.py),
-each backend (each test, each state machine example) in a schema of its own, dropped at the end. The Hypothesis state machine at the end drives
+A new backend is done when it passes this file (and the other suites of this folder): add it to
+``BACKENDS`` and to ``Backend.new`` in ``tests/store_support.py``. This file also runs on the
+PostgreSQL store (``LOG_BACKENDS``; each backend in a schema of its own, on the server of the
+``postgres_dsn`` fixture). The Hypothesis state machine at the end drives
 random appends, reads, compactions, deletions and reopenings against a model that keeps every
 committed event, and checks after each step that the snapshot equals the plain sequential fold
 of the log and that reading after any number gives exactly the rest of the log.
@@ -13,15 +14,16 @@ from __future__ import annotations
 import asyncio
 import copy
 import tempfile
-from collections.abc import AsyncIterator, Callable, Sequence
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-import pg_support
 import pytest
+import store_support
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, invariant, rule, run_state_machine_as_test
+from store_support import LOG_BACKENDS, Backend
 
 from a2a_wire import codec
 from a2a_wire._protocol.tasks import InvalidTransitionError, apply
@@ -31,10 +33,7 @@ from a2a_wire.server.store import _log_fold
 from a2a_wire.server.store._base import RESTART_MESSAGE, TaskQuery
 from a2a_wire.server.store._log import EventKind, EventLogStore, LogEvent, LogInput
 from a2a_wire.server.store._log_fold import fold
-from a2a_wire.server.store._log_memory import InMemoryEventLog
-from a2a_wire.server.store._log_postgres import PostgresEventLog
-from a2a_wire.server.store._log_sqlite import SQLiteEventLog
-from a2a_wire.server.store._sqlite import SQLiteTaskStore
+from a2a_wire.server.store._log_sqlite import SQLiteTaskStore
 from a2a_wire.types import (
     Artifact,
     Message,
@@ -54,79 +53,13 @@ S = TaskState
 BASE = 1_700_000_000
 EPOCH = Timestamp()
 
-BACKENDS = ["memory", "sqlite", "postgresql"]
-"""Every event log store; the one place a new backend is added."""
 
-
-class Backend:
-    """Opens stores of one kind; a reopened SQLite (PostgreSQL) store reads the same file (schema)."""
-
-    def __init__(self, kind: str, directory: Path, dsn: str = "", **options: Any) -> None:
-        self.kind = kind
-        self.path = directory / "log.sqlite3"
-        self.dsn = dsn
-        self.schema = pg_support.new_schema()
-        self.options = options
-        self.opened: list[EventLogStore] = []
-
-    def new(self) -> EventLogStore:
-        if self.kind == "sqlite":
-            return SQLiteEventLog(self.path, **self.options)
-        if self.kind == "postgresql":
-            return PostgresEventLog(self.dsn, schema=self.schema, **self.options)
-        return InMemoryEventLog(**self.options)
-
-    async def open(self) -> EventLogStore:
-        store = self.new()
-        failed = await store.open()
-        self.opened.append(store)
-        assert failed == []
-        return store
-
-    async def reopen(self, store: EventLogStore) -> tuple[EventLogStore, list[str]]:
-        """Close ``store`` and open it again (the same instance for memory), with recovery."""
-        await store.close()
-        again = store if self.kind == "memory" else self.new()
-        failed = await again.open()
-        self.opened.append(again)
-        return again, failed
-
-    async def close_all(self) -> None:
-        for store in self.opened:
-            await store.close()
-        if self.kind == "postgresql":
-            await pg_support.drop_schema(self.dsn, self.schema)
-
-
-MakeBackend = Callable[..., Backend]
-
-
-@pytest.fixture(params=BACKENDS)
+@pytest.fixture(params=LOG_BACKENDS)
 def backend_kind(request: pytest.FixtureRequest) -> str:
+    """Every event log store, PostgreSQL included (it overrides the folder's fixture)."""
+    if request.param == "postgresql":
+        store_support.use_postgres(request.getfixturevalue("postgres_dsn"))
     return str(request.param)
-
-
-@pytest.fixture
-def make_backend(backend_kind: str, tmp_path: Path, request: pytest.FixtureRequest) -> MakeBackend:
-    """Backends of the kind under test, each in a fresh folder (and schema), with options."""
-    dsn = request.getfixturevalue("postgres_dsn") if backend_kind == "postgresql" else ""
-
-    def make(**options: Any) -> Backend:
-        return Backend(backend_kind, Path(tempfile.mkdtemp(dir=tmp_path)), dsn, **options)
-
-    return make
-
-
-@pytest.fixture
-async def backend(make_backend: MakeBackend) -> AsyncIterator[Backend]:
-    helper = make_backend()
-    yield helper
-    await helper.close_all()
-
-
-@pytest.fixture
-async def store(backend: Backend) -> EventLogStore:
-    return await backend.open()
 
 
 def ts(seconds: int) -> Timestamp:
@@ -305,8 +238,8 @@ async def test_many_chunks_fold_to_the_sequential_result(store: EventLogStore) -
     assert snapshot.task == sequential(await whole_log(store, "t1"))
 
 
-async def test_history_limit_applies_to_the_fold(make_backend: MakeBackend) -> None:
-    backend = make_backend(history_limit=3)
+async def test_history_limit_applies_to_the_fold(backend_kind: str, tmp_path: Path) -> None:
+    backend = Backend(backend_kind, tmp_path, history_limit=3)
     try:
         store = await backend.open()
         await store.create(make_task("t1"))
@@ -509,9 +442,11 @@ class Clock:
         return self.now
 
 
-async def test_expired_names_tasks_by_state_and_change_time(make_backend: MakeBackend) -> None:
+async def test_expired_names_tasks_by_state_and_change_time(
+    backend_kind: str, tmp_path: Path
+) -> None:
     clock = Clock()
-    backend = make_backend(clock=clock)
+    backend = Backend(backend_kind, tmp_path, clock=clock)
     try:
         store = await backend.open()
         await store.create(make_task("done"))
@@ -565,20 +500,12 @@ async def test_delete_takes_events_configs_and_outbox_rows(store: EventLogStore)
 # -- backend specifics ---------------------------------------------------------------------
 
 
-async def test_sqlite_refuses_a_file_of_the_task_store_layout(tmp_path: Path) -> None:
-    old = SQLiteTaskStore(tmp_path / "v2.sqlite3")
-    await old.open()
-    await old.close()
-    with pytest.raises(RuntimeError, match="schema version 2"):
-        await SQLiteEventLog(tmp_path / "v2.sqlite3").open()
-
-
 async def test_sqlite_file_is_held_by_one_store(tmp_path: Path) -> None:
-    first = SQLiteEventLog(tmp_path / "x.sqlite3")
+    first = SQLiteTaskStore(tmp_path / "x.sqlite3")
     await first.open()
     try:
         with pytest.raises(RuntimeError, match="in use"):
-            await SQLiteEventLog(tmp_path / "x.sqlite3").open()
+            await SQLiteTaskStore(tmp_path / "x.sqlite3").open()
     finally:
         await first.close()
 
@@ -650,10 +577,10 @@ TASK_IDS = st.sampled_from(["t0", "t1", "t2"])
 class LogMachine(RuleBasedStateMachine):
     """Random work on one store against a model that keeps every committed event."""
 
-    def __init__(self, make_backend: MakeBackend) -> None:
+    def __init__(self, kind: str, directory: Path) -> None:
         super().__init__()
         self.loop = asyncio.new_event_loop()
-        self.backend = make_backend(history_limit=6)
+        self.backend = Backend(kind, directory, history_limit=6)
         self.store = self.run(self.backend.open())
         self.logs: dict[str, list[LogEvent]] = {}
         self.first: dict[str, int] = {}  # the lowest number still logged
@@ -762,11 +689,11 @@ class LogMachine(RuleBasedStateMachine):
         assert sorted(page.tasks, key=lambda t: t.id) == [self.model(t) for t in sorted(self.logs)]
 
 
-def test_state_machine(make_backend: MakeBackend, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_state_machine(backend_kind: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """Random steps; a small fold threshold makes folds on size happen between reads too."""
     monkeypatch.setattr(_log_fold, "FOLD_MIN_BYTES", 300)
     run_state_machine_as_test(
-        lambda: LogMachine(make_backend),
+        lambda: LogMachine(backend_kind, Path(tempfile.mkdtemp(dir=tmp_path))),
         settings=settings(max_examples=40, stateful_step_count=30, deadline=None),
     )
 

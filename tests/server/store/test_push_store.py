@@ -1,31 +1,40 @@
-"""One suite for the push part of both task stores: configs, outbox, lanes, atomicity, restart."""
+"""The push part of every task store: configs, outbox, lanes, atomicity, restart, upgrade."""
 
 from __future__ import annotations
 
 import asyncio
 import sqlite3
-from collections.abc import AsyncIterator
 from pathlib import Path
 
 import pytest
+from store_support import Backend
 
 from a2a_wire import codec
 from a2a_wire.errors import TaskNotFoundError
 from a2a_wire.server.store import (
     RESTART_MESSAGE,
     Delivery,
-    InMemoryTaskStore,
+    EventLogStore,
     SQLiteTaskStore,
-    TaskStore,
 )
-from a2a_wire.server.store._sqlite import SCHEMA_VERSION
-from a2a_wire.types import Task, TaskPushNotificationConfig, TaskState, TaskStatus
-
-EVENT = b'{"statusUpdate":{"taskId":"t1"}}'
+from a2a_wire.server.store._log_sql import LOG_SCHEMA_VERSION
+from a2a_wire.types import (
+    Artifact,
+    Part,
+    Task,
+    TaskArtifactUpdateEvent,
+    TaskPushNotificationConfig,
+    TaskState,
+    TaskStatus,
+)
 
 
 def task(task_id: str = "t1") -> Task:
     return Task(id=task_id, context_id="c", status=TaskStatus(state=TaskState.WORKING))
+
+
+def chunk(text: str = "x") -> TaskArtifactUpdateEvent:
+    return TaskArtifactUpdateEvent(artifact=Artifact(artifact_id="a", parts=[Part(text=text)]))
 
 
 def config(
@@ -34,17 +43,13 @@ def config(
     return TaskPushNotificationConfig(id=config_id, task_id=task_id, url=url, token="tok")
 
 
-@pytest.fixture(params=["memory", "sqlite"])
-async def store(request: pytest.FixtureRequest, tmp_path: Path) -> AsyncIterator[TaskStore]:
-    made: TaskStore = (
-        InMemoryTaskStore() if request.param == "memory" else SQLiteTaskStore(tmp_path / "t.db")
-    )
-    await made.open()
-    yield made
-    await made.close()
+async def pushed(store: EventLogStore, task_id: str, text: str = "x") -> tuple[bytes, int]:
+    """Append one chunk with push work: its body and the outbox rows it added."""
+    done = await store.append(task_id, [chunk(text)], push=True)
+    return done.events[0].body, done.outbox
 
 
-async def test_configs_keep_creation_order_and_replace_in_place(store: TaskStore) -> None:
+async def test_configs_keep_creation_order_and_replace_in_place(store: EventLogStore) -> None:
     await store.create(task())
     for config_id in ("b", "a", "c"):
         await store.put_push_config(config(config_id))
@@ -64,36 +69,37 @@ async def test_configs_keep_creation_order_and_replace_in_place(store: TaskStore
     assert [c.id for _, c in await store.list_push_configs("t1")] == ["b", "c"]
 
 
-async def test_an_event_goes_to_every_config_of_its_task_only(store: TaskStore) -> None:
+async def test_an_event_goes_to_every_config_of_its_task_only(store: EventLogStore) -> None:
     await store.create(task())
     await store.create(task("t2"))
-    assert await store.update(task(), push=EVENT) == 0  # no configs yet
+    assert (await pushed(store, "t1"))[1] == 0  # no configs yet
     await store.put_push_config(config("a"))
     await store.put_push_config(config("b"))
     await store.put_push_config(config("x", task_id="t2"))
-    assert await store.update(task(), push=EVENT) == 2
-    assert await store.update(task()) == 0
+    body, added = await pushed(store, "t1")
+    assert added == 2
+    assert (await store.append("t1", [chunk()])).outbox == 0  # without push work
     lanes, seen = await store.pending_lanes(0)
     assert sorted(lanes) == [("t1", "a"), ("t1", "b")]
     assert await store.pending_lanes(seen) == ([], seen)
     head = await store.next_delivery("t1", "a")
     assert head is not None
-    assert head.body == EVENT and head.config == config("a") and head.attempts == 0
+    assert head.body == body and head.config == config("a") and head.attempts == 0
     assert head.lane == ("t1", "a") and head.delivery_id
 
 
-async def test_create_stores_configs_and_the_first_event_together(store: TaskStore) -> None:
-    added = await store.create(task(), push_configs=[config("a")], push=EVENT)
-    assert added == 1
+async def test_create_stores_configs_and_the_first_event_together(store: EventLogStore) -> None:
+    created = await store.create(task(), push_configs=[config("a")], push=True)
+    assert created.outbox == 1
     assert [c.id for _, c in await store.list_push_configs("t1")] == ["a"]
     head = await store.next_delivery("t1", "a")
-    assert head is not None and head.body == EVENT
+    assert head is not None and head.body == created.events[0].body
+    assert codec.loads(head.body)["task"]["id"] == "t1"
 
 
-async def test_a_lane_is_served_in_order(store: TaskStore) -> None:
+async def test_a_lane_is_served_in_order(store: EventLogStore) -> None:
     await store.create(task(), push_configs=[config("a")])
-    for i in range(3):
-        await store.update(task(), push=b'{"n":%d}' % i)
+    sent = [(await pushed(store, "t1", str(i)))[0] for i in range(3)]
     bodies = []
     while (head := await store.next_delivery("t1", "a")) is not None:
         bodies.append(head.body)
@@ -101,18 +107,18 @@ async def test_a_lane_is_served_in_order(store: TaskStore) -> None:
             await store.delivery_failed(head.seq, attempts=4, error="HTTP 404")
         else:
             await store.delivery_done(head.seq)
-    assert bodies == [b'{"n":0}', b'{"n":1}', b'{"n":2}']
+    assert bodies == sent
     [failed] = await store.failed_deliveries("t1")
     assert (failed.body, failed.attempts, failed.last_error, failed.failed) == (
-        b'{"n":1}',
+        sent[1],
         4,
         "HTTP 404",
         True,
     )
 
 
-async def test_retries_are_recorded(store: TaskStore) -> None:
-    await store.create(task(), push_configs=[config("a")], push=EVENT)
+async def test_retries_are_recorded(store: EventLogStore) -> None:
+    await store.create(task(), push_configs=[config("a")], push=True)
     head = await store.next_delivery("t1", "a")
     assert head is not None
     await store.delivery_retry(head.seq, attempts=2, next_attempt_at=123.5, error="HTTP 503")
@@ -127,9 +133,9 @@ async def test_retries_are_recorded(store: TaskStore) -> None:
     assert again.delivery_id == head.delivery_id
 
 
-async def test_deleting_a_config_drops_its_rows(store: TaskStore) -> None:
-    await store.create(task(), push_configs=[config("a"), config("b")], push=EVENT)
-    await store.update(task(), push=EVENT)
+async def test_deleting_a_config_drops_its_rows(store: EventLogStore) -> None:
+    await store.create(task(), push_configs=[config("a"), config("b")], push=True)
+    await pushed(store, "t1")
     head = await store.next_delivery("t1", "a")
     assert head is not None
     await store.delivery_failed(head.seq, attempts=1, error="x")
@@ -137,60 +143,56 @@ async def test_deleting_a_config_drops_its_rows(store: TaskStore) -> None:
     assert await store.next_delivery("t1", "a") is None
     assert await store.failed_deliveries("t1") == []
     assert await store.next_delivery("t1", "b") is not None
-    assert await store.update(task(), push=EVENT) == 1
+    assert (await pushed(store, "t1"))[1] == 1
 
 
-async def test_an_update_of_a_missing_task_adds_no_rows(store: TaskStore) -> None:
+async def test_a_refused_write_adds_no_rows(store: EventLogStore) -> None:
     await store.create(task(), push_configs=[config("a")])
     await store.put_push_config(config("a", task_id="ghost"))
     with pytest.raises(TaskNotFoundError, match="^Task not found$") as caught:
-        await store.update(task("ghost"), push=EVENT)
+        await store.append("ghost", [chunk()], push=True)
     assert caught.value.metadata == {"taskId": "ghost"}
     assert await store.next_delivery("ghost", "a") is None
     with pytest.raises(ValueError, match="already stored"):
-        await store.create(task(), push_configs=[config("b")], push=EVENT)
+        await store.create(task(), push_configs=[config("b")], push=True)
     assert await store.next_delivery("t1", "a") is None
     assert [c.id for _, c in await store.list_push_configs("t1")] == ["a"]  # "b" rolled back
 
 
-async def test_concurrent_writes_with_push_do_not_interfere(store: TaskStore) -> None:
+async def test_concurrent_writes_with_push_do_not_interfere(store: EventLogStore) -> None:
     ids = [f"t{i}" for i in range(20)]
     await asyncio.gather(*(store.create(task(i), push_configs=[config("a", i)]) for i in ids))
-    counts = await asyncio.gather(*(store.update(task(i), push=EVENT) for i in ids * 3))
-    assert counts == [1] * 60
+    counts = await asyncio.gather(*(pushed(store, i) for i in ids * 3))
+    assert [added for _, added in counts] == [1] * 60
     lanes, _ = await store.pending_lanes(0)
     assert sorted(lanes) == sorted((i, "a") for i in ids)
 
 
-async def test_sqlite_keeps_configs_and_pending_rows_across_restarts(tmp_path: Path) -> None:
-    path = tmp_path / "t.db"
-    first = SQLiteTaskStore(path)
-    await first.open()
-    await first.create(task(), push_configs=[config("a")], push=EVENT)
+async def test_configs_and_pending_rows_survive_a_restart(backend: Backend) -> None:
+    first = await backend.open()
+    waiting = task()
+    waiting.status = TaskStatus(state=TaskState.INPUT_REQUIRED)  # recovery leaves it alone
+    created = await first.create(waiting, push_configs=[config("a")], push=True)
     head = await first.next_delivery("t1", "a")
     assert head is not None
     await first.delivery_retry(head.seq, attempts=3, next_attempt_at=9.0, error="HTTP 500")
-    await first.close()
-    second = SQLiteTaskStore(path)
-    await second.open()
-    try:
-        assert [c for _, c in await second.list_push_configs("t1")] == [config("a")]
-        lanes, _ = await second.pending_lanes(0)
-        assert lanes == [("t1", "a")]
-        again = await second.next_delivery("t1", "a")
-        assert again == Delivery(
-            seq=head.seq,
-            delivery_id=head.delivery_id,
-            config=head.config,
-            body=EVENT,
-            created_at=head.created_at,
-            attempts=3,
-            next_attempt_at=9.0,
-            last_error="HTTP 500",
-        )
-        assert await second.update(task(), push=EVENT) == 1  # the config set was reloaded
-    finally:
-        await second.close()
+    second, failed = await backend.reopen(first)
+    assert failed == []
+    assert [c for _, c in await second.list_push_configs("t1")] == [config("a")]
+    lanes, _ = await second.pending_lanes(0)
+    assert lanes == [("t1", "a")]
+    again = await second.next_delivery("t1", "a")
+    assert again == Delivery(
+        seq=head.seq,
+        delivery_id=head.delivery_id,
+        config=head.config,
+        body=created.events[0].body,
+        created_at=head.created_at,
+        attempts=3,
+        next_attempt_at=9.0,
+        last_error="HTTP 500",
+    )
+    assert (await pushed(second, "t1"))[1] == 1  # the set of tasks with configs was reloaded
 
 
 async def test_sqlite_upgrades_a_version_1_file(tmp_path: Path) -> None:
@@ -207,26 +209,22 @@ async def test_sqlite_upgrades_a_version_1_file(tmp_path: Path) -> None:
     store = SQLiteTaskStore(path)
     await store.open()
     try:
-        await store.create(task(), push_configs=[config("a")], push=EVENT)
+        await store.create(task(), push_configs=[config("a")], push=True)
         assert await store.next_delivery("t1", "a") is not None
     finally:
         await store.close()
     raw = sqlite3.connect(path)
-    assert raw.execute("PRAGMA user_version").fetchone() == (SCHEMA_VERSION,)
+    assert raw.execute("PRAGMA user_version").fetchone() == (LOG_SCHEMA_VERSION,)
     raw.close()
 
 
-async def test_recovery_pushes_the_failed_status(store: TaskStore, tmp_path: Path) -> None:
+async def test_recovery_pushes_the_failed_status(backend: Backend) -> None:
+    store = await backend.open()
     await store.create(task(), push_configs=[config("a")])
-    await store.close()
-    again = store if isinstance(store, InMemoryTaskStore) else SQLiteTaskStore(tmp_path / "t.db")
-    assert await again.open() == ["t1"]
-    try:
-        head = await again.next_delivery("t1", "a")
-        assert head is not None
-        event = codec.loads(head.body)["statusUpdate"]
-        assert event["taskId"] == "t1" and event["status"]["state"] == "TASK_STATE_FAILED"
-        assert event["status"]["message"]["parts"][0]["text"] == RESTART_MESSAGE
-    finally:
-        if again is not store:
-            await again.close()
+    again, failed = await backend.reopen(store)
+    assert failed == ["t1"]
+    head = await again.next_delivery("t1", "a")
+    assert head is not None
+    event = codec.loads(head.body)["statusUpdate"]
+    assert event["taskId"] == "t1" and event["status"]["state"] == "TASK_STATE_FAILED"
+    assert event["status"]["message"]["parts"][0]["text"] == RESTART_MESSAGE

@@ -1,14 +1,15 @@
-"""Task storage: the :class:`TaskStore` protocol, its query types and helpers the backends share.
+"""The rules every task store keeps, the ListTasks query types and helpers the backends share.
 
-The server keeps every task (spec 4.1.1) in a store and answers GetTask (spec 3.1.3) and
-ListTasks (spec 3.1.4) from it. The backends are :mod:`a2a_wire.server.store._memory` and
-:mod:`a2a_wire.server.store._sqlite`; both keep the rules below, and
-``tests/server/store/test_store.py`` runs one suite against both.
+The server keeps every task (spec 4.1.1) in an event log store (:mod:`a2a_wire.server.store._log`,
+the protocol :class:`~a2a_wire.server.store._log.EventLogStore`) and answers GetTask (spec 3.1.3)
+and ListTasks (spec 3.1.4) from it. The backends are :mod:`a2a_wire.server.store._log_memory`
+and :mod:`a2a_wire.server.store._log_sqlite`; both keep the rules below, and the suites of
+``tests/server/store/`` run against each of them.
 
 Rules kept
 ----------
 * **No aliasing.** A store keeps the task's JSON encoding (:func:`a2a_wire.codec.encode`), never
-  the live object: ``create``/``update`` encode at once and ``get``/``list`` decode fresh copies,
+  the live object: ``create``/``append`` encode at once and ``get``/``list`` decode fresh copies,
   so neither the caller nor the store can change the other's data by mutating an object.
 * **Owner scoping (spec 3.1.4, 13.1).** Every task is stored with the owner string the server
   derived from the caller's authentication. ``get`` and ``list`` only see the caller's own tasks;
@@ -20,7 +21,7 @@ Rules kept
 * **Filters.** ``context_id`` exact, ``state`` exact (``None`` or UNSPECIFIED: no filter), and
   ``status_after`` inclusive (status timestamp ``>=`` it).
 * **Cursor pagination (spec 3.1.4).** A page token names the last task of the previous page
-  (its status timestamp and id), signed by the store's :attr:`TaskStore.page_tokens` together
+  (its status timestamp and id), signed by the store's ``page_tokens`` together
   with the owner and the filters (the scheme of :mod:`a2a_wire.server.store._paging`); a token
   that fails the check raises :class:`~a2a_wire.errors.InvalidParamsError` with a ``pageToken``
   violation. ``next_page_token`` is ``""`` on the last page and ``total_size`` counts every
@@ -28,36 +29,20 @@ Rules kept
 * **Page size.** The handler applies :func:`~a2a_wire.server.store._paging.page_size` (1 to
   100, default 50, -32602 otherwise); a store treats anything else as a bug.
 * **Recovery on open.** A task left SUBMITTED or WORKING by a previous process has lost its
-  executor, so ``open`` moves it to FAILED with an agent status message explaining that the
-  server restarted (the move goes through :func:`a2a_wire._protocol.tasks.apply`), and puts that status
-  in the push outbox for the task's webhooks. INPUT_REQUIRED and AUTH_REQUIRED tasks wait for
+  executor, so ``open`` logs a FAILED status for it with an agent status message explaining
+  that the server restarted (checked like any event, by :func:`a2a_wire._protocol.tasks.apply`),
+  and puts that status in the push outbox for the task's webhooks. INPUT_REQUIRED and AUTH_REQUIRED tasks wait for
   the client and are kept as they are.
 """
 
 from __future__ import annotations
 
-import builtins
 import time
-from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Protocol
 
-from a2a_wire._protocol.ids import new_uuid
-from a2a_wire._protocol.tasks import apply
 from a2a_wire.methods import LIST_TASKS
 from a2a_wire.server.store._paging import DEFAULT_PAGE_SIZE, PageTokens, scope
-from a2a_wire.server.store._push import PushStore
-from a2a_wire.types import (
-    Message,
-    Part,
-    Role,
-    Task,
-    TaskPushNotificationConfig,
-    TaskState,
-    TaskStatus,
-    TaskStatusUpdateEvent,
-    Timestamp,
-)
+from a2a_wire.types import Task, TaskState, Timestamp
 
 __all__ = [
     "RECOVERED_STATES",
@@ -66,8 +51,6 @@ __all__ = [
     "TaskCursor",
     "TaskPage",
     "TaskQuery",
-    "TaskStore",
-    "fail_after_restart",
     "issue_cursor",
     "now_timestamp",
     "read_cursor",
@@ -128,84 +111,6 @@ class TaskPage:
     total_size: int
 
 
-class TaskStore(PushStore, Protocol):
-    """Durable storage of tasks, scoped by owner. See the module docstring for the rules.
-
-    It also holds the task's push configs and delivery outbox (:mod:`a2a_wire.server.store._push`).
-
-    Attributes:
-        page_tokens: Signs and checks this store's page tokens: ListTasks' and those of
-            ListTaskPushNotificationConfigs (:mod:`a2a_wire.server.store._paging`).
-    """
-
-    page_tokens: PageTokens
-
-    async def open(self) -> builtins.list[str]:
-        """Prepare the store and recover tasks interrupted by a restart.
-
-        Returns:
-            Ids of the tasks moved from SUBMITTED or WORKING to FAILED.
-        """
-        ...
-
-    async def close(self) -> None:
-        """Release the store's resources; the data stays for the next ``open``."""
-        ...
-
-    async def create(
-        self,
-        task: Task,
-        *,
-        owner: str = "",
-        push_configs: Sequence[TaskPushNotificationConfig] = (),
-        push: bytes | None = None,
-    ) -> int:
-        """Store a new task (with its first push configs); it is durable when this returns.
-
-        Args:
-            task: The task.
-            owner: The caller owning it.
-            push_configs: Push configs to store with it, in the same write.
-            push: An event to put in the outbox for each of the task's configs, in the same
-                write (see :mod:`a2a_wire.server.store._push`).
-
-        Returns:
-            The number of outbox rows added.
-
-        Raises:
-            ValueError: the task has no id, or a task with that id exists.
-        """
-        ...
-
-    async def update(self, task: Task, *, push: bytes | None = None) -> int:
-        """Replace a stored task (its owner stays); durable when this returns.
-
-        Args:
-            task: The task.
-            push: An event to put in the outbox for each of the task's configs, in the same
-                write (see :mod:`a2a_wire.server.store._push`).
-
-        Returns:
-            The number of outbox rows added.
-
-        Raises:
-            TaskNotFoundError: no task with that id is stored.
-        """
-        ...
-
-    async def get(self, task_id: str, *, owner: str = "") -> Task | None:
-        """The task with ``task_id`` if ``owner`` owns it, else ``None``."""
-        ...
-
-    async def list(self, query: TaskQuery, *, owner: str = "") -> TaskPage:
-        """One page of ``owner``'s tasks matching ``query``.
-
-        Raises:
-            InvalidParamsError: the page token is not one this store issued for this query.
-        """
-        ...
-
-
 def _query_scope(query: TaskQuery, owner: str) -> bytes:
     """What a ListTasks token is bound to besides its position: the owner and the filters."""
     after = timestamp_key(query.status_after) if query.status_after is not None else None
@@ -263,15 +168,3 @@ def now_timestamp() -> Timestamp:
     """The current time with millisecond precision (spec 5.6.1)."""
     millis = time.time_ns() // 1_000_000
     return Timestamp(seconds=millis // 1000, nanos=(millis % 1000) * 1_000_000)
-
-
-def fail_after_restart(task: Task, now: Timestamp) -> None:
-    """Move a task whose executor died with the process to FAILED, explaining why."""
-    note = Message(
-        message_id=new_uuid(),
-        role=Role.AGENT,
-        parts=[Part(text=RESTART_MESSAGE)],
-    )
-    status = TaskStatus(state=TaskState.FAILED, message=note, timestamp=now)
-    event = TaskStatusUpdateEvent(task_id=task.id, context_id=task.context_id, status=status)
-    apply(task, event, now=now)

@@ -76,6 +76,7 @@ from dataclasses import dataclass
 from typing import Protocol
 
 from a2a_wire.server.store._base import TaskPage, TaskQuery
+from a2a_wire.server.store._paging import PageTokens
 from a2a_wire.server.store._push import PushStore
 from a2a_wire.types import (
     Message,
@@ -186,7 +187,14 @@ class EventRange:
 
 
 class EventLogStore(PushStore, Protocol):
-    """Tasks as append-only event logs, scoped by owner; see the module docstring."""
+    """Tasks as append-only event logs, scoped by owner; see the module docstring.
+
+    Attributes:
+        page_tokens: Signs and checks this store's page tokens: ListTasks' and those of
+            ListTaskPushNotificationConfigs (:mod:`a2a_wire.server.store._paging`).
+    """
+
+    page_tokens: PageTokens
 
     async def open(self) -> builtins.list[str]:
         """Prepare the store and fail the SUBMITTED/WORKING tasks a restart interrupted.

@@ -4,7 +4,13 @@ Each task is an :class:`_Entry`: the listing columns (owner, context, state, sta
 clock time of the last state change), the snapshot as JSON with the number of the last event
 folded into it, and the log as a list of :class:`~a2a_wire.server.store._log.LogEvent` whose
 first element is event ``first_seq`` (compaction moves it forward). Everything is synchronous
-between awaits, so an append with its outbox rows is one step. The rules and the theory of
+between awaits, so an append with its outbox rows is one step.
+
+The store holds at most ``max_tasks`` tasks. Creating one more first forgets the task at rest
+that changed state longest ago, a terminal one before an interrupted one, as
+:meth:`InMemoryTaskStore.delete_task` would (its configs and outbox rows with it). Tasks an
+agent works on (SUBMITTED, WORKING, or a state this version does not know) are never forgotten,
+so while all held tasks are such, a new one is held beyond the cap. The rules and the theory of
 operation are in :mod:`a2a_wire.server.store._log`; push configs and the outbox come from
 :class:`~a2a_wire.server.store._push.InMemoryPushStore`. Data survives ``close`` and a later
 ``open`` of the same instance (which runs recovery), not the process.
@@ -15,13 +21,15 @@ from __future__ import annotations
 import bisect
 import builtins
 import copy
+import logging
 import time
 from collections.abc import Callable, Collection, Sequence
 from dataclasses import dataclass
 
 from a2a_wire import codec
+from a2a_wire._protocol.states import is_interrupted, is_terminal
 from a2a_wire.errors import TaskNotFoundError
-from a2a_wire.server._history import trim
+from a2a_wire.server._history import DEFAULT_HISTORY_LIMIT, trim
 from a2a_wire.server.store._base import (
     RECOVERED_STATES,
     Instant,
@@ -61,7 +69,12 @@ from a2a_wire.server.store._paging import PageTokens, check_page_size
 from a2a_wire.server.store._push import InMemoryPushStore
 from a2a_wire.types import Task, TaskPushNotificationConfig, TaskState
 
-__all__ = ["InMemoryEventLog"]
+__all__ = ["DEFAULT_MAX_TASKS", "InMemoryTaskStore"]
+
+log = logging.getLogger("a2a_wire.server.store")
+
+DEFAULT_MAX_TASKS = 10_000
+"""Most tasks an :class:`InMemoryTaskStore` holds unless told otherwise (module docstring)."""
 
 
 @dataclass(slots=True)
@@ -86,27 +99,41 @@ class _Entry:
         return self.events[self.base_seq + 1 - self.first_seq :]
 
 
-class InMemoryEventLog(InMemoryPushStore, EventLogStore):
-    """Event logs of tasks in process memory.
+class InMemoryTaskStore(InMemoryPushStore, EventLogStore):
+    """Tasks as event logs in process memory, for tests and small deployments.
+
+    Data survives ``close`` and a later ``open`` of the same instance (which runs recovery), but
+    not the process. Listing sorts all of an owner's matching tasks.
 
     Args:
         page_token_key: HMAC key for page tokens; random when ``None`` (see
             :class:`~a2a_wire.server.store._paging.PageTokens`).
-        history_limit: Most messages a task keeps (``ServerSettings.max_history_per_task``).
+        history_limit: Most messages a task keeps (``ServerSettings.max_history_per_task``);
+            ``None`` keeps all.
         clock: Seconds since the epoch, for the state-change times retention reads.
+        max_tasks: Most tasks held (module docstring; ``ServerSettings.memory_max_tasks``).
+
+    Raises:
+        ValueError: ``max_tasks`` is below 1.
     """
 
     def __init__(
         self,
         *,
         page_token_key: bytes | None = None,
-        history_limit: int | None = None,
+        history_limit: int | None = DEFAULT_HISTORY_LIMIT,
         clock: Callable[[], float] = time.time,
+        max_tasks: int = DEFAULT_MAX_TASKS,
     ) -> None:
+        if max_tasks < 1:
+            raise ValueError(f"max_tasks must be positive, not {max_tasks!r}")
         self._entries: dict[str, _Entry] = {}
         self.page_tokens = PageTokens(page_token_key)
         self._history_limit = history_limit
         self._clock = clock
+        self._max_tasks = max_tasks
+        # Tasks at rest, oldest state change first: the ones the cap forgets, in that order.
+        self._resting: tuple[dict[str, None], dict[str, None]] = ({}, {})
         self._waiters = Waiters()
         self._open = False
         self._init_push()
@@ -166,9 +193,11 @@ class InMemoryEventLog(InMemoryPushStore, EventLogStore):
         base = codec.encode(stored)
         first = LogEvent(1, EventKind.TASK, task_frame(base))
         state = task_state(stored)
+        self._make_room()
         self._entries[task.id] = _Entry(
             owner, stored.context_id, state, status_key(stored), self._clock(), base, 1, 1, [first]
         )
+        self._rest(task.id, state)
         self._put_configs(push_configs)
         outbox = self._enqueue_push(task.id, first.body) if push else 0
         self._waiters.wake(task.id)
@@ -206,11 +235,41 @@ class InMemoryEventLog(InMemoryPushStore, EventLogStore):
             entry.state = prepared.status.state
             entry.status = status_instant(prepared.status)
             entry.changed_at = self._clock()
+            self._rest(task_id, entry.state)
         if should_fold(entry.tail_bytes, len(entry.base), entry.state):
             entry.base = codec.encode(self._fold(entry))
             entry.base_seq, entry.tail_bytes = entry.head, 0
         self._waiters.wake(task_id)
         return Appended(logged, outbox, entry.state)
+
+    def _rest(self, task_id: str, state: TaskState | None) -> None:
+        """Move the task to the end of its resting queue (``None``: out of both)."""
+        terminal, interrupted = self._resting
+        terminal.pop(task_id, None)
+        interrupted.pop(task_id, None)
+        if state is not None and is_terminal(state):
+            terminal[task_id] = None
+        elif state is not None and is_interrupted(state):
+            interrupted[task_id] = None
+
+    def _make_room(self) -> None:
+        """Forget tasks at rest until one more fits under the cap (module docstring)."""
+        while len(self._entries) >= self._max_tasks:
+            queue = next((q for q in self._resting if q), None)
+            if queue is None:
+                log.warning("the in-memory task store holds %d active tasks", len(self._entries))
+                return
+            self._forget(next(iter(queue)))
+
+    def _forget(self, task_id: str) -> None:
+        del self._entries[task_id]
+        self._rest(task_id, None)
+        self._push_configs.pop(task_id, None)
+        for lane in [lane for lane in self._lanes if lane[0] == task_id]:
+            del self._lanes[lane]
+        for seq in [seq for seq, row in self._outbox.items() if row.task_id == task_id]:
+            del self._outbox[seq]
+        self._waiters.wake(task_id)
 
     def _fold(self, entry: _Entry) -> Task:
         return fold(codec.decode(Task, entry.base), entry.tail(), self._history_limit)
@@ -314,13 +373,7 @@ class InMemoryEventLog(InMemoryPushStore, EventLogStore):
         """Forget a task with its events, push configs and outbox rows, at once."""
         if self._entry(task_id) is None:
             return False
-        del self._entries[task_id]
-        self._push_configs.pop(task_id, None)
-        for lane in [lane for lane in self._lanes if lane[0] == task_id]:
-            del self._lanes[lane]
-        for seq in [seq for seq, row in self._outbox.items() if row.task_id == task_id]:
-            del self._outbox[seq]
-        self._waiters.wake(task_id)
+        self._forget(task_id)
         return True
 
     async def purge(self, *, batch: int = PURGE_BATCH) -> int:

@@ -1,26 +1,45 @@
-"""Schema and statements of the SQLite event log store, :mod:`a2a_wire.server.store._log_sqlite`.
+"""Schema, connection and statements of the SQLite task store, :mod:`a2a_wire.server.store._log_sqlite`.
 
 Layout (``PRAGMA user_version`` = :data:`LOG_SCHEMA_VERSION`)
 ------------------------------------------------------------
-* ``tasks``: the listing row. ``id``, ``owner``, ``context_id``, ``state``, ``status_s`` and
-  ``status_ns`` as in version 2, ``changed_at`` (the store's clock at the last state change, for
-  retention) and ``first_seq`` (the lowest event number still logged). Small and fixed-size: a
-  status event rewrites it, an artifact chunk does not touch it. Indexes: ListTasks by owner and
-  by ``(owner, context_id)`` as before, and ``(state, changed_at)`` for retention.
+* ``tasks``: the listing row. ``id`` (primary key), ``owner``, ``context_id``, ``state`` (the
+  TaskState wire value), ``status_s`` and ``status_ns`` (the status timestamp as seconds and
+  nanoseconds, exact for years 1 to 9999, which nanoseconds alone would overflow),
+  ``changed_at`` (the store's clock at the last state change, for retention) and ``first_seq``
+  (the lowest event number still logged). Small and fixed-size: a status event rewrites it, an
+  artifact chunk does not touch it. Indexes: ListTasks by ``owner`` and by ``(owner,
+  context_id)``, both ordered by status time then id, and ``(state, changed_at)`` for retention.
 * ``task_snapshots``: ``task_id``, ``seq`` (the last event folded in) and ``body`` (the task's
-  JSON). Written by ``create`` and by a fold only.
+  own ProtoJSON, :func:`a2a_wire.codec.encode`; everything a client can send reads back equal).
+  Written by ``create`` and by a fold only.
 * ``task_events``: ``(task_id, seq)`` primary key (a WITHOUT ROWID table: the event is stored in
   the key's b-tree, one b-tree insert per event), ``kind`` and ``body``. Rows are inserted,
   and deleted by compaction and purge; never updated.
-* ``deleted_tasks``: ids of deleted tasks whose events and outbox rows :meth:`~._log_sqlite.SQLiteEventLog.purge` still owes.
+* ``deleted_tasks``: ids of deleted tasks whose events and outbox rows
+  :meth:`~a2a_wire.server.store._log_sqlite.SQLiteTaskStore.purge` still owes.
 * ``push_configs`` and ``push_outbox``: as in :mod:`a2a_wire.server.store._push_sqlite`.
 
-Migration from version 2 (the wiring step)
-------------------------------------------
-Version 2 keeps whole tasks in ``tasks.body``. In one transaction: create the new tables and
-index, copy each body into ``task_snapshots`` as ``seq`` 1, add ``changed_at`` (the status time)
-and ``first_seq`` = 2 (the log before that point is not kept, so a resume starts from the
-snapshot), drop ``tasks.body``, set ``user_version`` to 3.
+A file written by another version is migrated when it is opened (:func:`migrate`, one
+transaction): version 1 (before push notifications) gains the push tables, then version 2 (whole
+tasks in ``tasks.body``, the store before the event log) becomes version 3: the new tables are
+created, each body becomes the task's snapshot as ``seq`` 1, ``changed_at`` is the status time
+(the migration's time for a task without one), ``first_seq`` is 2 (the log before that point
+was never kept, so a resume starts from the snapshot), ``tasks`` is rebuilt without ``body``,
+and ``user_version`` becomes 3. A newer version is refused rather than misread.
+
+Durability and one store per file
+---------------------------------
+There is one connection, opened in autocommit mode: a one-statement write commits by itself
+before the call returns, and every other write is one ``BEGIN IMMEDIATE`` transaction (see
+:mod:`a2a_wire.server.store._log_sqlite`). The journal is WAL; with ``synchronous=NORMAL`` (the
+default) a committed write reaches the operating system before the call returns, so it survives
+the process being killed at any point, though the last commits may be lost if the machine loses
+power. ``synchronous="FULL"`` also survives power loss, at the cost of an fsync per commit.
+
+Recovery assumes that no other process is running the tasks in the file, so the connection
+takes SQLite's EXCLUSIVE locking mode and holds the file from ``open`` to ``close``. A second
+store (in this or another process) fails to open it after :data:`BUSY_TIMEOUT_MS` instead of
+failing the first store's live tasks. Inspect a live database through a copy, or after closing.
 
 Statements
 ----------
@@ -38,10 +57,10 @@ import aiosqlite
 
 from a2a_wire.server.store._base import TaskQuery, state_filter, timestamp_key
 from a2a_wire.server.store._push_sqlite import PUSH_SCHEMA, in_transaction
-from a2a_wire.server.store._sqlite import BUSY_TIMEOUT_MS
 
 __all__ = [
     "BOUNDS",
+    "BUSY_TIMEOUT_MS",
     "EVENTS",
     "FOLD",
     "HEAD",
@@ -52,6 +71,7 @@ __all__ = [
     "ORDER",
     "READ",
     "SCHEMA",
+    "SYNCHRONOUS_MODES",
     "UPDATE_STATUS",
     "after_cursor",
     "connect",
@@ -62,7 +82,13 @@ __all__ = [
 LOG_SCHEMA_VERSION = 3
 """Value of ``PRAGMA user_version`` for the event log layout."""
 
-SCHEMA = (
+SYNCHRONOUS_MODES = frozenset({"NORMAL", "FULL", "EXTRA"})
+"""Accepted ``synchronous`` settings; OFF is refused because writes must survive a crash."""
+
+BUSY_TIMEOUT_MS = 2000
+"""How long ``open`` waits for another connection to release the file before giving up."""
+
+_TASKS = (
     "CREATE TABLE tasks ("
     " id TEXT PRIMARY KEY NOT NULL,"
     " owner TEXT NOT NULL,"
@@ -71,10 +97,16 @@ SCHEMA = (
     " status_s INTEGER NOT NULL,"
     " status_ns INTEGER NOT NULL,"
     " changed_at REAL NOT NULL,"
-    " first_seq INTEGER NOT NULL)",
+    " first_seq INTEGER NOT NULL)"
+)
+
+_INDEXES = (
     "CREATE INDEX tasks_by_owner ON tasks (owner, status_s DESC, status_ns DESC, id)",
     "CREATE INDEX tasks_by_context ON tasks (owner, context_id, status_s DESC, status_ns DESC, id)",
     "CREATE INDEX tasks_by_change ON tasks (state, changed_at)",
+)
+
+_LOG_TABLES = (
     "CREATE TABLE task_snapshots ("
     " task_id TEXT PRIMARY KEY NOT NULL,"
     " seq INTEGER NOT NULL,"
@@ -86,10 +118,30 @@ SCHEMA = (
     " body BLOB NOT NULL,"
     " PRIMARY KEY (task_id, seq)) WITHOUT ROWID",
     "CREATE TABLE deleted_tasks (task_id TEXT PRIMARY KEY NOT NULL)",
+)
+
+SCHEMA = (
+    _TASKS,
+    *_INDEXES,
+    *_LOG_TABLES,
     *PUSH_SCHEMA,
     f"PRAGMA user_version = {LOG_SCHEMA_VERSION}",
 )
 """Statements creating the schema in an empty file."""
+
+_FROM_V2 = (
+    *_LOG_TABLES,
+    "INSERT INTO task_snapshots (task_id, seq, body) SELECT id, 1, body FROM tasks",
+    _TASKS.replace("CREATE TABLE tasks", "CREATE TABLE tasks_v3", 1),
+    "INSERT INTO tasks_v3 SELECT id, owner, context_id, state, status_s, status_ns,"
+    " CASE WHEN status_s = 0 AND status_ns = 0 THEN ? ELSE status_s + status_ns / 1e9 END, 2"
+    " FROM tasks",
+    "DROP TABLE tasks",
+    "ALTER TABLE tasks_v3 RENAME TO tasks",
+    *_INDEXES,
+    f"PRAGMA user_version = {LOG_SCHEMA_VERSION}",
+)
+"""Statements turning a version 2 file into version 3 (module docstring); ``?`` is the time now."""
 
 _LAST = (
     "COALESCE((SELECT MAX(seq) FROM task_events WHERE task_id = ?1),"
@@ -176,12 +228,15 @@ def after_cursor(position: tuple[int, int, str]) -> tuple[str, list[Any]]:
     return _AFTER_CURSOR, [seconds, nanos, seconds, nanos, seconds, nanos, last_id]
 
 
-async def migrate(db: aiosqlite.Connection) -> None:
-    """Create the schema in an empty file, or check the version of an existing one.
+async def migrate(db: aiosqlite.Connection, now: float) -> None:
+    """Create the schema in an empty file, or bring an older one to version 3, in one transaction.
+
+    Args:
+        db: The connection, before anything else uses it.
+        now: The store's clock, the ``changed_at`` of migrated tasks without a status time.
 
     Raises:
-        RuntimeError: the file has another schema version (version 2 is migrated by the step
-            that wires this store into the server; see :mod:`._log_sqlite`).
+        RuntimeError: the file has a schema version this code does not know.
     """
 
     async def work() -> None:
@@ -189,20 +244,33 @@ async def migrate(db: aiosqlite.Connection) -> None:
         if version == 0:
             for statement in SCHEMA:
                 await db.execute_fetchall(statement)
-        elif version != LOG_SCHEMA_VERSION:
+            return
+        if version not in (1, 2, LOG_SCHEMA_VERSION):
             raise RuntimeError(
                 f"task database schema version {version} is not {LOG_SCHEMA_VERSION}; "
                 "it was written by another version of a2a-wire"
             )
+        if version == 1:  # before push notifications: add their tables
+            for statement in PUSH_SCHEMA:
+                await db.execute_fetchall(statement)
+        if version < LOG_SCHEMA_VERSION:
+            for statement in _FROM_V2:
+                await db.execute_fetchall(statement, (now,) if "?" in statement else ())
 
     await in_transaction(db, work)
 
 
-async def connect(path: str | Path, synchronous: str) -> aiosqlite.Connection:
-    """Open the file as the version 2 store does (EXCLUSIVE, WAL) and create or check the schema.
+async def connect(path: str | Path, synchronous: str, now: float) -> aiosqlite.Connection:
+    """Open the file (EXCLUSIVE, WAL; module docstring) and create or migrate its schema.
+
+    Args:
+        path: The database file.
+        synchronous: One of :data:`SYNCHRONOUS_MODES`.
+        now: The store's clock, for :func:`migrate`.
 
     Raises:
-        RuntimeError: another store holds the file, or it has another schema version.
+        RuntimeError: another store holds the file, or it has a schema version this code does
+            not know.
     """
     db = await aiosqlite.connect(path, isolation_level=None)
     try:
@@ -210,7 +278,7 @@ async def connect(path: str | Path, synchronous: str) -> aiosqlite.Connection:
         await db.execute_fetchall("PRAGMA locking_mode = EXCLUSIVE")
         await db.execute_fetchall("PRAGMA journal_mode = WAL")
         await db.execute_fetchall(f"PRAGMA synchronous = {synchronous}")
-        await migrate(db)
+        await migrate(db, now)
     except sqlite3.OperationalError as exc:
         await db.close()
         if exc.sqlite_errorcode != sqlite3.SQLITE_BUSY:

@@ -1,8 +1,8 @@
-"""An :class:`~a2a_wire.server.store._log.EventLogStore` in an SQLite file, through aiosqlite.
+"""The durable task store: an :class:`~a2a_wire.server.store._log.EventLogStore` in an SQLite file.
 
-Rules and theory of operation: :mod:`a2a_wire.server.store._log`. Layout and migration:
-:mod:`a2a_wire.server.store._log_sql`. Connection, PRAGMAs, durability (WAL, ``synchronous``)
-and the EXCLUSIVE hold on the file: as in :mod:`a2a_wire.server.store._sqlite`.
+Rules and theory of operation: :mod:`a2a_wire.server.store._log`. Layout, migration of older
+files, durability (WAL, ``synchronous``) and the EXCLUSIVE hold on the file:
+:mod:`a2a_wire.server.store._log_sql`.
 
 Writes
 ------
@@ -12,7 +12,7 @@ loaded by one query. The file is held EXCLUSIVE, so only this store changes them
 checks its events against the head and reserves their numbers and the new state (which the next
 append is checked against) before its first ``await``. Then one artifact chunk without outbox
 rows is a single INSERT that commits by itself (sent without the write lock when nobody holds
-it, as the version 2 store's plain writes); anything else is one ``BEGIN IMMEDIATE`` transaction
+it); anything else is one ``BEGIN IMMEDIATE`` transaction
 under the write lock. Each INSERT checks, in the same statement, that its number follows the
 last one in the file (the snapshot's once the log is compacted) and that the task still exists,
 so a failed or concurrent write can leave neither a gap nor a row of a deleted task; after a
@@ -35,8 +35,8 @@ from typing import Any
 import aiosqlite
 
 from a2a_wire import codec
-from a2a_wire.errors import A2AError, TaskNotFoundError
-from a2a_wire.server._history import trim
+from a2a_wire.errors import TaskNotFoundError
+from a2a_wire.server._history import DEFAULT_HISTORY_LIMIT, trim
 from a2a_wire.server.store import _log_sql as sql
 from a2a_wire.server.store import _log_sqlite_rows as rows
 from a2a_wire.server.store._base import (
@@ -73,28 +73,25 @@ from a2a_wire.server.store._log_fold import (
 from a2a_wire.server.store._log_sqlite_rows import Head
 from a2a_wire.server.store._paging import PageTokens, check_page_size
 from a2a_wire.server.store._push_sqlite import SQLitePushStore, in_transaction
-from a2a_wire.server.store._sqlite import SYNCHRONOUS_MODES
 from a2a_wire.types import Task, TaskPushNotificationConfig, TaskState
 
-__all__ = ["HEAD_CACHE", "SQLiteEventLog"]
+__all__ = ["HEAD_CACHE", "SQLiteTaskStore"]
 
 HEAD_CACHE = 4096
 """Most task heads the store remembers; a forgotten one is loaded again by one query."""
 
 
-class AppendConflictError(A2AError):
-    """An INSERT found another number before its own, or no task; nothing was written."""
-
-
-class SQLiteEventLog(SQLitePushStore, EventLogStore):
-    """Event logs of tasks in an SQLite file.
+class SQLiteTaskStore(SQLitePushStore, EventLogStore):
+    """Tasks as event logs in an SQLite file, the durable store.
 
     Args:
-        path: The database file; created with its schema on the first ``open``.
+        path: The database file; created with its schema on the first ``open``, or migrated
+            from an older version (:mod:`a2a_wire.server.store._log_sql`).
         synchronous: SQLite's ``synchronous`` setting, one of
-            :data:`~a2a_wire.server.store._sqlite.SYNCHRONOUS_MODES`.
+            :data:`~a2a_wire.server.store._log_sql.SYNCHRONOUS_MODES`.
         page_token_key: HMAC key for page tokens; random when ``None``.
-        history_limit: Most messages a task keeps (``ServerSettings.max_history_per_task``).
+        history_limit: Most messages a task keeps (``ServerSettings.max_history_per_task``);
+            ``None`` keeps all.
         clock: Seconds since the epoch, for the state-change times retention reads.
 
     Raises:
@@ -107,12 +104,12 @@ class SQLiteEventLog(SQLitePushStore, EventLogStore):
         *,
         synchronous: str = "NORMAL",
         page_token_key: bytes | None = None,
-        history_limit: int | None = None,
+        history_limit: int | None = DEFAULT_HISTORY_LIMIT,
         clock: Callable[[], float] = time.time,
     ) -> None:
         mode = synchronous.upper()
-        if mode not in SYNCHRONOUS_MODES:
-            raise ValueError(f"synchronous must be one of {sorted(SYNCHRONOUS_MODES)}")
+        if mode not in sql.SYNCHRONOUS_MODES:
+            raise ValueError(f"synchronous must be one of {sorted(sql.SYNCHRONOUS_MODES)}")
         self._path = path
         self._synchronous = mode
         self.page_tokens = PageTokens(page_token_key)
@@ -137,11 +134,11 @@ class SQLiteEventLog(SQLitePushStore, EventLogStore):
 
         Raises:
             RuntimeError: the store is already open, another store holds the file, or the file
-                has another schema version.
+                has a schema version this code does not know.
         """
         if self._db is not None:
             raise RuntimeError("the task store is already open")
-        self._db = db = await sql.connect(self._path, self._synchronous)
+        self._db = db = await sql.connect(self._path, self._synchronous, self._clock())
         try:
             await self._load_push(db)
             return await self._recover()
@@ -237,7 +234,8 @@ class SQLiteEventLog(SQLitePushStore, EventLogStore):
             for event in logged:
                 row = (task_id, event.seq, int(event.kind), event.body)
                 if not await db.execute_fetchall(sql.INSERT_EVENT, row):
-                    raise AppendConflictError
+                    # Another number before this one, or no task: the batch is rolled back.
+                    raise sqlite3.IntegrityError(f"event {event.seq} does not follow the log")
             if status is not None:
                 columns = (state_key(status.state), *status_instant(status), self._clock(), task_id)
                 await db.execute_fetchall(sql.UPDATE_STATUS, columns)
@@ -258,7 +256,7 @@ class SQLiteEventLog(SQLitePushStore, EventLogStore):
                     outbox = await in_transaction(db, work)
         except BaseException as exc:
             self._heads.pop(task_id, None)  # reload the truth from the file next time
-            if not isinstance(exc, AppendConflictError):
+            if not isinstance(exc, sqlite3.IntegrityError):
                 raise
             if await self._head(task_id) is None:
                 raise TaskNotFoundError(metadata={"taskId": task_id}) from None

@@ -1,8 +1,9 @@
 """Storage of push configs and of the delivery outbox: the :class:`PushStore` protocol.
 
-Every :class:`~a2a_wire.server.store._base.TaskStore` is also a :class:`PushStore`; the in-memory store gets
-its part from :class:`InMemoryPushStore` (here), the SQLite store from
-:mod:`a2a_wire.server.store._push_sqlite`. ``tests/server/store/test_push_store.py`` runs one suite on both.
+Every :class:`~a2a_wire.server.store._log.EventLogStore` is also a :class:`PushStore`; the
+in-memory store gets its part from :class:`InMemoryPushStore` (here), the SQLite store from
+:mod:`a2a_wire.server.store._push_sqlite`. ``tests/server/store/test_push_store.py`` runs one
+suite on every backend.
 
 Theory of operation
 -------------------
@@ -12,11 +13,13 @@ in place). They stay until deleted; deleting one also drops its undelivered and 
 
 **Outbox.** A delivery is one event for one config: the StreamResponse bytes, plus its attempt
 count, when to try next, the last error and whether it was given up. The task store's ``create``
-and ``update`` take ``push=<event bytes>`` and, *in the same write* as the task (one SQLite
-transaction; one synchronous step in memory), add a row for every config the task has then. So
+and ``append`` take ``push=True`` and, *in the same write* as the events (one SQLite
+transaction; one synchronous step in memory), add a row per streamed event for every config the
+task has then. So
 an event that was acknowledged to anybody (stream, SendMessage answer) is already in the outbox,
 and a config created or deleted concurrently either gets the whole event or none of it. Both
-return how many rows they added, so the caller wakes the worker only when there is work.
+report how many rows they added, so the caller wakes the worker only when there is work. A
+deleted task's configs go at once; its rows no later than the store's ``purge``.
 
 Rows get a sequence number that only grows (it is never reused, even after deletions), which
 gives each *lane*, the rows of one ``(task_id, config_id)``, its order. The worker asks for the
@@ -35,18 +38,12 @@ from dataclasses import dataclass
 from typing import Protocol
 
 from a2a_wire import codec
-from a2a_wire.types import Task, TaskPushNotificationConfig, TaskStatusUpdateEvent
+from a2a_wire.types import TaskPushNotificationConfig
 
-__all__ = ["Delivery", "InMemoryPushStore", "LaneKey", "PushStore", "status_event"]
+__all__ = ["Delivery", "InMemoryPushStore", "LaneKey", "PushStore"]
 
 LaneKey = tuple[str, str]
 """``(task_id, config_id)``: the rows of one lane are delivered one at a time, in order."""
-
-
-def status_event(task: Task) -> bytes:
-    """The StreamResponse reporting the task's current status (used by restart recovery)."""
-    event = TaskStatusUpdateEvent(task_id=task.id, context_id=task.context_id, status=task.status)
-    return codec.dumps({"statusUpdate": event.to_dict()})
 
 
 @dataclass(frozen=True, slots=True)
@@ -146,10 +143,10 @@ class _Row:
 
 
 class InMemoryPushStore(PushStore):
-    """The :class:`PushStore` part of :class:`~a2a_wire.server.store._memory.InMemoryTaskStore`.
+    """The :class:`PushStore` part of :class:`~a2a_wire.server.store._log_memory.InMemoryTaskStore`.
 
     The task store calls :meth:`_init_push` from its constructor and :meth:`_enqueue_push` (and
-    :meth:`_put_configs`) inside ``create``/``update``, with no ``await`` in between, which is
+    :meth:`_put_configs`) inside ``create``/``append``, with no ``await`` in between, which is
     what makes the outbox rows part of the same write.
     """
 

@@ -1,7 +1,7 @@
 """The :class:`~a2a_wire.server.store._push.PushStore` part of the SQLite task store.
 
-Layout (schema version 2 of :mod:`a2a_wire.server.store._sqlite`; a version 1 file gains these tables
-when it is opened):
+Layout (part of the schema of :mod:`a2a_wire.server.store._log_sql`, unchanged since version 2; a
+version 1 file gains these tables when it is opened):
 
 * ``push_configs``: primary key ``(task_id, id)``, ``position`` (creation order within the task)
   and ``body``, the config's ProtoJSON.
@@ -15,8 +15,9 @@ Atomicity. The store has one connection in autocommit mode. A write of several s
 task update with its outbox rows, a config deletion with its rows) runs inside ``BEGIN
 IMMEDIATE ... COMMIT`` while holding the store's write lock; every other write takes the same
 lock, so no statement of another coroutine can slip into (and be rolled back with) a
-transaction. Task writes without push work stay single statements: the store keeps the set of
-task ids that have configs, loaded at ``open``, and only a task in it pays for a transaction.
+transaction. An artifact chunk without push work stays a single statement: the store keeps the
+set of task ids that have configs, loaded at ``open``, and only a task in it pays for a
+transaction.
 """
 
 from __future__ import annotations
@@ -134,7 +135,7 @@ def _delivery(row: Any) -> Delivery:
 class SQLitePushStore(PushStore):
     """Push configs and outbox in the SQLite task store's file and connection.
 
-    :class:`~a2a_wire.server.store._sqlite.SQLiteTaskStore` provides ``_conn`` and calls
+    :class:`~a2a_wire.server.store._log_sqlite.SQLiteTaskStore` provides ``_conn`` and calls
     :meth:`_init_push` from its constructor and :meth:`_load_push` from ``open``.
     """
 
@@ -163,9 +164,6 @@ class SQLitePushStore(PushStore):
     async def _enqueue(self, task_id: str, body: bytes) -> int:
         """Add the outbox rows of one event; the caller runs this inside a transaction."""
         return await enqueue(self._conn, task_id, body)
-
-    def _has_push(self, task_id: str, push: bytes | None) -> bool:
-        return push is not None and task_id in self._push_tasks
 
     async def put_push_config(self, config: TaskPushNotificationConfig) -> None:
         """Store a config, replacing one with the same task and id."""
