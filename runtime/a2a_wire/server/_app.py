@@ -308,11 +308,7 @@ def create_app(
     app[RUNTIME_KEY] = runtime
     app[STORE_KEY] = store
     app[_SETTINGS] = settings
-    app.router.add_get(WELL_KNOWN_PATH, publisher.handle)
-    app.on_response_prepare.append(echo_extensions)
-    app.router.add_post(settings.rpc_path, endpoint.handle)
-    if settings.cors_origins:
-        Cors(settings.cors_origins, security.api_key_header).install(app, settings.rpc_path)
+    _add_routes(app, settings, security, publisher, endpoint)
     app.cleanup_ctx.append(_storage)
     if deliverer is not None:  # after the store: started once it is open, closed before it
         app[PUSH_DELIVERER_KEY] = deliverer
@@ -321,6 +317,21 @@ def create_app(
     app.cleanup_ctx.append(retention.lifecycle)
     app.on_shutdown.append(_stop_runtime)
     return app
+
+
+def _add_routes(
+    app: web.Application,
+    settings: ServerSettings,
+    security: SecurityConfig,
+    publisher: CardPublisher,
+    endpoint: _RPCEndpoint,
+) -> None:
+    """The card, the JSON-RPC endpoint and, when origins are configured, CORS."""
+    app.router.add_get(WELL_KNOWN_PATH, publisher.handle)
+    app.on_response_prepare.append(echo_extensions)
+    app.router.add_post(settings.rpc_path, endpoint.handle)
+    if settings.cors_origins:
+        Cors(settings.cors_origins, security.api_key_header).install(app, settings.rpc_path)
 
 
 def _memory_store(settings: ServerSettings) -> InMemoryTaskStore:

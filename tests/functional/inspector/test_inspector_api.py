@@ -179,5 +179,7 @@ def test_a_subscription_resumes_after_the_connection_dropped(durable: ServerProc
     end = items[-1][1]
     assert end["error"] is None and end["resubscribes"] >= 1, end
     last = [item["event"] for kind, item in items if kind == "stream"][-1]
-    assert last["task"]["id"] == task_id
-    assert last["task"]["status"]["state"] == "TASK_STATE_FAILED"
+    # The re-subscription carries Last-Event-ID, so the server replays what the drop lost: the
+    # recovery's FAILED status update (docs/server.md, "Resuming a stream").
+    assert last["statusUpdate"]["taskId"] == task_id
+    assert last["statusUpdate"]["status"]["state"] == "TASK_STATE_FAILED"
