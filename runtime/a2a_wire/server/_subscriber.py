@@ -158,11 +158,6 @@ class Subscriber:
         """Whether this is a new task's stream whose task is not made yet (nothing to send)."""
         return not self._exists and not self._pending
 
-    @property
-    def position(self) -> int:
-        """The number of the last event handed out (or skipped, for history messages)."""
-        return self._after
-
     # -- what the hub tells it ------------------------------------------------------------------
 
     def offer(self, events: Sequence[LogEvent]) -> None:
