@@ -1,8 +1,8 @@
 """The fast paths added for the server benchmark (docs/performance.md) keep their guarantees.
 
-* The SQLite store's one-statement appends (an artifact chunk without push work) skip the write
-  lock only while it is free: such a write never runs inside another write's transaction, and
-  many concurrent writes all land.
+* Every operation of the SQLite store is one call on its connection's thread (one hop, however
+  many statements: aiosqlite's ``_execute``, the one private entry point the store uses, is
+  pinned here), and many concurrent writes all land.
 * :func:`a2a_wire._protocol.ids.new_uuid` makes the same kind of id as ``str(uuid.uuid4())``.
 * :meth:`Subscriber.ready` hands out the items at hand in order, without waiting; a stream writes
   the events that are already at hand together and still ends after the last one.
@@ -14,7 +14,9 @@ import asyncio
 import uuid
 from collections.abc import AsyncIterator
 from pathlib import Path
+from typing import Any
 
+import aiosqlite
 import pytest
 
 from a2a_wire._protocol.ids import new_uuid
@@ -27,6 +29,7 @@ from a2a_wire.types import (
     Role,
     Task,
     TaskArtifactUpdateEvent,
+    TaskPushNotificationConfig,
     TaskState,
     TaskStatus,
     TaskStatusUpdateEvent,
@@ -46,26 +49,37 @@ async def store(tmp_path: Path) -> AsyncIterator[SQLiteTaskStore]:
     await s.close()
 
 
+def _hook(task_id: str) -> TaskPushNotificationConfig:
+    return TaskPushNotificationConfig(id="p", task_id=task_id, url="https://h/x")
+
+
 def _chunk(text: str) -> TaskArtifactUpdateEvent:
     artifact = Artifact(artifact_id="a", parts=[Part(text=text)])
     return TaskArtifactUpdateEvent(artifact=artifact, append=True)
 
 
-async def test_a_plain_write_waits_while_a_transaction_holds_the_lock(
-    store: SQLiteTaskStore,
+async def test_an_operation_is_one_hop_to_the_connection_thread(
+    store: SQLiteTaskStore, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    await store.create(_task("t1"))
-    async with store._write_lock:  # what a push transaction holds from BEGIN to COMMIT
-        append = asyncio.create_task(store.append("t1", [_chunk("x")]))
-        create = asyncio.create_task(store.create(_task("t2")))
-        await asyncio.sleep(0.05)
-        assert not append.done() and not create.done()
-        got = await store.get("t1")
-        assert got is not None and got.artifacts == []
-    await asyncio.gather(append, create)
-    got = await store.get("t1")
-    assert got is not None and got.artifacts[0].parts == [Part(text="x")]
-    assert await store.get("t2") is not None
+    await store.create(_task("t1"), push_configs=[_hook("t1")])
+    hops: list[object] = []
+    real = aiosqlite.Connection._execute
+
+    async def counted(self: aiosqlite.Connection, fn: Any, *args: Any, **kwargs: Any) -> Any:
+        hops.append(fn)
+        return await real(self, fn, *args, **kwargs)
+
+    monkeypatch.setattr(aiosqlite.Connection, "_execute", counted)
+    await store.append("t1", [_chunk("x")])  # one INSERT
+    await store.append("t1", [_chunk("y")], push=True)  # a transaction with its outbox row
+    done = TaskStatusUpdateEvent(status=TaskStatus(state=TaskState.COMPLETED))
+    await store.append("t1", [done], push=True)  # a transaction, then the fold
+    assert len(hops) == 3
+    got = await store.get("t1")  # a task at rest, just folded: read from the head, no hop
+    assert got is not None and len(got.artifacts[0].parts) == 2
+    assert len(hops) == 3
+    assert await store.get("t1", owner="someone else") is None  # that one asks the file
+    assert len(hops) == 4
 
 
 async def test_concurrent_plain_writes_all_land(store: SQLiteTaskStore) -> None:
@@ -77,10 +91,7 @@ async def test_concurrent_plain_writes_all_land(store: SQLiteTaskStore) -> None:
         assert got is not None and got.artifacts[0].parts == [Part(text=i)] * 2
 
 
-async def test_a_duplicate_create_still_fails_on_the_lock_free_path(
-    store: SQLiteTaskStore,
-) -> None:
-    assert not store._write_lock.locked()
+async def test_a_duplicate_create_fails_and_writes_nothing(store: SQLiteTaskStore) -> None:
     await store.create(_task("t1"))
     with pytest.raises(ValueError, match="already stored"):
         await store.create(_task("t1"))

@@ -11,14 +11,14 @@ holds) or from a client's ``Last-Event-ID``. History messages are logged but not
 ids a stream shows may jump, never go back.
 
 The hub (:mod:`a2a_wire.server._hub`) *offers* each committed batch to the subscribers of the
-task. An offer only saves a read: a subscriber keeps offered events in a small cache (at most
-``limit``, ``ServerSettings.stream_queue_size``) and takes from it what follows its position;
-when the cache does not (it overflowed because the reader is slow, or the events came before
-the subscriber did), it reads the log from the store, ``limit`` events at a time. A slow reader therefore holds at most
-``limit`` events in memory and still gets every event, and the agent never waits for it. It
-waits for the next event on the store (:meth:`~a2a_wire.server.store._log.EventLogStore.
-wait_events`, woken by commits and deletions) and on its own wake-up (offers, and the hub's
-:meth:`Subscriber.finish`); every wake-up is a hint, after which it reads again.
+task, and that is what wakes them. An offer only saves a read: a subscriber keeps offered
+events in a small cache (at most ``limit``, ``ServerSettings.stream_queue_size``) and takes from
+it what follows its position. It reads the log from the store, ``limit`` events at a time, when
+the cache cannot serve: before its first offer (the events came before the subscriber did),
+after the cache overflowed (the reader is slow), after the hub finished it, and after every
+``timeout`` of silence, which also notices commits no offer announced (another process) and a
+deleted task. A slow reader therefore holds at most ``limit`` events in memory and still gets
+every event, and the agent never waits for it; a reader that keeps up costs no read at all.
 
 A stream ends after the first event it sends that leaves the task terminal or interrupted (spec
 3.1.2, 3.1.6); not at the task it starts with, which may be interrupted already (the stream then
@@ -40,7 +40,6 @@ import contextlib
 import enum
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any
 
 from a2a_wire import codec
 from a2a_wire._protocol.states import is_settled, is_terminal
@@ -119,6 +118,7 @@ class Subscriber:
         "_limit",
         "_owner",
         "_pending",
+        "_stale",
         "_stopped",
         "_store",
         "_task_id",
@@ -148,19 +148,15 @@ class Subscriber:
         self._cache: collections.deque[LogEvent] = collections.deque()
         self._pending: collections.deque[Item] = collections.deque()
         self._finished: Item | None = None
+        self._stale = True  # the store may hold events the cache lacks: read it next
         self._stopped = False
-        self._waiter: asyncio.Future[None] | None = None
+        self._waiter: asyncio.Future[bool] | None = None
         self.closed = False
 
     @property
     def awaits_task(self) -> bool:
         """Whether this is a new task's stream whose task is not made yet (nothing to send)."""
         return not self._exists and not self._pending
-
-    @property
-    def position(self) -> int:
-        """The number of the last event handed out (or skipped, for history messages)."""
-        return self._after
 
     # -- what the hub tells it ------------------------------------------------------------------
 
@@ -175,6 +171,7 @@ class Subscriber:
         cache.extend(events)
         if len(cache) > self._limit:
             cache.clear()  # fallen behind: the rest comes from the store
+            self._stale = True
         self._wake()
 
     def start_from(self, snapshot: Snapshot) -> None:
@@ -194,6 +191,7 @@ class Subscriber:
         """End after the events logged so far, with ``error`` as the last event if given."""
         if self._finished is None:
             self._finished = END if error is None else error
+            self._stale = True  # no more offers: what is left comes from the store
             self._wake()
 
     def close(self) -> None:
@@ -202,9 +200,8 @@ class Subscriber:
         self._cache.clear()
 
     def _wake(self) -> None:
-        waiter = self._waiter
-        if waiter is not None and not waiter.done():
-            waiter.set_result(None)
+        if self._waiter is not None:
+            _settle(self._waiter, True)
 
     # -- what the writer takes ------------------------------------------------------------------
 
@@ -252,6 +249,8 @@ class Subscriber:
         """Queue what follows the position, from the cache or the store; whether it moved on."""
         events = self._cached()
         if not events:
+            if not self._stale and not self._cache:
+                return False  # nothing was committed since; wait for an offer
             got = await self._store.read_events(
                 self._task_id, self._after, owner=self._owner, limit=self._limit
             )
@@ -261,6 +260,7 @@ class Subscriber:
             if got.from_snapshot:
                 return await self._restart()
             events = got.events
+            self._stale = len(events) >= self._limit  # a full batch: there may be more
         for event in events:
             self._after = event.seq
             if event.streamed:
@@ -307,25 +307,23 @@ class Subscriber:
         self._cache.clear()
 
     async def _wait(self, timeout: float) -> bool:
-        """Wait for an offer, a finish or a commit; ``False`` after ``timeout`` seconds."""
-        waiter = self._waiter = asyncio.get_running_loop().create_future()
-        waits: set[asyncio.Future[Any]] = {waiter}
-        if self._exists:
-            waits.add(
-                asyncio.ensure_future(
-                    self._store.wait_events(self._task_id, self._after, timeout=timeout)
-                )
-            )
+        """Wait for an offer or a finish; ``False`` after ``timeout`` seconds (then read again)."""
+        loop = asyncio.get_running_loop()
+        waiter: asyncio.Future[bool] = loop.create_future()
+        self._waiter = waiter
+        timer = loop.call_later(timeout, _settle, waiter, False)
         try:
-            done, _ = await asyncio.wait(
-                waits, timeout=timeout, return_when=asyncio.FIRST_COMPLETED
-            )
+            woken = await waiter
         finally:
+            timer.cancel()
             self._waiter = None
-            for future in waits:
-                future.cancel()
-        # A failed wait counts as a wake: the read that follows raises the real error.
-        return any(f is waiter or f.exception() is not None or f.result() for f in done)
+        self._stale = self._stale or not woken
+        return woken
+
+
+def _settle(waiter: asyncio.Future[bool], woken: bool) -> None:
+    if not waiter.done():
+        waiter.set_result(woken)
 
 
 class Subscription:

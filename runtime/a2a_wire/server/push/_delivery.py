@@ -18,7 +18,8 @@ is sent twice; receivers drop the duplicate by its ``X-A2A-Delivery-Id``).
   of them (it only writes rows).
 * The head row is re-read from the store before each attempt, so a config deleted meanwhile
   (which deletes its rows) gets nothing more, and attempt counts and retry times survive a
-  restart.
+  restart. A task deleted by retention takes its configs with it at once: its lanes find no
+  more rows and end, while the store purges the rows themselves.
 
 One attempt is a POST with ``timeout_seconds`` in total, redirects not followed, through an
 aiohttp session whose connector is :class:`a2a_wire.netguard.GuardedConnector`: the address

@@ -56,7 +56,7 @@ from typing import Any
 import aiosqlite
 
 from a2a_wire.server.store._base import TaskQuery, state_filter, timestamp_key
-from a2a_wire.server.store._push_sqlite import PUSH_SCHEMA, in_transaction
+from a2a_wire.server.store._push_sqlite import PUSH_SCHEMA, hop, transaction
 
 __all__ = [
     "BOUNDS",
@@ -239,11 +239,11 @@ async def migrate(db: aiosqlite.Connection, now: float) -> None:
         RuntimeError: the file has a schema version this code does not know.
     """
 
-    async def work() -> None:
-        version = list(await db.execute_fetchall("PRAGMA user_version"))[0][0]
+    def work(con: sqlite3.Connection) -> None:
+        version = con.execute("PRAGMA user_version").fetchone()[0]
         if version == 0:
             for statement in SCHEMA:
-                await db.execute_fetchall(statement)
+                con.execute(statement)
             return
         if version not in (1, 2, LOG_SCHEMA_VERSION):
             raise RuntimeError(
@@ -252,12 +252,12 @@ async def migrate(db: aiosqlite.Connection, now: float) -> None:
             )
         if version == 1:  # before push notifications: add their tables
             for statement in PUSH_SCHEMA:
-                await db.execute_fetchall(statement)
+                con.execute(statement)
         if version < LOG_SCHEMA_VERSION:
             for statement in _FROM_V2:
-                await db.execute_fetchall(statement, (now,) if "?" in statement else ())
+                con.execute(statement, (now,) if "?" in statement else ())
 
-    await in_transaction(db, work)
+    await hop(db, lambda con: transaction(con, lambda: work(con)))
 
 
 async def connect(path: str | Path, synchronous: str, now: float) -> aiosqlite.Connection:

@@ -6,19 +6,23 @@ files, durability (WAL, ``synchronous``) and the EXCLUSIVE hold on the file:
 
 Writes
 ------
-For each task in use the store keeps a *head* (:class:`Head`, at most :data:`HEAD_CACHE`, least
-recently used dropped): state, last number reserved and committed, snapshot and tail sizes,
-loaded by one query. The file is held EXCLUSIVE, so only this store changes them. An append
-checks its events against the head and reserves their numbers and the new state (which the next
-append is checked against) before its first ``await``. Then one artifact chunk without outbox
-rows is a single INSERT that commits by itself (sent without the write lock when nobody holds
-it); anything else is one ``BEGIN IMMEDIATE`` transaction
-under the write lock. Each INSERT checks, in the same statement, that its number follows the
-last one in the file (the snapshot's once the log is compacted) and that the task still exists,
-so a failed or concurrent write can leave neither a gap nor a row of a deleted task; after a
-failure the head is loaded again from the file. A fold is one UPDATE of the snapshot row,
-guarded by the snapshot number it read (a compare-and-set), and never runs in an append's
-transaction.
+Every operation is one call on the connection's thread (a *hop*,
+:func:`~a2a_wire.server.store._push_sqlite.hop`), whatever number of statements it runs, so
+that one streamed chunk costs one thread switch. For each task in use the store keeps a *head*
+(:class:`Head`, at most :data:`HEAD_CACHE`, least recently used dropped): state, last number
+reserved and committed, snapshot and tail sizes, loaded by one query. The file is held
+EXCLUSIVE, so only this store changes them. An append checks its events against the head and
+reserves their numbers and the new state (which the next append is checked against) before its
+first ``await``. Then one artifact chunk without outbox rows is a single INSERT that commits by
+itself; anything else is one ``BEGIN IMMEDIATE`` transaction
+(:func:`~a2a_wire.server.store._log_sqlite_rows.write_events`). Each INSERT checks, in the same
+statement, that its number follows the last one in the file (the snapshot's once the log is
+compacted) and that the task still exists, so a failed or concurrent write can leave neither a
+gap nor a row of a deleted task; after a failure the head is loaded again from the file. A fold
+is one UPDATE of the snapshot row, guarded by the snapshot number it read (a compare-and-set),
+in the same hop and transaction as the append that calls for it; a failed fold is logged and the
+append commits. A small snapshot with no tail stays in the head, so reading a task just
+settled (SendMessage's answer) needs no query.
 """
 
 from __future__ import annotations
@@ -30,7 +34,6 @@ import time
 from collections import OrderedDict
 from collections.abc import Callable, Collection, Sequence
 from pathlib import Path
-from typing import Any
 
 import aiosqlite
 
@@ -72,13 +75,16 @@ from a2a_wire.server.store._log_fold import (
 )
 from a2a_wire.server.store._log_sqlite_rows import Head
 from a2a_wire.server.store._paging import PageTokens, check_page_size
-from a2a_wire.server.store._push_sqlite import SQLitePushStore, in_transaction
+from a2a_wire.server.store._push_sqlite import SQLitePushStore, enqueue, put_configs, transaction
 from a2a_wire.types import Task, TaskPushNotificationConfig, TaskState
 
-__all__ = ["HEAD_CACHE", "SQLiteTaskStore"]
+__all__ = ["BODY_CACHE_BYTES", "HEAD_CACHE", "SQLiteTaskStore"]
 
 HEAD_CACHE = 4096
 """Most task heads the store remembers; a forgotten one is loaded again by one query."""
+
+BODY_CACHE_BYTES = 8 * 1024
+"""Largest snapshot a head keeps (:attr:`~._log_sqlite_rows.Head.body`)."""
 
 
 class SQLiteTaskStore(SQLitePushStore, EventLogStore):
@@ -148,7 +154,7 @@ class SQLiteTaskStore(SQLitePushStore, EventLogStore):
 
     async def _recover(self) -> builtins.list[str]:
         states = sorted(state_key(s) for s in RECOVERED_STATES)
-        failed = await rows.tasks_in_states(self._conn, states)
+        failed = await self._run(lambda con: rows.tasks_in_states(con, states))
         now = now_timestamp()
         for task_id in failed:
             head = await self._head(task_id)
@@ -179,7 +185,6 @@ class SQLiteTaskStore(SQLitePushStore, EventLogStore):
             ValueError: the task has no id, or its id is taken (also by a deleted task that is
                 not purged yet).
         """
-        db = self._conn
         if not task.id:
             raise ValueError("a task needs an id to be stored")
         stored = copy.copy(task)  # trimming replaces the history list; the caller's stays
@@ -188,18 +193,23 @@ class SQLiteTaskStore(SQLitePushStore, EventLogStore):
         first = LogEvent(1, EventKind.TASK, task_frame(body))
         state = task_state(stored)
         row = (task.id, owner, stored.context_id, state_key(state), *status_key(stored))
+        changed = self._clock()
 
-        async def work() -> int:
-            await rows.insert_task(db, (*row, self._clock()), body, first.body)
-            await self._put_configs(push_configs)
-            return await self._enqueue(task.id, first.body) if push else 0
+        def work(con: sqlite3.Connection) -> int:
+            def steps() -> int:
+                rows.insert_task(con, (*row, changed), body, first.body)
+                put_configs(con, push_configs)
+                return enqueue(con, task.id, first.body) if push else 0
+
+            return transaction(con, steps)
 
         try:
-            async with self._write_lock:
-                outbox = await in_transaction(db, work)
+            outbox = await self._run(work)
         except sqlite3.IntegrityError:
             raise ValueError(f"task {task.id!r} is already stored") from None
-        self._remember(task.id, Head(owner, stored.context_id, state, 1, 1, 1, len(body), 0))
+        self._push_tasks.update(config.task_id for config in push_configs)
+        head = Head(owner, stored.context_id, state, 1, 1, 1, len(body), 0, _cached(body))
+        self._remember(task.id, head)
         self._waiters.wake(task.id)
         return Appended([first], outbox, state)
 
@@ -222,38 +232,26 @@ class SQLiteTaskStore(SQLitePushStore, EventLogStore):
         return await self._write(task_id, head, prepared, push)
 
     async def _write(self, task_id: str, head: Head, prepared: Prepared, push: bool) -> Appended:
-        """Number, write and commit a checked batch; then wake readers and fold if it pays."""
-        db = self._conn
+        """Number, write and commit a checked batch, fold if it pays; then wake readers."""
         logged = [LogEvent(head.seq + 1 + i, k, b) for i, (k, b) in enumerate(prepared.frames)]
         status = prepared.status
         head.seq = logged[-1].seq  # number and state are reserved before the first await
         head.state = status.state if status is not None else head.state
         pushing = push and task_id in self._push_tasks
+        columns = None
+        if status is not None:
+            columns = (state_key(status.state), *status_instant(status), self._clock(), task_id)
+        head.body = None  # the snapshot is no longer the whole task
+        tail = head.tail_bytes + sum(len(event.body) for event in logged)
+        fold: tuple[str, int | None] | None = (head.owner, self._history_limit)
+        if not should_fold(tail, head.snap_bytes, head.state):
+            fold = None
 
-        async def work() -> int:
-            for event in logged:
-                row = (task_id, event.seq, int(event.kind), event.body)
-                if not await db.execute_fetchall(sql.INSERT_EVENT, row):
-                    # Another number before this one, or no task: the batch is rolled back.
-                    raise sqlite3.IntegrityError(f"event {event.seq} does not follow the log")
-            if status is not None:
-                columns = (state_key(status.state), *status_instant(status), self._clock(), task_id)
-                await db.execute_fetchall(sql.UPDATE_STATUS, columns)
-            if not pushing:
-                return 0
-            return sum([await self._enqueue(task_id, e.body) for e in logged if e.streamed])
+        def work(con: sqlite3.Connection) -> tuple[int, rows.Folded | None]:
+            return rows.write_events(con, task_id, logged, columns, pushing, fold)
 
         try:
-            if (
-                len(logged) == 1
-                and status is None
-                and not pushing
-                and not self._write_lock.locked()
-            ):
-                outbox = await work()  # one statement, which commits by itself
-            else:
-                async with self._write_lock:
-                    outbox = await in_transaction(db, work)
+            outbox, folded = await self._run(work)
         except BaseException as exc:
             self._heads.pop(task_id, None)  # reload the truth from the file next time
             if not isinstance(exc, sqlite3.IntegrityError):
@@ -263,10 +261,17 @@ class SQLiteTaskStore(SQLitePushStore, EventLogStore):
             raise RuntimeError(f"task {task_id!r}: concurrent appends to one log") from None
         head.committed = max(head.committed, logged[-1].seq)
         head.tail_bytes += sum(len(event.body) for event in logged)
+        if folded is not None:
+            self._folded(head, folded)
         self._waiters.wake(task_id)
-        if should_fold(head.tail_bytes, head.snap_bytes, head.state):
-            await self._fold(task_id, head)
         return Appended(logged, outbox, head.state)
+
+    @staticmethod
+    def _folded(head: Head, folded: rows.Folded) -> None:
+        head.snap_seq, head.snap_bytes = folded.seq, len(folded.body)
+        head.tail_bytes = max(0, head.tail_bytes - folded.absorbed)
+        whole = head.seq == head.committed == folded.seq  # no append in flight or after
+        head.body = _cached(folded.body) if whole else None
 
     def _remember(self, task_id: str, head: Head) -> None:
         self._heads[task_id] = head
@@ -276,7 +281,7 @@ class SQLiteTaskStore(SQLitePushStore, EventLogStore):
     async def _head(self, task_id: str) -> Head | None:
         head = self._heads.get(task_id)
         if head is None:
-            loaded = await rows.load_head(self._conn, task_id)
+            loaded = await self._run(lambda con: rows.load_head(con, task_id))
             if loaded is None:
                 return None
             head = self._heads.get(task_id)  # another caller may have loaded it meanwhile
@@ -286,31 +291,25 @@ class SQLiteTaskStore(SQLitePushStore, EventLogStore):
         self._heads.move_to_end(task_id)
         return head
 
-    async def _single(self, statement: str, params: Sequence[Any]) -> builtins.list[Any]:
-        """Run one writing statement, waiting for an open transaction to end first."""
-        if self._write_lock.locked():
-            async with self._write_lock:
-                return list(await self._conn.execute_fetchall(statement, params))
-        return list(await self._conn.execute_fetchall(statement, params))
-
     async def _fold(self, task_id: str, head: Head) -> None:
         """Write the folded snapshot back, unless another fold got there first."""
-        read = await rows.read_task(self._conn, task_id, head.owner, self._history_limit)
-        if read is None or read.seq == read.base_seq:
-            return
-        body = codec.encode(read.task)
-        if await self._single(sql.FOLD, (read.seq, body, task_id, read.base_seq)):
-            head.snap_seq, head.snap_bytes = read.seq, len(body)
-            head.tail_bytes = max(0, head.tail_bytes - read.tail_bytes)
+        owner, limit = head.owner, self._history_limit
+        folded = await self._run(lambda con: rows.fold_task(con, task_id, owner, limit))
+        if folded is not None:
+            self._folded(head, folded)
 
     async def get(self, task_id: str, *, owner: str = "") -> Task | None:
         """A fresh copy of ``owner``'s task, or ``None``."""
-        read = await rows.read_task(self._conn, task_id, owner, self._history_limit)
-        return None if read is None else read.task
+        found = await self.snapshot(task_id, owner=owner)
+        return None if found is None else found.task
 
     async def snapshot(self, task_id: str, *, owner: str = "") -> Snapshot | None:
         """``owner``'s task with the number of its last event, or ``None``."""
-        read = await rows.read_task(self._conn, task_id, owner, self._history_limit)
+        head = self._heads.get(task_id)
+        if head is not None and head.body is not None and head.owner == owner:
+            return Snapshot(codec.decode(Task, head.body), head.snap_seq)
+        limit = self._history_limit
+        read = await self._run(lambda con: rows.read_task(con, task_id, owner, limit))
         return None if read is None else Snapshot(read.task, read.seq)
 
     async def list(self, query: TaskQuery, *, owner: str = "") -> TaskPage:
@@ -321,7 +320,8 @@ class SQLiteTaskStore(SQLitePushStore, EventLogStore):
         """
         check_page_size(query.page_size)
         after = read_cursor(self.page_tokens, query, owner)
-        page = await rows.list_page(self._conn, query, owner, after, self._history_limit)
+        limit = self._history_limit
+        page = await self._run(lambda con: rows.list_page(con, query, owner, after, limit))
         tasks, last, count = page
         token = issue_cursor(self.page_tokens, query, owner, last) if last is not None else ""
         return TaskPage(tasks=tasks, next_page_token=token, total_size=count)
@@ -336,7 +336,7 @@ class SQLiteTaskStore(SQLitePushStore, EventLogStore):
         """
         if after_seq < 0 or limit < 1:
             raise ValueError("after_seq must be at least 0 and limit at least 1")
-        return await rows.read_range(self._conn, task_id, owner, after_seq, limit)
+        return await self._run(lambda con: rows.read_range(con, task_id, owner, after_seq, limit))
 
     async def wait_events(self, task_id: str, after_seq: int, *, timeout: float) -> bool:
         """Wait for an event above ``after_seq`` (see the protocol)."""
@@ -358,10 +358,11 @@ class SQLiteTaskStore(SQLitePushStore, EventLogStore):
         if head.snap_seq < min(through_seq, head.committed):
             await self._fold(task_id, head)
         through = min(through_seq, head.snap_seq)
-        async with self._write_lock:
-            dropped = await in_transaction(
-                self._conn, lambda: rows.drop_events(self._conn, task_id, through, batch)
-            )
+
+        def work(con: sqlite3.Connection) -> int:
+            return transaction(con, lambda: rows.drop_events(con, task_id, through, batch))
+
+        dropped = await self._run(work)
         if dropped:
             self._waiters.wake(task_id)
         return dropped
@@ -371,14 +372,13 @@ class SQLiteTaskStore(SQLitePushStore, EventLogStore):
     ) -> builtins.list[str]:
         """Tasks in ``states`` unchanged since ``before``, oldest first (see the protocol)."""
         keys = sorted(state_key(state) for state in states)
-        return await rows.tasks_in_states(
-            self._conn, keys, before=before, limit=limit, logged=logged
+        return await self._run(
+            lambda con: rows.tasks_in_states(con, keys, before=before, limit=limit, logged=logged)
         )
 
     async def delete_task(self, task_id: str) -> bool:
         """Make a task unknown with its push configs, in one transaction (see the protocol)."""
-        async with self._write_lock:
-            gone = await in_transaction(self._conn, lambda: rows.delete_rows(self._conn, task_id))
+        gone = await self._run(lambda con: transaction(con, lambda: rows.delete_rows(con, task_id)))
         self._heads.pop(task_id, None)
         self._push_tasks.discard(task_id)
         self._waiters.wake(task_id)
@@ -390,5 +390,8 @@ class SQLiteTaskStore(SQLitePushStore, EventLogStore):
         Returns:
             Rows deleted, counting the task's entry in ``deleted_tasks`` when it is done.
         """
-        async with self._write_lock:
-            return await in_transaction(self._conn, lambda: rows.purge_rows(self._conn, batch))
+        return await self._run(lambda con: transaction(con, lambda: rows.purge_rows(con, batch)))
+
+
+def _cached(body: bytes) -> bytes | None:
+    return body if len(body) <= BODY_CACHE_BYTES else None

@@ -1,7 +1,8 @@
-"""Row-level reads and deletions of the SQLite event log store (:mod:`._log_sqlite`).
+"""Row-level reads and writes of the SQLite task store (:mod:`._log_sqlite`).
 
-Each function takes the store's connection; the ones that write run inside the caller's
-transaction (:func:`~a2a_wire.server.store._push_sqlite.in_transaction`, under the write lock).
+Each function is plain code on the ``sqlite3`` connection, run on the store's thread inside one
+:func:`~a2a_wire.server.store._push_sqlite.hop`; the ones that write several statements run
+inside the caller's :func:`~a2a_wire.server.store._push_sqlite.transaction`.
 
 Reads
 -----
@@ -13,12 +14,11 @@ tasks that have one.
 
 from __future__ import annotations
 
+import logging
 import math
 import sqlite3
 from dataclasses import dataclass
 from typing import Any
-
-import aiosqlite
 
 from a2a_wire import codec
 from a2a_wire.server.store._base import TaskQuery
@@ -27,20 +27,26 @@ from a2a_wire.server.store._log_fold import fold
 from a2a_wire.server.store._log_sql import (
     BOUNDS,
     EVENTS,
+    FOLD,
     HEAD,
+    INSERT_EVENT,
     LIST,
     ORDER,
     READ,
+    UPDATE_STATUS,
     after_cursor,
     filters,
 )
+from a2a_wire.server.store._push_sqlite import enqueue, transaction
 from a2a_wire.types import Task, TaskState
 
 __all__ = [
+    "Folded",
     "Head",
     "TaskRead",
     "delete_rows",
     "drop_events",
+    "fold_task",
     "insert_task",
     "list_page",
     "load_head",
@@ -48,7 +54,15 @@ __all__ = [
     "read_range",
     "read_task",
     "tasks_in_states",
+    "write_events",
 ]
+
+
+log = logging.getLogger("a2a_wire.server.store")
+
+
+def _all(db: sqlite3.Connection, sql: str, params: Any = ()) -> list[Any]:
+    return db.execute(sql, params).fetchall()
 
 
 @dataclass(slots=True)
@@ -64,6 +78,8 @@ class Head:
         snap_seq: The stored snapshot's number.
         snap_bytes: The stored snapshot's size.
         tail_bytes: Bytes of the events after the snapshot.
+        body: The stored snapshot's JSON while it is the whole task (no tail) and small, so
+            that reading a task at rest right after its write needs no query.
     """
 
     owner: str
@@ -74,11 +90,12 @@ class Head:
     snap_seq: int
     snap_bytes: int
     tail_bytes: int
+    body: bytes | None = None
 
 
-async def load_head(db: aiosqlite.Connection, task_id: str) -> Head | None:
+def load_head(db: sqlite3.Connection, task_id: str) -> Head | None:
     """The head of a task as the file has it, by one statement; ``None``: no such task."""
-    found = list(await db.execute_fetchall(HEAD, (task_id,)))
+    found = list(_all(db, HEAD, (task_id,)))
     if not found:
         return None
     owner, context_id, state, snap_seq, snap_bytes, last, tail = found[0]
@@ -102,11 +119,11 @@ class TaskRead:
     tail_bytes: int
 
 
-async def read_task(
-    db: aiosqlite.Connection, task_id: str, owner: str, history_limit: int | None
+def read_task(
+    db: sqlite3.Connection, task_id: str, owner: str, history_limit: int | None
 ) -> TaskRead | None:
     """``owner``'s task, from one statement reading the snapshot and its tail."""
-    rows = list(await db.execute_fetchall(READ, (task_id, owner)))
+    rows = list(_all(db, READ, (task_id, owner)))
     if not rows or rows[0][1] != 0:
         return None
     base_seq, _, body = rows[0]
@@ -116,8 +133,91 @@ async def read_task(
     return TaskRead(task, seq, base_seq, sum(len(event.body) for event in tail))
 
 
-async def list_page(
-    db: aiosqlite.Connection,
+def write_events(
+    db: sqlite3.Connection,
+    task_id: str,
+    logged: list[LogEvent],
+    status: tuple[Any, ...] | None,
+    pushing: bool,
+    fold: tuple[str, int | None] | None = None,
+) -> tuple[int, Folded | None]:
+    """Write a checked, numbered batch: its events, the status columns, its outbox rows.
+
+    One artifact chunk without push work is one INSERT, which commits by itself; anything else
+    is one transaction. Each INSERT checks that its number follows the log's last one and that
+    the task exists (``INSERT_EVENT``). A fold asked for runs after the events are written, in
+    the same transaction when there is one; a fold that fails is logged and the batch commits.
+
+    Args:
+        db: The connection.
+        task_id: The task.
+        logged: The events with their numbers.
+        status: The values of ``UPDATE_STATUS`` when the batch changes the status.
+        pushing: Put each streamed event in the outbox.
+        fold: The task's owner and history limit, to fold the snapshot (:func:`fold_task`).
+
+    Returns:
+        The number of outbox rows added, and what the fold did.
+
+    Raises:
+        sqlite3.IntegrityError: a number does not follow the log, or the task is gone; nothing
+            was written.
+    """
+
+    def steps() -> tuple[int, Folded | None]:
+        for event in logged:
+            if not _all(db, INSERT_EVENT, (task_id, event.seq, int(event.kind), event.body)):
+                raise sqlite3.IntegrityError(f"event {event.seq} does not follow the log")
+        if status is not None:
+            db.execute(UPDATE_STATUS, status)
+        outbox = sum(enqueue(db, task_id, e.body) for e in logged if e.streamed) if pushing else 0
+        return outbox, None if fold is None else _try_fold(db, task_id, *fold)
+
+    if len(logged) == 1 and status is None and not pushing:
+        return steps()
+    return transaction(db, steps)
+
+
+def _try_fold(
+    db: sqlite3.Connection, task_id: str, owner: str, history_limit: int | None
+) -> Folded | None:
+    try:
+        return fold_task(db, task_id, owner, history_limit)
+    except Exception:  # the events are written: a later read or fold redoes this one
+        log.exception("folding task %s failed", task_id)
+        return None
+
+
+@dataclass(frozen=True, slots=True)
+class Folded:
+    """A snapshot written by a fold.
+
+    Attributes:
+        seq: Its number.
+        body: Its JSON.
+        absorbed: Bytes of the tail it took in.
+    """
+
+    seq: int
+    body: bytes
+    absorbed: int
+
+
+def fold_task(
+    db: sqlite3.Connection, task_id: str, owner: str, history_limit: int | None
+) -> Folded | None:
+    """Write the folded snapshot back, unless another fold got there first (``None`` then)."""
+    read = read_task(db, task_id, owner, history_limit)
+    if read is None or read.seq == read.base_seq:
+        return None
+    body = codec.encode(read.task)
+    if not _all(db, FOLD, (read.seq, body, task_id, read.base_seq)):
+        return None
+    return Folded(read.seq, body, read.tail_bytes)
+
+
+def list_page(
+    db: sqlite3.Connection,
     query: TaskQuery,
     owner: str,
     after: tuple[int, int, str] | None,
@@ -125,55 +225,55 @@ async def list_page(
 ) -> tuple[list[Task], tuple[int, int, str] | None, int]:
     """One ListTasks page: the tasks, the position of the last one if more follow, the count."""
     where, params = filters(query, owner)
-    count = list(await db.execute_fetchall(f"SELECT COUNT(*) FROM tasks{where}", params))
+    count = list(_all(db, f"SELECT COUNT(*) FROM tasks{where}", params))
     if after is not None:
         terms, values = after_cursor(after)
         where, params = where + terms, params + values
-    rows = list(await db.execute_fetchall(LIST + where + ORDER, [*params, query.page_size + 1]))
+    rows = list(_all(db, LIST + where + ORDER, [*params, query.page_size + 1]))
     page = rows[: query.page_size]
     last = (page[-1][0], page[-1][1], page[-1][2]) if len(rows) > query.page_size else None
     tasks: list[Task] = []
     for _, _, task_id, snap_seq, body, head in page:
-        read = await read_task(db, task_id, owner, history_limit) if head > snap_seq else None
+        read = read_task(db, task_id, owner, history_limit) if head > snap_seq else None
         tasks.append(read.task if read is not None else codec.decode(Task, body))
     return tasks, last, count[0][0]
 
 
-async def read_range(
-    db: aiosqlite.Connection, task_id: str, owner: str, after_seq: int, limit: int
+def read_range(
+    db: sqlite3.Connection, task_id: str, owner: str, after_seq: int, limit: int
 ) -> EventRange | None:
     """Up to ``limit`` of ``owner``'s task's events above ``after_seq``; ``None``: no task."""
-    rows: list[Any] = list(await db.execute_fetchall(EVENTS, (task_id, owner, after_seq, limit)))
+    rows: list[Any] = list(_all(db, EVENTS, (task_id, owner, after_seq, limit)))
     if rows:
         if rows[0][0] != after_seq + 1:  # compacted since
             return EventRange([], from_snapshot=True)
         return EventRange([LogEvent(seq, EventKind(k), bytes(b)) for seq, k, b in rows])
-    bounds = list(await db.execute_fetchall(BOUNDS, (task_id, owner)))
+    bounds = list(_all(db, BOUNDS, (task_id, owner)))
     if not bounds:
         return None
     first_seq, last = bounds[0]
     return EventRange([], from_snapshot=after_seq + 1 < first_seq or after_seq > last)
 
 
-async def drop_events(db: aiosqlite.Connection, task_id: str, through: int, batch: int) -> int:
+def drop_events(db: sqlite3.Connection, task_id: str, through: int, batch: int) -> int:
     """Delete up to ``batch`` of the task's oldest events, none above ``through``; in a transaction.
 
     Returns:
         The number of events deleted.
     """
     sql = "SELECT first_seq FROM tasks WHERE id = ?"
-    rows = list(await db.execute_fetchall(sql, (task_id,)))
+    rows = list(_all(db, sql, (task_id,)))
     upto = min(through, rows[0][0] + batch - 1) if rows else 0
     sql = "DELETE FROM task_events WHERE task_id = ? AND seq <= ? RETURNING 1"
-    dropped = len(list(await db.execute_fetchall(sql, (task_id, upto))))
+    dropped = len(list(_all(db, sql, (task_id, upto))))
     if dropped:
         sql = "UPDATE tasks SET first_seq = ? WHERE id = ?"
-        await db.execute_fetchall(sql, (upto + 1, task_id))
+        _all(db, sql, (upto + 1, task_id))
     return dropped
 
 
-async def tasks_in_states(
-    db: aiosqlite.Connection,
+def tasks_in_states(
+    db: sqlite3.Connection,
     states: list[str],
     *,
     before: float = math.inf,
@@ -196,53 +296,55 @@ async def tasks_in_states(
     if logged:
         sql += " AND EXISTS (SELECT 1 FROM task_events WHERE task_id = tasks.id)"
     sql += " ORDER BY changed_at, id LIMIT ?"
-    return [row[0] for row in await db.execute_fetchall(sql, [*states, before, limit])]
+    return [row[0] for row in _all(db, sql, [*states, before, limit])]
 
 
-async def insert_task(
-    db: aiosqlite.Connection, row: tuple[Any, ...], snapshot: bytes, first: bytes
+def insert_task(
+    db: sqlite3.Connection, row: tuple[Any, ...], snapshot: bytes, first: bytes
 ) -> None:
     """Insert a new task's row, snapshot and event 1; in a transaction.
 
     Raises:
         sqlite3.IntegrityError: the id is taken, also by a deleted task not purged yet.
     """
-    sql = "SELECT 1 FROM deleted_tasks WHERE task_id = ?"
-    if list(await db.execute_fetchall(sql, row[:1])):
+    sql = (
+        "INSERT INTO tasks SELECT ?1, ?2, ?3, ?4, ?5, ?6, ?7, 1"
+        " WHERE NOT EXISTS (SELECT 1 FROM deleted_tasks WHERE task_id = ?1) RETURNING id"
+    )
+    if not _all(db, sql, row):
         raise sqlite3.IntegrityError("the id of a deleted task")
-    await db.execute_fetchall("INSERT INTO tasks VALUES (?, ?, ?, ?, ?, ?, ?, 1)", row)
     sql = "INSERT INTO task_snapshots (task_id, seq, body) VALUES (?, 1, ?)"
-    await db.execute_fetchall(sql, (row[0], snapshot))
+    _all(db, sql, (row[0], snapshot))
     sql = "INSERT INTO task_events (task_id, seq, kind, body) VALUES (?, 1, ?, ?)"
-    await db.execute_fetchall(sql, (row[0], int(EventKind.TASK), first))
+    _all(db, sql, (row[0], int(EventKind.TASK), first))
 
 
-async def delete_rows(db: aiosqlite.Connection, task_id: str) -> bool:
+def delete_rows(db: sqlite3.Connection, task_id: str) -> bool:
     """Delete a task's row, snapshot and configs, and queue the rest; in a transaction.
 
     Returns:
         Whether the task existed.
     """
     sql = "DELETE FROM tasks WHERE id = ? RETURNING id"
-    if not list(await db.execute_fetchall(sql, (task_id,))):
+    if not list(_all(db, sql, (task_id,))):
         return False
     for sql in (
         "DELETE FROM task_snapshots WHERE task_id = ?",
         "DELETE FROM push_configs WHERE task_id = ?",
         "INSERT OR IGNORE INTO deleted_tasks (task_id) VALUES (?)",
     ):
-        await db.execute_fetchall(sql, (task_id,))
+        _all(db, sql, (task_id,))
     return True
 
 
-async def purge_rows(db: aiosqlite.Connection, batch: int) -> int:
+def purge_rows(db: sqlite3.Connection, batch: int) -> int:
     """Delete up to ``batch`` rows (events, then outbox rows) of one deleted task; in a transaction.
 
     Returns:
         Rows deleted, counting the task's ``deleted_tasks`` entry when it is done; 0 when no
         deleted task is left.
     """
-    rows = list(await db.execute_fetchall("SELECT task_id FROM deleted_tasks LIMIT 1"))
+    rows = list(_all(db, "SELECT task_id FROM deleted_tasks LIMIT 1"))
     if not rows:
         return 0
     task_id = rows[0][0]
@@ -250,14 +352,14 @@ async def purge_rows(db: aiosqlite.Connection, batch: int) -> int:
         "DELETE FROM task_events WHERE task_id = ?1 AND seq IN"
         " (SELECT seq FROM task_events WHERE task_id = ?1 ORDER BY seq LIMIT ?2) RETURNING 1"
     )
-    done = len(list(await db.execute_fetchall(sql, (task_id, batch))))
+    done = len(list(_all(db, sql, (task_id, batch))))
     if done < batch:
         sql = (
             "DELETE FROM push_outbox WHERE seq IN"
             " (SELECT seq FROM push_outbox WHERE task_id = ?1 LIMIT ?2) RETURNING 1"
         )
-        done += len(list(await db.execute_fetchall(sql, (task_id, batch - done))))
+        done += len(list(_all(db, sql, (task_id, batch - done))))
     if done < batch:
-        await db.execute_fetchall("DELETE FROM deleted_tasks WHERE task_id = ?", (task_id,))
+        _all(db, "DELETE FROM deleted_tasks WHERE task_id = ?", (task_id,))
         done += 1
     return done

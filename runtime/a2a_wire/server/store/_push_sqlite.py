@@ -11,21 +11,22 @@ version 1 file gains these tables when it is opened):
   ``next_attempt_at``, ``last_error`` and ``failed``. The index ``(task_id, config_id, failed,
   seq)`` finds the head of a lane.
 
-Atomicity. The store has one connection in autocommit mode. A write of several statements (a
-task update with its outbox rows, a config deletion with its rows) runs inside ``BEGIN
-IMMEDIATE ... COMMIT`` while holding the store's write lock; every other write takes the same
-lock, so no statement of another coroutine can slip into (and be rolled back with) a
-transaction. An artifact chunk without push work stays a single statement: the store keeps the
-set of task ids that have configs, loaded at ``open``, and only a task in it pays for a
-transaction.
+One hop per call. The store has one connection, in autocommit mode, owned by aiosqlite's
+thread, which runs the calls queued to it one at a time, in order. Every store operation is one
+such call (:func:`hop`): a plain function of the ``sqlite3`` connection, doing all its
+statements (and, for several, its ``BEGIN IMMEDIATE ... COMMIT``, :func:`transaction`) on that
+thread. So an operation costs one thread switch however many statements it runs, and no
+statement of another operation can slip into (and be rolled back with) a transaction. The store
+keeps the set of task ids that have configs, loaded at ``open``, so that an append without push
+work for them skips the outbox statement.
 """
 
 from __future__ import annotations
 
-import asyncio
 import builtins
+import sqlite3
 import time
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Callable, Sequence
 from typing import Any, TypeVar
 
 import aiosqlite
@@ -34,7 +35,7 @@ from a2a_wire import codec
 from a2a_wire.server.store._push import Delivery, LaneKey, PushStore
 from a2a_wire.types import TaskPushNotificationConfig
 
-__all__ = ["PUSH_SCHEMA", "SQLitePushStore", "enqueue", "in_transaction"]
+__all__ = ["PUSH_SCHEMA", "SQLitePushStore", "enqueue", "hop", "put_configs", "transaction"]
 
 T = TypeVar("T")
 
@@ -90,31 +91,51 @@ _LANES = (
 )
 
 
-async def in_transaction(db: aiosqlite.Connection, work: Callable[[], Awaitable[T]]) -> T:
-    """Run ``work`` inside BEGIN IMMEDIATE ... COMMIT, rolling back if it raises.
+async def hop(db: aiosqlite.Connection, work: Callable[[sqlite3.Connection], T]) -> T:
+    """Run ``work`` on the connection's own thread, as one call (see the module docstring).
 
-    The one transaction helper of the SQLite store (task writes, push writes, schema migration
-    and recovery). The caller holds the store's write lock, or runs inside ``open``, before the
-    connection is shared.
+    aiosqlite runs each of its calls as a function queued to that thread; this queues ``work``
+    itself, through the one entry point every public aiosqlite method uses (``_execute``, the
+    same since aiosqlite 0.11; ``tests/server/test_perf_paths.py`` pins it).
+
+    Raises:
+        RuntimeError: the store is not open.
     """
-    await db.execute_fetchall("BEGIN IMMEDIATE")
-    try:
-        result = await work()
-    except BaseException:
-        await db.execute_fetchall("ROLLBACK")
-        raise
-    await db.execute_fetchall("COMMIT")
+    execute: Callable[..., Any] = getattr(db, "_execute")  # noqa: B009  (private, see above)
+    result: T = await execute(work, db._conn)
     return result
 
 
-async def enqueue(db: aiosqlite.Connection, task_id: str, body: bytes) -> int:
+def transaction(con: sqlite3.Connection, work: Callable[[], T]) -> T:
+    """Run ``work`` inside BEGIN IMMEDIATE ... COMMIT on the store's thread, rolling back if it raises.
+
+    The one transaction helper of the SQLite store: task writes, push writes, migration and
+    recovery all run inside a :func:`hop`.
+    """
+    con.execute("BEGIN IMMEDIATE")
+    try:
+        result = work()
+    except BaseException:
+        con.execute("ROLLBACK")
+        raise
+    con.execute("COMMIT")
+    return result
+
+
+def enqueue(con: sqlite3.Connection, task_id: str, body: bytes) -> int:
     """Add one outbox row per config of the task; run it inside the task write's transaction.
 
     Returns:
         The number of rows added.
     """
-    rows = await db.execute_fetchall(_ENQUEUE, (body, time.time(), task_id))
-    return len(list(rows))
+    return len(con.execute(_ENQUEUE, (body, time.time(), task_id)).fetchall())
+
+
+def put_configs(con: sqlite3.Connection, configs: Sequence[TaskPushNotificationConfig]) -> None:
+    """Insert or replace configs, keeping a replaced one's position."""
+    for config in configs:
+        row = (config.task_id, config.id, config.task_id, codec.encode(config))
+        con.execute(_PUT_CONFIG, row)
 
 
 def _delivery(row: Any) -> Delivery:
@@ -139,7 +160,6 @@ class SQLitePushStore(PushStore):
     :meth:`_init_push` from its constructor and :meth:`_load_push` from ``open``.
     """
 
-    _write_lock: asyncio.Lock
     _push_tasks: set[str]
 
     @property
@@ -147,28 +167,19 @@ class SQLitePushStore(PushStore):
         raise NotImplementedError  # pragma: no cover - provided by the task store
 
     def _init_push(self) -> None:
-        self._write_lock = asyncio.Lock()
         self._push_tasks = set()
 
     async def _load_push(self, db: aiosqlite.Connection) -> None:
         rows = await db.execute_fetchall("SELECT DISTINCT task_id FROM push_configs")
         self._push_tasks = {row[0] for row in rows}
 
-    async def _put_configs(self, configs: Sequence[TaskPushNotificationConfig]) -> None:
-        """Insert or replace configs; the caller holds the write lock."""
-        for config in configs:
-            row = (config.task_id, config.id, config.task_id, codec.encode(config))
-            await self._conn.execute_fetchall(_PUT_CONFIG, row)
-            self._push_tasks.add(config.task_id)
-
-    async def _enqueue(self, task_id: str, body: bytes) -> int:
-        """Add the outbox rows of one event; the caller runs this inside a transaction."""
-        return await enqueue(self._conn, task_id, body)
+    async def _run(self, work: Callable[[sqlite3.Connection], T]) -> T:
+        return await hop(self._conn, work)
 
     async def put_push_config(self, config: TaskPushNotificationConfig) -> None:
         """Store a config, replacing one with the same task and id."""
-        async with self._write_lock:
-            await self._put_configs([config])
+        await self._run(lambda con: put_configs(con, [config]))
+        self._push_tasks.add(config.task_id)
 
     async def get_push_config(
         self, task_id: str, config_id: str
@@ -188,21 +199,22 @@ class SQLitePushStore(PushStore):
 
     async def delete_push_config(self, task_id: str, config_id: str) -> bool:
         """Remove a config and all its outbox rows, in one transaction."""
-        db = self._conn
 
-        async def work() -> bool:
-            key = (task_id, config_id)
-            sql = "DELETE FROM push_configs WHERE task_id = ? AND id = ? RETURNING id"
-            gone = bool(list(await db.execute_fetchall(sql, key)))
-            sql = "DELETE FROM push_outbox WHERE task_id = ? AND config_id = ?"
-            await db.execute_fetchall(sql, key)
-            sql = "SELECT 1 FROM push_configs WHERE task_id = ? LIMIT 1"
-            if not list(await db.execute_fetchall(sql, (task_id,))):
-                self._push_tasks.discard(task_id)
-            return gone
+        def work(con: sqlite3.Connection) -> tuple[bool, bool]:
+            def steps() -> tuple[bool, bool]:
+                key = (task_id, config_id)
+                sql = "DELETE FROM push_configs WHERE task_id = ? AND id = ? RETURNING id"
+                gone = bool(con.execute(sql, key).fetchall())
+                con.execute("DELETE FROM push_outbox WHERE task_id = ? AND config_id = ?", key)
+                sql = "SELECT 1 FROM push_configs WHERE task_id = ? LIMIT 1"
+                return gone, bool(con.execute(sql, (task_id,)).fetchall())
 
-        async with self._write_lock:
-            return await in_transaction(db, work)
+            return transaction(con, steps)
+
+        gone, more = await self._run(work)
+        if not more:
+            self._push_tasks.discard(task_id)
+        return gone
 
     async def pending_lanes(self, after_seq: int) -> tuple[builtins.list[LaneKey], int]:
         """Lanes with rows above ``after_seq``."""
@@ -217,8 +229,7 @@ class SQLitePushStore(PushStore):
 
     async def delivery_done(self, seq: int) -> None:
         """Remove a delivered row."""
-        async with self._write_lock:
-            await self._conn.execute_fetchall("DELETE FROM push_outbox WHERE seq = ?", (seq,))
+        await self._conn.execute_fetchall("DELETE FROM push_outbox WHERE seq = ?", (seq,))
 
     async def delivery_retry(
         self, seq: int, *, attempts: int, next_attempt_at: float, error: str
@@ -227,14 +238,12 @@ class SQLitePushStore(PushStore):
         sql = (
             "UPDATE push_outbox SET attempts = ?, next_attempt_at = ?, last_error = ? WHERE seq = ?"
         )
-        async with self._write_lock:
-            await self._conn.execute_fetchall(sql, (attempts, next_attempt_at, error, seq))
+        await self._conn.execute_fetchall(sql, (attempts, next_attempt_at, error, seq))
 
     async def delivery_failed(self, seq: int, *, attempts: int, error: str) -> None:
         """Mark a row given up."""
         sql = "UPDATE push_outbox SET failed = 1, attempts = ?, last_error = ? WHERE seq = ?"
-        async with self._write_lock:
-            await self._conn.execute_fetchall(sql, (attempts, error, seq))
+        await self._conn.execute_fetchall(sql, (attempts, error, seq))
 
     async def failed_deliveries(self, task_id: str) -> builtins.list[Delivery]:
         """The task's given-up rows."""
