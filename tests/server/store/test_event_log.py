@@ -33,6 +33,7 @@ from a2a_wire.server.store._log import EventKind, EventLogStore, LogEvent, LogIn
 from a2a_wire.server.store._log_fold import fold
 from a2a_wire.server.store._log_memory import InMemoryEventLog
 from a2a_wire.server.store._log_postgres import PostgresEventLog
+from a2a_wire.server.store._log_postgres_lease import PROCESS_LOST_MESSAGE
 from a2a_wire.server.store._log_sqlite import SQLiteEventLog
 from a2a_wire.server.store._sqlite import SQLiteTaskStore
 from a2a_wire.types import (
@@ -68,6 +69,11 @@ class Backend:
         self.schema = pg_support.new_schema()
         self.options = options
         self.opened: list[EventLogStore] = []
+
+    @property
+    def restart_message(self) -> str:
+        """The message recovery puts on a running task: PostgreSQL's is a takeover's."""
+        return PROCESS_LOST_MESSAGE if self.kind == "postgresql" else RESTART_MESSAGE
 
     def new(self) -> EventLogStore:
         if self.kind == "sqlite":
@@ -455,7 +461,8 @@ async def test_open_fails_interrupted_work_through_the_log(backend: Backend) -> 
     assert [e.seq for e in log] == [1, 2, 3] and log[-1].kind is EventKind.STATUS
     got = await store.get("run")
     assert got is not None and got.status is not None and got.status.state == S.FAILED
-    assert got.status.message is not None and got.status.message.parts[0].text == RESTART_MESSAGE
+    assert got.status.message is not None
+    assert got.status.message.parts[0].text == backend.restart_message
     assert got == sequential(log)
     delivery = await store.next_delivery("run", "p")
     assert delivery is not None and delivery.body == log[-1].body
