@@ -168,6 +168,7 @@ async def test_release_hands_a_running_task_to_the_takeover_and_frees_an_interru
     assert await a.release("ask") and await b.acquire("ask")  # free at once
     assert not await b.release("run")  # not b's
     assert await a.release("run")
+    assert await a.heartbeat() == []  # a released lease is not renewed
     assert await b.take_over() == ["run"]  # expired at once: no clock moved
     await assert_lost(b, "run")
 
@@ -181,6 +182,16 @@ async def test_closing_a_store_expires_its_leases_and_ends_its_process_row(
     assert await b.live_processes() == [b.process_id]
     assert await b.lease_holder("run") is None and not await b.acquire("run")
     assert await b.take_over() == ["run"]
+
+
+async def test_a_store_opened_under_a_used_process_id_inherits_no_lease(
+    stores: Stores, clock: LeaseClock
+) -> None:
+    old = await stores(lease_clock=clock, heartbeat_seconds=None, process_id="web-1")
+    await old.create(make_task("run", S.WORKING))  # then "web-1" is killed and started again
+    new = await stores(lease_clock=clock, heartbeat_seconds=None, process_id="web-1", recover=True)
+    await assert_lost(new, "run")  # failed by the new one's open, no clock moved
+    assert await new.lease_holder("run") is None
 
 
 async def test_deleting_a_task_ends_its_lease(stores: Stores, clock: LeaseClock) -> None:

@@ -197,6 +197,7 @@ class PostgresEventLog(PostgresCancels, PostgresRetention, PostgresPushStore, Ev
                 extra={self._target.cancel_channel: self._cancel_notified},
             )
             await self._listener.start()
+            await self._end_process()  # leases under this id are a previous incarnation's
             await self.heartbeat()
             failed = await self.take_over() if self._recover_on_open else []
             self._start_keeper()
@@ -206,10 +207,9 @@ class PostgresEventLog(PostgresCancels, PostgresRetention, PostgresPushStore, Ev
             raise
 
     async def close(self) -> None:
-        """Stop the keeper, end this process's leases and claims, stop listening, close the pool.
+        """Stop the keeper and listening, expire leases and claims, close the pool; twice is fine.
 
-        The data stays; closing twice is harmless. The leases are expired rather than kept, so
-        the running tasks are taken over at once (see :mod:`._log_postgres_lease`).
+        Others take the expired leases over at once; the data stays.
         """
         await self._stop_keeper()
         listener, self._listener = self._listener, None

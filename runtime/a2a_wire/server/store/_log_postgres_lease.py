@@ -14,7 +14,8 @@ of ``task_leases`` with the holder and an expiry time. The rules:
   interrupted task), and fails while any other process's lease row exists, even an expired one:
   an expired lease is ended only by the takeover scan, which applies the restart rule.
 * **Heartbeat.** :meth:`PostgresLeases.heartbeat` is one statement that renews every lease and
-  delivery claim of the process and its row in ``processes``, by ``lease_seconds`` from now. The
+  delivery claim of the process and its row in ``processes``, by ``lease_seconds`` from now;
+  a lease released (expired to ``-infinity``) stays released. The
   store's keeper task beats every ``heartbeat_seconds``; :data:`LEASE_SECONDS` and
   :data:`HEARTBEAT_SECONDS` give a dead process's tasks to another within 13 s (the lease, then
   at most one scan period), under the 15 s the scale-out issue allows.
@@ -29,7 +30,9 @@ of ``task_leases`` with the holder and an expiry time. The rules:
   stays as it is. The lock order, task row before lease row, is the appends' order too.
 * **Closing** a store expires its leases at once and gives back its delivery claims, so other
   processes (or the next ``open`` of a restarted one) take over without waiting: a lone process
-  restarting fails its running tasks on ``open`` as the SQLite store does.
+  restarting fails its running tasks on ``open`` as the SQLite store does. ``open`` does the
+  same first for its own process id, in case it was given one a previous process used: a new
+  store runs no executor yet, so any lease under its id is left over.
 
 A heartbeat that finds a lease gone which this store held (another process ended the task, or
 took it over after this one stalled) reports it to the :meth:`PostgresLeases.on_lease_lost`
@@ -101,7 +104,8 @@ WITH now AS (SELECT {now2} AS t), beat AS (
 ), claims AS (
   UPDATE {s}.push_outbox SET claim_until = now.t + $3 FROM now WHERE claimed_by = $1
 ), leases AS (
-  UPDATE {s}.task_leases SET expires_at = now.t + $3 FROM now WHERE process_id = $1
+  UPDATE {s}.task_leases SET expires_at = now.t + $3 FROM now
+  WHERE process_id = $1 AND expires_at > '-infinity'
   RETURNING task_id
 )
 SELECT task_id FROM leases
@@ -354,6 +358,6 @@ class PostgresLeases:
         return str(owner)
 
     async def _end_process(self) -> None:
-        """On close: expire this process's leases, give back its claims, remove its row."""
+        """Expire this process's leases, give back its claims, remove its row (close, open)."""
         self._held.clear()
         await self._pool.execute(self._leases.close, self.process_id)
