@@ -12,7 +12,9 @@ from typing import Any
 import pg_support
 
 from a2a_wire.server.store import EventLogStore, InMemoryTaskStore, SQLiteTaskStore
+from a2a_wire.server.store._base import RESTART_MESSAGE
 from a2a_wire.server.store._log_postgres import PostgresEventLog
+from a2a_wire.server.store._log_postgres_lease import PROCESS_LOST_MESSAGE
 
 BACKENDS = ["memory", "sqlite"]
 """Every task store the store suites run on; the one place a new backend is added."""
@@ -46,6 +48,11 @@ class Backend:
         self.options = options
         self.opened: list[EventLogStore] = []
         self.schema = pg_support.new_schema() if kind == "postgresql" else ""
+
+    @property
+    def restart_message(self) -> str:
+        """The message recovery puts on a running task: PostgreSQL's is a takeover's."""
+        return PROCESS_LOST_MESSAGE if self.kind == "postgresql" else RESTART_MESSAGE
 
     def new(self, *, file: str = "log.sqlite3", **options: Any) -> EventLogStore:
         """A store, not opened; ``file`` names another database (another store's data)."""

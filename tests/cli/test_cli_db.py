@@ -6,7 +6,7 @@ import asyncpg
 from e2e_support import cli_async
 from pg_support import free_port
 
-from a2a_wire.server.store._log_postgres_sql import SCHEMA_VERSION
+from a2a_wire.server.store._log_postgres_ddl import SCHEMA_VERSION
 
 
 async def test_migrate_creates_the_schema_then_finds_it_current(

@@ -1,12 +1,14 @@
 """Fixtures of the store suites: every test taking ``store`` or ``backend`` runs on each backend
-of ``store_support.BACKENDS``."""
+of ``store_support.BACKENDS``; ``stores`` and ``admin`` serve the PostgreSQL tests (``pg_stores.py``)."""
 
 from __future__ import annotations
 
 from collections.abc import AsyncIterator
 from pathlib import Path
 
+import asyncpg
 import pytest
+from pg_stores import Stores, open_stores
 from store_support import BACKENDS, Backend
 
 from a2a_wire.server.store import EventLogStore
@@ -27,3 +29,18 @@ async def backend(backend_kind: str, tmp_path: Path) -> AsyncIterator[Backend]:
 @pytest.fixture
 async def store(backend: Backend) -> EventLogStore:
     return await backend.open()
+
+
+@pytest.fixture
+async def stores(postgres_dsn: str, postgres_schema: str) -> AsyncIterator[Stores]:
+    """Opens stores on the test's schema and closes them after the test."""
+    async with open_stores(postgres_dsn, postgres_schema) as open_store:
+        yield open_store
+
+
+@pytest.fixture
+async def admin(postgres_dsn: str) -> AsyncIterator[asyncpg.Connection]:
+    """A connection of the test's own, outside every store."""
+    conn = await asyncpg.connect(postgres_dsn)
+    yield conn
+    await conn.close()

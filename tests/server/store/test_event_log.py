@@ -30,7 +30,7 @@ from a2a_wire._protocol.tasks import InvalidTransitionError, apply
 from a2a_wire.errors import TaskNotFoundError
 from a2a_wire.server._history import trim
 from a2a_wire.server.store import _log_fold
-from a2a_wire.server.store._base import RESTART_MESSAGE, TaskQuery
+from a2a_wire.server.store._base import TaskQuery
 from a2a_wire.server.store._log import EventKind, EventLogStore, LogEvent, LogInput
 from a2a_wire.server.store._log_fold import fold
 from a2a_wire.server.store._log_sqlite import SQLiteTaskStore
@@ -388,7 +388,8 @@ async def test_open_fails_interrupted_work_through_the_log(backend: Backend) -> 
     assert [e.seq for e in log] == [1, 2, 3] and log[-1].kind is EventKind.STATUS
     got = await store.get("run")
     assert got is not None and got.status is not None and got.status.state == S.FAILED
-    assert got.status.message is not None and got.status.message.parts[0].text == RESTART_MESSAGE
+    assert got.status.message is not None
+    assert got.status.message.parts[0].text == backend.restart_message
     assert got == sequential(log)
     delivery = await store.next_delivery("run", "p")
     assert delivery is not None and delivery.body == log[-1].body

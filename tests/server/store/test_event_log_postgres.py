@@ -3,61 +3,29 @@
 Several stores on one schema stand for several processes (each has its own pool and its own
 listening connection): migration on open under the advisory lock, appends serialised per task
 across stores, notifications between stores, the listening connection's reconnect, the polling
-fallback, and outbox numbers that follow commit order. Every test has a schema of its own.
+fallback, recovery on open as a takeover, and outbox lanes found whatever order numbers commit
+in. Leases, cancel requests and delivery claims have files of their own
+(``test_event_log_postgres_*.py``). Every test has a schema of its own.
 """
 
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator, Awaitable, Callable
-from typing import Any
 
 import asyncpg
 import pytest
 import yarl
+from pg_stores import DEADLINE, Stores, until
 from test_event_log import chunk, make_task, sequential, status, whole_log
 
 from a2a_wire._protocol.tasks import InvalidTransitionError
 from a2a_wire.server.store._log import EventKind
 from a2a_wire.server.store._log_postgres import PostgresEventLog
-from a2a_wire.server.store._log_postgres_sql import SCHEMA_VERSION, lock_key, migrate
+from a2a_wire.server.store._log_postgres_ddl import SCHEMA_VERSION
+from a2a_wire.server.store._log_postgres_sql import migrate
 from a2a_wire.types import TaskPushNotificationConfig, TaskState
 
 S = TaskState
-DEADLINE = 60.0
-
-Stores = Callable[..., Awaitable[PostgresEventLog]]
-
-
-@pytest.fixture
-async def stores(postgres_dsn: str, postgres_schema: str) -> AsyncIterator[Stores]:
-    """Opens stores on the test's schema (the first one recovers, as a lone process would)."""
-    opened: list[PostgresEventLog] = []
-
-    async def open_store(**options: Any) -> PostgresEventLog:
-        options.setdefault("recover", not opened)
-        store = PostgresEventLog(postgres_dsn, schema=postgres_schema, **options)
-        await store.open()
-        opened.append(store)
-        return store
-
-    yield open_store
-    for store in opened:
-        await store.close()
-
-
-@pytest.fixture
-async def admin(postgres_dsn: str) -> AsyncIterator[asyncpg.Connection]:
-    conn = await asyncpg.connect(postgres_dsn)
-    yield conn
-    await conn.close()
-
-
-async def until(condition: Callable[[], bool]) -> None:
-    """Wait for ``condition`` with a generous deadline (the machine may be busy)."""
-    async with asyncio.timeout(DEADLINE):
-        while not condition():
-            await asyncio.sleep(0.01)
 
 
 async def woken_only(store: PostgresEventLog, task_id: str) -> bool:
@@ -262,43 +230,44 @@ async def test_the_listening_connection_comes_back_after_its_backend_is_killed(
 # -- recovery and the outbox ----------------------------------------------------------------
 
 
-async def test_a_store_that_does_not_recover_leaves_running_tasks_alone(
+async def test_opening_a_store_leaves_a_live_process_s_running_tasks_alone(
     stores: Stores, postgres_dsn: str, postgres_schema: str
 ) -> None:
     first = await stores()
     await first.create(make_task("run", S.WORKING))
-    joining = await stores(recover=False)
-    assert (await joining.snapshot("run")) is not None
+    joining = await stores(recover=True, heartbeat_seconds=None)  # recovery is the takeover scan
     got = await joining.get("run")
     assert got is not None and got.status is not None and got.status.state == S.WORKING
-    restarted = PostgresEventLog(postgres_dsn, schema=postgres_schema)
+    await first.close()  # its leases expire at once
+    restarted = PostgresEventLog(postgres_dsn, schema=postgres_schema, heartbeat_seconds=None)
     try:
         assert await restarted.open() == ["run"]
     finally:
         await restarted.close()
+    got = await joining.get("run")
+    assert got is not None and got.status is not None and got.status.state == S.FAILED
 
 
-async def test_outbox_rows_wait_for_earlier_outbox_writers_to_commit(
+async def test_a_lane_that_commits_after_a_higher_number_is_still_found(
     stores: Stores, admin: asyncpg.Connection, postgres_schema: str
 ) -> None:
-    """Outbox numbers follow commit order: a writer of outbox rows waits for one in flight."""
+    """Outbox writes take no lock wider than their task, so numbers may commit out of order."""
     store = await stores()
     for task_id in ("t1", "t3"):
         config = TaskPushNotificationConfig(id="p", task_id=task_id, url="https://h/x")
         await store.create(make_task(task_id), push_configs=[config])
-    await store.create(make_task("t2"))
     held = admin.transaction()
     await held.start()
-    await admin.execute("SELECT pg_advisory_xact_lock($1)", lock_key(postgres_schema, "outbox"))
-    pushing = asyncio.ensure_future(store.append("t1", [chunk("a", "x")], push=True))
-    quiet = await store.append("t3", [chunk("a", "y")])  # no outbox rows: no wait
-    other = await store.append("t2", [chunk("a", "z")], push=True)  # no configs: no wait
-    assert (quiet.outbox, other.outbox) == (0, 0)
-    await asyncio.sleep(0.2)
-    assert not pushing.done()
-    await held.commit()
-    assert (await asyncio.wait_for(pushing, DEADLINE)).outbox == 1
+    await admin.execute(
+        f"INSERT INTO {postgres_schema}.push_outbox (delivery_id, task_id, config_id, body,"
+        " created_at) VALUES ('late', 't1', 'p', '{}', 0)"
+    )
+    pushed = await asyncio.wait_for(store.append("t3", [chunk("a", "y")], push=True), DEADLINE)
+    assert pushed.outbox == 1  # committed while a lower number is still in flight
     lanes, seen = await store.pending_lanes(0)
-    assert lanes == [("t1", "p")] and await store.pending_lanes(seen) == ([], seen)
+    assert lanes == [("t3", "p")]
+    await held.commit()
+    lanes, _ = await store.pending_lanes(seen)
+    assert sorted(lanes) == [("t1", "p"), ("t3", "p")]
     delivery = await store.next_delivery("t1", "p")
-    assert delivery is not None and delivery.body == (await pushing).events[0].body
+    assert delivery is not None and delivery.delivery_id == "late" and delivery.seq < seen

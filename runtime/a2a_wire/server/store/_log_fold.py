@@ -112,9 +112,18 @@ def task_frame(body: bytes) -> bytes:
     return b'{"task":' + body + b"}"
 
 
-def restart_event(task_id: str, context_id: str, now: Timestamp) -> TaskStatusUpdateEvent:
-    """The FAILED status that recovery on open logs for a task whose executor died."""
-    note = Message(message_id=uuid.uuid4().hex, role=Role.AGENT, parts=[Part(text=RESTART_MESSAGE)])
+def restart_event(
+    task_id: str, context_id: str, now: Timestamp, text: str = RESTART_MESSAGE
+) -> TaskStatusUpdateEvent:
+    """The FAILED status logged for a task whose executor died (recovery on open, takeover).
+
+    Args:
+        task_id: The task.
+        context_id: Its context.
+        now: The status timestamp.
+        text: The agent message saying why.
+    """
+    note = Message(message_id=uuid.uuid4().hex, role=Role.AGENT, parts=[Part(text=text)])
     status = TaskStatus(state=TaskState.FAILED, message=note, timestamp=now)
     return TaskStatusUpdateEvent(task_id=task_id, context_id=context_id, status=status)
 

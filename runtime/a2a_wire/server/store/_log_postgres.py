@@ -1,35 +1,33 @@
 """An :class:`~a2a_wire.server.store._log.EventLogStore` on PostgreSQL, through asyncpg.
 
-Rules and theory of operation: :mod:`a2a_wire.server.store._log`. Layout and migration:
-:mod:`._log_postgres_sql`; reads: :mod:`._log_postgres_rows`; push configs and outbox:
-:mod:`._log_postgres_push`; waking readers across processes: :mod:`._log_postgres_listen`.
-Several stores (in several processes, on several hosts) may share one schema: the events table
-is the truth, and every rule below holds between them.
+Rules: :mod:`a2a_wire.server.store._log`. Parts: layout :mod:`._log_postgres_ddl`, statements
+and migration :mod:`._log_postgres_sql`, reads :mod:`._log_postgres_rows`, writes
+:mod:`._log_postgres_write`, retention :mod:`._log_postgres_retention`, push configs, outbox and
+claims :mod:`._log_postgres_push`, waking readers :mod:`._log_postgres_listen`, leases and
+takeover :mod:`._log_postgres_lease`, cancel requests and keeper :mod:`._log_postgres_cancel`.
+Several stores (processes, hosts) may share one schema: the tables are the truth.
 
 Writes
 ------
 An append is one statement that checks, in the head row, that the task's last number is still
-the one its events were checked against; see :mod:`._log_postgres_write` for why that serialises
-appends per task across processes and when a store first locks the head row instead.
-
-Readers wait on the store's :class:`~._log_postgres_listen.Listener` and poll every
+the one its events were checked against (:mod:`._log_postgres_write` says why that serialises
+appends per task across processes). Readers wait on the store's :class:`~._log_postgres_listen.Listener` and poll every
 ``poll_interval`` seconds besides (the fallback for lost notifications).
 
-Recovery on open fails the SUBMITTED and WORKING tasks (as the protocol says), which is right
-for one process and wrong for several: a second process starting would fail the first one's
-running tasks. Stores that share a schema with a running process are made with
-``recover=False`` until leases take over (the scale-out step).
+Recovery on open is the takeover scan of :mod:`._log_postgres_lease`: ``open`` fails the
+SUBMITTED and WORKING tasks whose lease has expired (their process died, or closed), never the
+running tasks of a live process; the keeper goes on scanning while the store is open.
 """
 
 from __future__ import annotations
 
 import asyncio
 import builtins
+import contextlib
 import copy
-import math
 import time
 from collections import OrderedDict
-from collections.abc import Callable, Collection, Sequence
+from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING
 
 from a2a_wire import codec
@@ -38,7 +36,6 @@ from a2a_wire.errors import TaskNotFoundError
 from a2a_wire.server._history import trim
 from a2a_wire.server.store import _log_postgres_rows as rows
 from a2a_wire.server.store._base import (
-    RECOVERED_STATES,
     TaskPage,
     TaskQuery,
     issue_cursor,
@@ -49,7 +46,6 @@ from a2a_wire.server.store._base import (
     task_state,
 )
 from a2a_wire.server.store._log import (
-    PURGE_BATCH,
     READ_LIMIT,
     Appended,
     EventKind,
@@ -59,15 +55,12 @@ from a2a_wire.server.store._log import (
     LogInput,
     Snapshot,
 )
-from a2a_wire.server.store._log_fold import (
-    Prepared,
-    prepare,
-    restart_event,
-    should_fold,
-    task_frame,
-)
-from a2a_wire.server.store._log_postgres_listen import GapWaiters, Listener, payload
+from a2a_wire.server.store._log_fold import Prepared, prepare, should_fold, task_frame
+from a2a_wire.server.store._log_postgres_cancel import PostgresCancels
+from a2a_wire.server.store._log_postgres_lease import HEARTBEAT_SECONDS, LEASE_SECONDS
+from a2a_wire.server.store._log_postgres_listen import GapWaiters, Listener
 from a2a_wire.server.store._log_postgres_push import PostgresPushStore
+from a2a_wire.server.store._log_postgres_retention import PostgresRetention
 from a2a_wire.server.store._log_postgres_rows import Head
 from a2a_wire.server.store._log_postgres_sql import (
     DEFAULT_SCHEMA,
@@ -76,12 +69,14 @@ from a2a_wire.server.store._log_postgres_sql import (
     migrate_schema,
 )
 from a2a_wire.server.store._log_postgres_write import (
+    DROP,
+    TAKE,
     Target,
     TaskLocks,
     Written,
-    drop_events,
     fold_snapshot,
     insert_task,
+    lease_change,
     write_batch,
 )
 from a2a_wire.server.store._paging import PageTokens, check_page_size
@@ -104,23 +99,31 @@ POOL_SIZE = 10
 """Default most connections in a store's pool (its listening connection comes on top)."""
 
 
-class PostgresEventLog(PostgresPushStore, EventLogStore):
-    """Event logs of tasks in a PostgreSQL schema, shared by any number of stores.
+class PostgresEventLog(PostgresCancels, PostgresRetention, PostgresPushStore, EventLogStore):
+    """Event logs of tasks in a PostgreSQL schema, shared by any number of stores (processes).
 
     Args:
         dsn: Where PostgreSQL is (a ``postgresql://`` URL or a libpq key/value string).
         schema: The PostgreSQL schema of the tables; created on the first ``open``.
         pool_size: Most connections of the pool.
-        poll_interval: Seconds between a waiting reader's checks when no notification came.
-        recover: Fail SUBMITTED/WORKING tasks on ``open`` (the protocol's recovery); ``False``
-            for a store joining a schema that a running process uses.
+        poll_interval: Seconds between a waiting reader's checks when no notification came, and
+            between the keeper's checks for cancel requests.
+        recover: Run the takeover scan on ``open`` (failing the running tasks of dead
+            processes); the keeper runs it later either way.
         page_token_key: HMAC key for page tokens (give every process the same one); random
             when ``None``.
         history_limit: Most messages a task keeps (``ServerSettings.max_history_per_task``).
         clock: Seconds since the epoch, for the state-change times retention reads.
+        process_id: This store's process id in leases and claims; random when ``None``.
+        lease_seconds: How long a lease or delivery claim lasts after its last renewal.
+        heartbeat_seconds: Seconds between the keeper's heartbeats and takeover scans; ``None``
+            leaves both to the caller.
+        lease_clock: Seconds since the epoch for leases and claims; ``None`` for the database
+            server's clock.
 
     Raises:
-        ValueError: ``schema`` is not a plain lower-case identifier, or a number is out of range.
+        ValueError: ``schema`` is not a plain lower-case identifier, or a number is out of range
+            (``heartbeat_seconds`` must be below ``lease_seconds``).
     """
 
     def __init__(
@@ -134,9 +137,16 @@ class PostgresEventLog(PostgresPushStore, EventLogStore):
         page_token_key: bytes | None = None,
         history_limit: int | None = None,
         clock: Callable[[], float] = time.time,
+        process_id: str | None = None,
+        lease_seconds: float = LEASE_SECONDS,
+        heartbeat_seconds: float | None = HEARTBEAT_SECONDS,
+        lease_clock: Callable[[], float] | None = None,
     ) -> None:
         if pool_size < 1 or not poll_interval > 0:
             raise ValueError("pool_size must be at least 1 and poll_interval above 0")
+        beat = lease_seconds / 2 if heartbeat_seconds is None else heartbeat_seconds
+        if not 0 < beat < lease_seconds:
+            raise ValueError("heartbeat_seconds must be above 0 and below lease_seconds")
         self._dsn = dsn
         self._schema = check_schema_name(schema)
         self._target = target = Target.for_schema(schema)
@@ -152,6 +162,8 @@ class PostgresEventLog(PostgresPushStore, EventLogStore):
         self._heads: OrderedDict[str, Head] = OrderedDict()
         self._locks = TaskLocks()
         self._waiters = GapWaiters()
+        self._init_leases(schema, process_id, lease_seconds, lease_clock)
+        self._init_cancels(heartbeat_seconds)
 
     @property
     def _pool(self) -> asyncpg.Pool:
@@ -160,10 +172,10 @@ class PostgresEventLog(PostgresPushStore, EventLogStore):
         return self._db
 
     async def open(self) -> builtins.list[str]:
-        """Connect, create or upgrade the schema, listen, and recover (if ``recover``).
+        """Connect, create or upgrade the schema, listen, beat, take over, start the keeper.
 
         Returns:
-            Ids of the tasks that got a FAILED status event.
+            Ids of the tasks the takeover scan failed (none unless ``recover``).
 
         Raises:
             RuntimeError: the store is already open, or the schema has a newer version.
@@ -180,32 +192,32 @@ class PostgresEventLog(PostgresPushStore, EventLogStore):
                 self._dsn,
                 self._target.channel,
                 on_event=self._waiters.wake,
-                on_gap=self._waiters.wake_all,
+                on_gap=self._gap,
                 retry=self._poll,
+                extra={self._target.cancel_channel: self._cancel_notified},
             )
             await self._listener.start()
-            return await self._recover() if self._recover_on_open else []
+            await self._end_process()  # leases under this id are a previous incarnation's
+            await self.heartbeat()
+            failed = await self.take_over() if self._recover_on_open else []
+            self._start_keeper()
+            return failed
         except BaseException:
             await self.close()
             raise
 
-    async def _recover(self) -> builtins.list[str]:
-        states = sorted(state_key(s) for s in RECOVERED_STATES)
-        found = await self._pool.fetch(self._sql.expired, states, math.inf, None, False)
-        failed = []
-        for (task_id,) in found:
-            event = restart_event(task_id, "", now_timestamp())
-            try:
-                await self.append(task_id, [event], push=True)
-            except (InvalidTransitionError, TaskNotFoundError):
-                continue  # another store failed it (or it went) meanwhile
-            failed.append(task_id)
-        return failed
-
     async def close(self) -> None:
-        """Stop listening and close the pool; the data stays. Closing twice is harmless."""
+        """Stop the keeper and listening, expire leases and claims, close the pool; twice is fine.
+
+        Others take the expired leases over at once; the data stays.
+        """
+        await self._stop_keeper()
         listener, self._listener = self._listener, None
-        pool, self._db = self._db, None
+        pool = self._db
+        if pool is not None:
+            with contextlib.suppress(Exception):  # a lost database: the leases expire anyway
+                await asyncio.wait_for(self._end_process(), self._poll + 5.0)
+        self._db = None
         self._heads.clear()
         if listener is not None:
             await listener.close()
@@ -222,6 +234,9 @@ class PostgresEventLog(PostgresPushStore, EventLogStore):
     ) -> Appended:
         """Store a new task as event 1 of its log (see the protocol).
 
+        A task created SUBMITTED or WORKING is leased to this process in the same statement:
+        the creating process runs its executor (see :mod:`._log_postgres_lease`).
+
         Raises:
             ValueError: the task has no id, or its id is taken (also by a deleted task that is
                 not purged yet).
@@ -235,7 +250,12 @@ class PostgresEventLog(PostgresPushStore, EventLogStore):
         state = task_state(stored)
         listing = (task.id, owner, stored.context_id, state_key(state), *status_key(stored))
         row = (*listing, self._clock(), body, first.body)
-        outbox = await insert_task(self._pool, self._target, row, first.body, push_configs, push)
+        lease = self._lease(lease_change(TaskState.UNSPECIFIED, state))
+        outbox = await insert_task(
+            self._pool, self._target, row, first.body, push_configs, push, lease
+        )
+        if lease.op == TAKE:
+            self._held.add(task.id)
         self._remember(task.id, Head(owner, stored.context_id, state, 1))
         self._waiters.wake(task.id)
         return Appended([first], outbox, state)
@@ -289,13 +309,25 @@ class PostgresEventLog(PostgresPushStore, EventLogStore):
         self, conn: Queryable, task_id: str, head: Head, prepared: Prepared, push: bool
     ) -> Written | None:
         """Write a checked batch after ``head``; then remember the new head (forget it if not)."""
-        changed_at = self._clock()
+        after = prepared.status.state if prepared.status is not None else None
+        changed_at, lease = self._clock(), self._lease(lease_change(head.state, after))
         written = await write_batch(
-            conn, self._target, task_id, head.seq, prepared, push=push, changed_at=changed_at
+            conn,
+            self._target,
+            task_id,
+            head.seq,
+            prepared,
+            push=push,
+            changed_at=changed_at,
+            lease=lease,
         )
         if written is None:
             self._heads.pop(task_id, None)
             return None
+        if lease.op == TAKE:
+            self._held.add(task_id)
+        elif lease.op == DROP:
+            self._held.discard(task_id)
         head.seq = written.events[-1].seq
         head.state = prepared.status.state if prepared.status is not None else head.state
         self._remember(task_id, head)
@@ -365,36 +397,3 @@ class PostgresEventLog(PostgresPushStore, EventLogStore):
                 return True
             if loop.time() >= deadline:
                 return False
-
-    async def compact(self, task_id: str, through_seq: int, *, batch: int = PURGE_BATCH) -> int:
-        """Drop up to ``batch`` events numbered ``through_seq`` or lower (see the protocol)."""
-        limit = self._history_limit
-        dropped = await drop_events(self._pool, self._target, task_id, through_seq, batch, limit)
-        if dropped:
-            self._waiters.wake(task_id)
-        return int(dropped)
-
-    async def expired(
-        self, states: Collection[TaskState], before: float, *, limit: int, logged: bool = False
-    ) -> builtins.list[str]:
-        """Tasks in ``states`` unchanged since ``before``, oldest first (see the protocol)."""
-        keys = sorted(state_key(state) for state in states)
-        found = await self._pool.fetch(self._sql.expired, keys, before, limit, logged)
-        return [task_id for (task_id,) in found]
-
-    async def delete_task(self, task_id: str) -> bool:
-        """Make a task unknown with its push configs, in one statement (see the protocol)."""
-        note = payload(task_id, 0)
-        gone = await self._pool.fetchval(self._sql.delete, task_id, self._target.channel, note)
-        self._heads.pop(task_id, None)
-        self._waiters.wake(task_id)
-        return bool(gone)
-
-    async def purge(self, *, batch: int = PURGE_BATCH) -> int:
-        """Delete up to ``batch`` event and outbox rows of a deleted task (see the protocol).
-
-        Returns:
-            Rows deleted, counting the task's own row when it is done.
-        """
-        async with self._pool.acquire() as conn, conn.transaction():
-            return await rows.purge_rows(conn, self._schema, batch)

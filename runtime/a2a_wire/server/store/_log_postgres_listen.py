@@ -12,13 +12,16 @@ too long to send); that costs latency and never an event, because a waiting read
 callback, or by a ``SELECT 1`` every :data:`CHECK_SECONDS` of silence (a half-open TCP
 connection tells nothing), connects again every ``retry`` seconds until it succeeds, and then
 wakes every waiting reader, since anything may have been missed meanwhile.
+
+The same connection listens on the store's other channels (``extra``: the cancel channel of
+:mod:`._log_postgres_cancel`), whose payloads go to their callbacks as they are.
 """
 
 from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any
 
 from a2a_wire.server.store._log_fold import Waiters
@@ -61,6 +64,7 @@ class Listener:
         on_event: Called with the task id of each notification.
         on_gap: Called after a reconnect.
         retry: Seconds between attempts to connect again.
+        extra: More channels to listen on, each with the callback of its payloads.
     """
 
     def __init__(
@@ -71,9 +75,11 @@ class Listener:
         on_event: Callable[[str], None],
         on_gap: Callable[[], None],
         retry: float,
+        extra: Mapping[str, Callable[[str], None]] | None = None,
     ) -> None:
         self._dsn = dsn
         self._channel = channel
+        self._extra = dict(extra or {})
         self._on_event = on_event
         self._on_gap = on_gap
         self._retry = retry
@@ -108,6 +114,8 @@ class Listener:
         try:
             conn.add_termination_listener(self._terminated)
             await conn.add_listener(self._channel, self._notified)
+            for channel in self._extra:
+                await conn.add_listener(channel, self._notified_extra)
         except BaseException:
             await self._drop(conn)
             raise
@@ -129,6 +137,9 @@ class Listener:
         seq, _, task_id = str(payload).partition(" ")
         if seq.isdigit() and task_id:
             self._on_event(task_id)
+
+    def _notified_extra(self, conn: Any, pid: int, channel: str, payload: object) -> None:
+        self._extra[channel](str(payload))
 
     async def _watch(self) -> None:
         while True:

@@ -1,29 +1,42 @@
 """The :class:`~a2a_wire.server.store._push.PushStore` part of the PostgreSQL event log store.
 
-Tables: ``push_configs`` and ``push_outbox`` (:mod:`._log_postgres_sql`). The outbox rows of an
+Tables: ``push_configs`` and ``push_outbox`` (:mod:`._log_postgres_ddl`). The outbox rows of an
 event are inserted by the statement that logs the event (``create``, ``append``), so they commit
-together. Two rules make the SQLite design's lane reading hold with many writers:
+together. The rules that keep lanes in order with many writers and many deliverers:
 
-* **Numbers in commit order.** :meth:`PushStore.pending_lanes` asks for rows numbered above the
-  last number seen, which is only safe if no row with a lower number can commit later. Identity
-  numbers are handed out when a row is inserted, not when it commits, so every transaction that
-  inserts outbox rows first takes one transaction-level advisory lock (per schema) and holds it
-  to its commit. Writes without outbox rows never take it.
+* **A lane commits in order.** Every statement that adds rows for a task also updates (or has
+  locked) the task's head row, and holds it to its commit, so the rows of one task, and so of
+  one lane, get their numbers and commit in the same order. Rows of different tasks may commit
+  out of number order; no outbox write takes a lock wider than its task.
 * **A config and its rows go together.** The insert reads the task's configs ``FOR SHARE``, so a
   concurrent :meth:`delete_push_config` waits for it (and then deletes its rows too), or has
   deleted the config first (and the insert skips it).
+* **Claims** (any process may deliver). :meth:`PostgresPushStore.claim_deliveries` picks lane
+  *heads* only, rows with no earlier row of their lane still undelivered and not given up, that
+  are due (``next_attempt_at``) and not claimed by a live claim, ``FOR UPDATE SKIP LOCKED``, and
+  marks them claimed by this process until ``lease_seconds`` from now. So at most one process
+  delivers a row at a time, and a lane's next row is only claimable once its head was delivered
+  or given up. The heartbeat renews the claims with the leases; a dead deliverer's claims
+  expire and another process claims the row again, with its attempt count, and goes on with
+  the retries. A claim ends with :meth:`delivery_done` (the row goes),
+  :meth:`delivery_retry` or :meth:`delivery_failed` (which leave a row claimed by another
+  process alone: its claim is newer than this one's) or :meth:`release_delivery`.
 
-Several processes may read the same lanes; claiming a row for one deliverer (``FOR UPDATE SKIP
-LOCKED``) is the scale-out step's, not this store's.
+The one-process delivery worker reads lanes (:meth:`pending_lanes`, :meth:`next_delivery`)
+without claims. Since numbers do not follow commit order across tasks, :meth:`pending_lanes`
+returns every lane that has undelivered rows, whatever number the worker saw last (more than
+the protocol asks; the worker only looks at those lanes again), which is what let the
+schema-wide advisory lock on outbox writes go.
 """
 
 from __future__ import annotations
 
 import builtins
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
 from a2a_wire import codec
+from a2a_wire.server.store._log_postgres_sql import NOW
 from a2a_wire.server.store._push import Delivery, LaneKey, PushStore
 from a2a_wire.types import TaskPushNotificationConfig
 
@@ -38,6 +51,28 @@ _COLUMNS = (
     "o.seq, o.delivery_id, o.body, o.created_at, o.attempts, o.next_attempt_at, o.last_error,"
     " o.failed, c.body"
 )
+
+
+_CLAIM = f"""
+WITH now AS (SELECT {NOW.replace("{n}", "2")} AS t), picked AS (
+  SELECT o.seq FROM {{s}}.push_outbox o, now
+  WHERE NOT o.failed AND o.next_attempt_at <= now.t
+  AND (o.claimed_by IS NULL OR o.claim_until < now.t)
+  AND NOT EXISTS (SELECT 1 FROM {{s}}.push_outbox e WHERE e.task_id = o.task_id
+    AND e.config_id = o.config_id AND NOT e.failed AND e.seq < o.seq)
+  AND EXISTS (SELECT 1 FROM {{s}}.push_configs c WHERE c.task_id = o.task_id AND c.id = o.config_id)
+  ORDER BY o.seq LIMIT $3 FOR UPDATE OF o SKIP LOCKED
+), claimed AS (
+  UPDATE {{s}}.push_outbox o SET claimed_by = $1, claim_until = now.t + $4 FROM picked, now
+  WHERE o.seq = picked.seq
+  RETURNING o.*
+)
+SELECT {_COLUMNS} FROM claimed o
+JOIN {{s}}.push_configs c ON c.task_id = o.task_id AND c.id = o.config_id ORDER BY o.seq
+"""
+
+_MINE = "(claimed_by IS NULL OR claimed_by = $2)"
+"""A row this process may record an attempt on: unclaimed, or claimed by it."""
 
 
 def _delivery(row: Any) -> Delivery:
@@ -69,10 +104,14 @@ async def put_configs(
 class PostgresPushStore(PushStore):
     """Push configs and outbox in the PostgreSQL store's schema, through its pool.
 
-    :class:`~._log_postgres.PostgresEventLog` provides ``_pool`` and ``_schema``.
+    :class:`~._log_postgres.PostgresEventLog` provides ``_pool`` and the attributes annotated
+    here.
     """
 
     _schema: str
+    process_id: str
+    _lease_seconds: float
+    _lease_clock: Callable[[], float] | None
 
     @property
     def _pool(self) -> asyncpg.Pool:
@@ -129,14 +168,46 @@ class PostgresPushStore(PushStore):
         return bool(gone)
 
     async def pending_lanes(self, after_seq: int) -> tuple[builtins.list[LaneKey], int]:
-        """Lanes with rows above ``after_seq`` (numbers follow commit order; see above)."""
+        """Every lane with undelivered rows and a config, whatever ``after_seq`` is (see above).
+
+        Returns:
+            The lanes, and the highest row number seen (at least ``after_seq``).
+        """
         rows = await self._pool.fetch(
-            f"SELECT task_id, config_id, max(seq) FROM {self._table('push_outbox')}"
-            " WHERE seq > $1 AND NOT failed GROUP BY task_id, config_id",
-            after_seq,
+            f"SELECT o.task_id, o.config_id, max(o.seq) FROM {self._table('push_outbox')} o"
+            " WHERE NOT o.failed AND EXISTS (SELECT 1 FROM"
+            f" {self._table('push_configs')} c WHERE c.task_id = o.task_id AND c.id = o.config_id)"
+            " GROUP BY o.task_id, o.config_id",
         )
         lanes = [(task_id, config_id) for task_id, config_id, _ in rows]
         return lanes, max([after_seq, *(row[2] for row in rows)])
+
+    async def claim_deliveries(self, limit: int) -> builtins.list[Delivery]:
+        """Claim up to ``limit`` due lane heads for this process (see "Claims").
+
+        Returns:
+            The claimed rows, lowest number first; each stays claimed until it is done, retried,
+            given up or released, or until the claim expires (the heartbeat renews it).
+
+        Raises:
+            ValueError: ``limit`` is below 1.
+        """
+        if limit < 1:
+            raise ValueError("limit must be at least 1")
+        statement, clock = _CLAIM.strip().format(s=self._schema), self._lease_clock
+        rows = await self._pool.fetch(
+            statement, self.process_id, clock and clock(), limit, self._lease_seconds
+        )
+        return [_delivery(row) for row in rows]
+
+    async def release_delivery(self, seq: int) -> None:
+        """Give back this process's claim on a row without recording an attempt."""
+        await self._pool.execute(
+            f"UPDATE {self._table('push_outbox')} SET claimed_by = NULL, claim_until = 0"
+            " WHERE seq = $1 AND claimed_by = $2",
+            seq,
+            self.process_id,
+        )
 
     async def next_delivery(self, task_id: str, config_id: str) -> Delivery | None:
         """The lane's first undelivered row."""
@@ -156,22 +227,24 @@ class PostgresPushStore(PushStore):
     async def delivery_retry(
         self, seq: int, *, attempts: int, next_attempt_at: float, error: str
     ) -> None:
-        """Record a failed attempt."""
+        """Record a failed attempt and end this process's claim (see "Claims")."""
         await self._pool.execute(
-            f"UPDATE {self._table('push_outbox')} SET attempts = $2, next_attempt_at = $3,"
-            " last_error = $4 WHERE seq = $1",
+            f"UPDATE {self._table('push_outbox')} SET attempts = $3, next_attempt_at = $4,"
+            f" last_error = $5, claimed_by = NULL, claim_until = 0 WHERE seq = $1 AND {_MINE}",
             seq,
+            self.process_id,
             attempts,
             next_attempt_at,
             error,
         )
 
     async def delivery_failed(self, seq: int, *, attempts: int, error: str) -> None:
-        """Mark a row given up."""
+        """Mark a row given up, ending this process's claim (see "Claims")."""
         await self._pool.execute(
-            f"UPDATE {self._table('push_outbox')} SET failed = true, attempts = $2,"
-            " last_error = $3 WHERE seq = $1",
+            f"UPDATE {self._table('push_outbox')} SET failed = true, attempts = $3,"
+            f" last_error = $4, claimed_by = NULL, claim_until = 0 WHERE seq = $1 AND {_MINE}",
             seq,
+            self.process_id,
             attempts,
             error,
         )

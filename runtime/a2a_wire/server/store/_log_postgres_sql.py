@@ -1,30 +1,13 @@
 """Schema, migrations and statements of the PostgreSQL event log store (:mod:`._log_postgres`).
 
-Layout (in one PostgreSQL schema, ``a2a_wire`` unless configured; version :data:`SCHEMA_VERSION`)
--------------------------------------------------------------------------------------------------
-* ``tasks``: the listing row and the task's *head*. ``id``, ``owner``, ``context_id``, ``state``,
-  ``status_s``/``status_ns`` and ``changed_at`` as in the SQLite layout (:mod:`._log_sql`);
-  ``first_seq`` (the lowest number still logged), ``last_seq`` (the last number committed),
-  ``snap_bytes`` and ``tail_bytes`` (the sizes the fold rule reads) and ``deleted``. Every append
-  updates this row, and that update is what serialises appends to one task across processes
-  (see "Writes" in :mod:`._log_postgres`). An artifact chunk changes no indexed column, so with
-  the table's fill factor its update stays a heap-only (HOT) one. The indexes exclude deleted
-  rows: a deleted task keeps its row (and so its id stays taken) until :meth:`purge` has
-  removed its events and outbox rows, then the row goes too.
-* ``task_snapshots``: ``task_id``, ``seq`` and ``body`` (the task's JSON), written by ``create``
-  and by a fold only, so that the head's frequent updates never copy a snapshot.
-* ``task_events``: primary key ``(task_id, seq)``, ``kind`` and ``body`` (the StreamResponse
-  JSON, kept byte for byte as ``bytea``). Inserted, then deleted by compaction and purge only.
-* ``push_configs`` and ``push_outbox``: as in the SQLite layout (:mod:`._push_sqlite`); the
-  numbers (``position``, ``seq``) are identity columns, which are never reused.
-* ``schema_version``: one row, the layout's version.
+The layout and its migration steps are in :mod:`._log_postgres_ddl`.
 
 Migration
 ---------
 :func:`migrate` runs in one transaction holding a transaction-level advisory lock whose key is
 derived from the schema's name, so that processes starting together take turns: the first one
 creates or upgrades the schema, the others find it current. A version newer than this code's is
-refused. :data:`MIGRATIONS` holds the steps, one tuple of statements per version; a later
+refused. :data:`~._log_postgres_ddl.MIGRATIONS` holds the steps, one tuple of statements per version; a later
 layout adds a step (and never edits a released one).
 
 Statements
@@ -42,6 +25,8 @@ from dataclasses import dataclass, fields
 from types import ModuleType
 from typing import TYPE_CHECKING, TypeAlias
 
+from a2a_wire.server.store._log_postgres_ddl import MIGRATIONS, SCHEMA_VERSION
+
 if TYPE_CHECKING:
     import asyncpg
     from asyncpg.pool import PoolConnectionProxy
@@ -54,8 +39,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "DEFAULT_SCHEMA",
-    "MIGRATIONS",
-    "SCHEMA_VERSION",
+    "NOW",
     "Statements",
     "check_schema_name",
     "lock_key",
@@ -67,57 +51,10 @@ __all__ = [
 DEFAULT_SCHEMA = "a2a_wire"
 """The PostgreSQL schema the store's tables live in unless told otherwise."""
 
-SCHEMA_VERSION = 1
-"""The layout this code reads and writes."""
+NOW = "COALESCE(${n}::float8, extract(epoch FROM clock_timestamp())::float8)"
+"""The lease clock in SQL (:mod:`._log_postgres_lease`): ``$n``, or the server's clock if null."""
 
 _SCHEMA_NAME = re.compile(r"[a-z_][a-z0-9_]{0,47}\Z")
-
-MIGRATIONS: dict[int, tuple[str, ...]] = {
-    1: (
-        "CREATE TABLE {s}.tasks ("
-        " id text PRIMARY KEY,"
-        " owner text NOT NULL,"
-        " context_id text NOT NULL,"
-        " state text NOT NULL,"
-        " status_s bigint NOT NULL,"
-        " status_ns integer NOT NULL,"
-        " changed_at double precision NOT NULL,"
-        " first_seq bigint NOT NULL,"
-        " last_seq bigint NOT NULL,"
-        " snap_bytes bigint NOT NULL,"
-        " tail_bytes bigint NOT NULL,"
-        " deleted boolean NOT NULL DEFAULT false"
-        ") WITH (fillfactor = 80)",
-        "CREATE INDEX tasks_by_owner ON {s}.tasks"
-        " (owner, status_s DESC, status_ns DESC, id) WHERE NOT deleted",
-        "CREATE INDEX tasks_by_context ON {s}.tasks"
-        " (owner, context_id, status_s DESC, status_ns DESC, id) WHERE NOT deleted",
-        "CREATE INDEX tasks_by_change ON {s}.tasks (state, changed_at) WHERE NOT deleted",
-        "CREATE INDEX tasks_deleted ON {s}.tasks (id) WHERE deleted",
-        "CREATE TABLE {s}.task_snapshots ("
-        " task_id text PRIMARY KEY, seq bigint NOT NULL, body bytea NOT NULL)",
-        "CREATE TABLE {s}.task_events ("
-        " task_id text NOT NULL, seq bigint NOT NULL, kind smallint NOT NULL,"
-        " body bytea NOT NULL, PRIMARY KEY (task_id, seq))",
-        "CREATE TABLE {s}.push_configs ("
-        " task_id text NOT NULL, id text NOT NULL,"
-        " position bigint GENERATED ALWAYS AS IDENTITY, body bytea NOT NULL,"
-        " PRIMARY KEY (task_id, id))",
-        "CREATE TABLE {s}.push_outbox ("
-        " seq bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY,"
-        " delivery_id text NOT NULL,"
-        " task_id text NOT NULL,"
-        " config_id text NOT NULL,"
-        " body bytea NOT NULL,"
-        " created_at double precision NOT NULL,"
-        " attempts integer NOT NULL DEFAULT 0,"
-        " next_attempt_at double precision NOT NULL DEFAULT 0,"
-        " last_error text NOT NULL DEFAULT '',"
-        " failed boolean NOT NULL DEFAULT false)",
-        "CREATE INDEX push_outbox_by_lane ON {s}.push_outbox (task_id, config_id, failed, seq)",
-    ),
-}
-"""Statements that bring the layout from the version before each key to that version."""
 
 
 def load_driver() -> ModuleType:
@@ -156,7 +93,7 @@ def lock_key(schema: str, purpose: str) -> int:
 
 
 async def migrate_schema(conn: Conn, schema: str) -> int:
-    """Create or upgrade ``schema`` to :data:`SCHEMA_VERSION`, under the migration lock.
+    """Create or upgrade ``schema`` to :data:`~._log_postgres_ddl.SCHEMA_VERSION`, under the migration lock.
 
     A current schema is only read, so a role that may not create or change it can open it.
 
@@ -225,18 +162,22 @@ WITH head AS (
   INSERT INTO {s}.task_events (task_id, seq, kind, body)
   SELECT $1, $2 + e.n, e.kind, e.body
   FROM head, unnest($3::int2[], $4::bytea[]) WITH ORDINALITY AS e(kind, body, n)
-), lock AS (
-  SELECT pg_advisory_xact_lock($12) FROM head WHERE cardinality($10::bytea[]) > 0
-  AND EXISTS (SELECT 1 FROM {s}.push_configs WHERE task_id = $1)
 ), box AS (
   INSERT INTO {s}.push_outbox (delivery_id, task_id, config_id, body, created_at)
   SELECT replace(gen_random_uuid()::text, '-', ''), c.task_id, c.id, p.body, $11
-  FROM lock, unnest($10::bytea[]) WITH ORDINALITY AS p(body, n)
+  FROM head, unnest($10::bytea[]) WITH ORDINALITY AS p(body, n)
   JOIN {s}.push_configs c ON c.task_id = $1
   ORDER BY p.n, c.position FOR SHARE OF c
   RETURNING 1
+), dropped AS (
+  DELETE FROM {s}.task_leases WHERE task_id = $1 AND $14::int2 = 2 AND EXISTS (SELECT 1 FROM head)
+), taken AS (
+  INSERT INTO {s}.task_leases (task_id, process_id, expires_at)
+  SELECT $1, $15::text, COALESCE($16::float8, extract(epoch FROM clock_timestamp())::float8) + $17
+  FROM head WHERE $14::int2 = 1
+  ON CONFLICT (task_id) DO NOTHING
 ), woken AS (
-  SELECT pg_notify($13, $14) FROM head WHERE $14 IS NOT NULL
+  SELECT pg_notify($12, $13) FROM head WHERE $13 IS NOT NULL
 )
 SELECT tail_bytes, snap_bytes, (SELECT count(*) FROM box), (SELECT count(*) FROM woken) FROM head
 """
@@ -250,14 +191,17 @@ WITH t AS (
   INSERT INTO {s}.task_snapshots (task_id, seq, body) SELECT id, 1, $8 FROM t
 ), first AS (
   INSERT INTO {s}.task_events (task_id, seq, kind, body) SELECT id, 1, 1, $9 FROM t
-), lock AS (
-  SELECT pg_advisory_xact_lock($13) FROM t
-  WHERE $12 AND EXISTS (SELECT 1 FROM {s}.push_configs WHERE task_id = $1)
 ), box AS (
   INSERT INTO {s}.push_outbox (delivery_id, task_id, config_id, body, created_at)
-  SELECT replace(gen_random_uuid()::text, '-', ''), c.task_id, c.id, $9::bytea, $14
-  FROM lock, {s}.push_configs c WHERE c.task_id = $1 ORDER BY c.position FOR SHARE OF c
+  SELECT replace(gen_random_uuid()::text, '-', ''), c.task_id, c.id, $9::bytea, $13
+  FROM t, {s}.push_configs c WHERE $12 AND c.task_id = $1 ORDER BY c.position FOR SHARE OF c
   RETURNING 1
+), leased AS (
+  INSERT INTO {s}.task_leases (task_id, process_id, expires_at)
+  SELECT id, $14::text, COALESCE($15::float8, extract(epoch FROM clock_timestamp())::float8) + $16
+  FROM t WHERE $14::text IS NOT NULL
+  ON CONFLICT (task_id) DO UPDATE SET process_id = excluded.process_id,
+    expires_at = excluded.expires_at
 ), woken AS (
   SELECT pg_notify($10, $11) FROM t WHERE $11 IS NOT NULL
 )
@@ -265,12 +209,9 @@ SELECT (SELECT count(*) FROM box), (SELECT count(*) FROM woken)
 """
 
 _ENQUEUE = """
-WITH lock AS (
-  SELECT pg_advisory_xact_lock($4) WHERE EXISTS (SELECT 1 FROM {s}.push_configs WHERE task_id = $1)
-)
 INSERT INTO {s}.push_outbox (delivery_id, task_id, config_id, body, created_at)
 SELECT replace(gen_random_uuid()::text, '-', ''), c.task_id, c.id, $2::bytea, $3
-FROM lock, {s}.push_configs c WHERE c.task_id = $1 ORDER BY c.position FOR SHARE OF c
+FROM {s}.push_configs c WHERE c.task_id = $1 ORDER BY c.position FOR SHARE OF c
 RETURNING seq
 """
 
@@ -319,6 +260,10 @@ WITH t AS (
   DELETE FROM {s}.task_snapshots WHERE task_id IN (SELECT id FROM t)
 ), configs AS (
   DELETE FROM {s}.push_configs WHERE task_id IN (SELECT id FROM t)
+), leases AS (
+  DELETE FROM {s}.task_leases WHERE task_id IN (SELECT id FROM t)
+), cancels AS (
+  DELETE FROM {s}.cancel_requests WHERE task_id IN (SELECT id FROM t)
 )
 SELECT count(pg_notify($2, $3)) FROM t
 """

@@ -19,6 +19,12 @@ refused only by the task's real state, and one process cannot starve another's a
 one store appends to one task also take a local lock, so that appends started together are
 checked in the order they were called, as the contract wants.
 
+The same statement keeps the task's lease (:mod:`._log_postgres_lease`) in step with its state
+(:func:`lease_change`): a batch that leaves the task terminal or interrupted ends the lease, held
+by whichever process, and a batch that moves it from another state to SUBMITTED or WORKING
+gives this store's process the lease, unless a lease is held already. So every running task
+has a lease, whoever wrote to it, and none outlives its run.
+
 A fold (:func:`fold_snapshot`) reads the task and replaces its snapshot only if the snapshot is
 still the one it read (a compare-and-set), in a statement of its own after the append's commit.
 """
@@ -34,14 +40,14 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from a2a_wire import codec
-from a2a_wire.server.store._base import state_key
+from a2a_wire.server.store._base import RECOVERED_STATES, state_key
 from a2a_wire.server.store._log import EventKind, LogEvent
 from a2a_wire.server.store._log_fold import Prepared, status_instant
 from a2a_wire.server.store._log_postgres_listen import payload
 from a2a_wire.server.store._log_postgres_push import put_configs
 from a2a_wire.server.store._log_postgres_rows import read_task
-from a2a_wire.server.store._log_postgres_sql import Statements, load_driver, lock_key
-from a2a_wire.types import TaskPushNotificationConfig
+from a2a_wire.server.store._log_postgres_sql import Statements, load_driver
+from a2a_wire.types import TaskPushNotificationConfig, TaskState
 
 if TYPE_CHECKING:
     import asyncpg
@@ -49,31 +55,65 @@ if TYPE_CHECKING:
     from a2a_wire.server.store._log_postgres_sql import Queryable
 
 __all__ = [
+    "LeaseChange",
     "TaskLocks",
     "Target",
     "Written",
     "drop_events",
     "fold_snapshot",
     "insert_task",
+    "lease_change",
     "write_batch",
 ]
 
 
 @dataclass(frozen=True, slots=True)
 class Target:
-    """Where one store writes: its schema's statements, notification channel and outbox lock."""
+    """Where one store writes: its schema's statements and notification channels."""
 
     schema: str
     sql: Statements
     channel: str
-    outbox_key: int
+    cancel_channel: str
 
     @classmethod
     def for_schema(cls, schema: str) -> Target:
         """The target of the tables of ``schema`` (a name already checked)."""
-        return cls(
-            schema, Statements.for_schema(schema), f"{schema}_events", lock_key(schema, "outbox")
-        )
+        return cls(schema, Statements.for_schema(schema), f"{schema}_events", f"{schema}_cancels")
+
+
+KEEP, TAKE, DROP = 0, 1, 2
+"""What an append does to the task's lease (:attr:`LeaseChange.op`)."""
+
+
+@dataclass(frozen=True, slots=True)
+class LeaseChange:
+    """What an append does to the task's lease, and the lease a taking one writes.
+
+    Attributes:
+        op: :data:`KEEP`, :data:`TAKE` or :data:`DROP`.
+        process_id: The process that takes it.
+        now: The lease clock's time, or ``None`` for the database server's clock.
+        seconds: How long a taken lease lasts unless renewed.
+    """
+
+    op: int
+    process_id: str
+    now: float | None
+    seconds: float
+
+    def args(self) -> tuple[int, str, float | None, float]:
+        """The statement's parameters for the lease."""
+        return self.op, self.process_id, self.now, self.seconds
+
+
+def lease_change(before: TaskState, after: TaskState | None) -> int:
+    """The lease operation of a batch moving a task from ``before`` to ``after`` (``None``: no status)."""
+    if after is None:
+        return KEEP
+    if after not in RECOVERED_STATES:
+        return DROP
+    return TAKE if before not in RECOVERED_STATES else KEEP
 
 
 @dataclass(frozen=True, slots=True)
@@ -124,8 +164,11 @@ async def write_batch(
     *,
     push: bool,
     changed_at: float,
+    lease: LeaseChange,
 ) -> Written | None:
     """Log a checked batch as the events after number ``after``, with its outbox rows.
+
+    ``lease.op`` is applied as given (see :func:`lease_change`).
 
     Returns:
         What was committed, or ``None`` when the task's last number is no longer ``after`` (or
@@ -141,7 +184,7 @@ async def write_batch(
     row = await conn.fetchrow(
         target.sql.append,
         *(task_id, after, kinds, bodies, state, seconds, nanos, changed_at),
-        *(sum(map(len, bodies)), pushed, time.time(), target.outbox_key, target.channel, note),
+        *(sum(map(len, bodies)), pushed, time.time(), target.channel, note, *lease.args()),
     )
     if row is None:
         return None
@@ -156,8 +199,9 @@ async def insert_task(
     first: bytes,
     push_configs: Sequence[TaskPushNotificationConfig],
     push: bool,
+    lease: LeaseChange,
 ) -> int:
-    """Insert a task's row, snapshot, event 1, configs and outbox rows; one transaction.
+    """Insert a task's row, snapshot, event 1, configs, outbox rows and lease; one transaction.
 
     Args:
         pool: The store's pool.
@@ -167,6 +211,7 @@ async def insert_task(
         first: Event 1.
         push_configs: Configs stored with it.
         push: Add event 1's outbox rows.
+        lease: The lease to write with it when ``lease.op`` is :data:`TAKE`.
 
     Returns:
         The number of outbox rows added.
@@ -177,15 +222,17 @@ async def insert_task(
     task_id = str(row[0])
     now = time.time()
     args = (*row, target.channel, payload(task_id, 1))
+    holder = lease.process_id if lease.op == TAKE else None
+    leased = (holder, lease.now, lease.seconds)
     try:
         if not push_configs:  # one statement, with the outbox rows of configs put before
-            return int(await pool.fetchval(target.sql.create, *args, push, target.outbox_key, now))
+            return int(await pool.fetchval(target.sql.create, *args, push, now, *leased))
         async with pool.acquire() as conn, conn.transaction():
-            await conn.execute(target.sql.create, *args, False, target.outbox_key, now)
+            await conn.execute(target.sql.create, *args, False, now, *leased)
             await put_configs(conn, target.schema, push_configs)
             if not push:
                 return 0
-            return len(await conn.fetch(target.sql.enqueue, task_id, first, now, target.outbox_key))
+            return len(await conn.fetch(target.sql.enqueue, task_id, first, now))
     except load_driver().UniqueViolationError:
         raise ValueError(f"task {task_id!r} is already stored") from None
 
