@@ -180,7 +180,7 @@ class ServerProcess:
         self.env = env or environment()
         self.proc: subprocess.Popen[bytes] | None = None
 
-    def start(self, timeout: float = 15.0) -> ServerProcess:
+    def start(self, timeout: float = 60.0) -> ServerProcess:
         """Start it and wait for its (new) ``listening`` log line."""
         offset = len(self.log()) if self.log_path.exists() else 0
         with self.log_path.open("ab") as log:

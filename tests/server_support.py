@@ -25,8 +25,8 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import uuid
-from collections.abc import AsyncIterator
-from typing import Any
+from collections.abc import AsyncIterator, Awaitable, Callable
+from typing import Any, TypeVar
 
 import aiohttp
 from aiohttp import web
@@ -45,6 +45,11 @@ from a2a_wire.types import (
 )
 
 V1 = {"A2A-Version": "1.0"}
+T = TypeVar("T")
+
+#: How long a test waits for a condition: only a failing test ever reaches it, so it is far
+#: longer than anything takes on a busy machine.
+PATIENCE = 60.0
 
 
 class ScriptedAgent(AgentExecutor):
@@ -251,6 +256,13 @@ class EventReader:
             self.pending.extend(codec.loads(e.data) for e in self.decoder.feed(chunk))
         return self.pending.pop(0) if self.pending else None
 
+    async def comments(self, count: int) -> None:
+        """Read on until ``count`` comments (keep-alives) arrived; events read meanwhile wait."""
+        while self.decoder.comments_seen < count:
+            chunk = await self.response.content.readany()
+            assert chunk, f"the stream ended after {self.decoder.comments_seen} comments"
+            self.pending.extend(codec.loads(e.data) for e in self.decoder.feed(chunk))
+
     async def rest(self) -> list[dict[str, Any]]:
         """Every remaining event until the stream ends."""
         out = []
@@ -271,6 +283,19 @@ async def stream(
 ) -> list[dict[str, Any]]:
     """Every event of a streaming call."""
     return await (await open_stream(client, method, params, rid, **kwargs)).rest()
+
+
+async def poll(
+    fetch: Callable[[], Awaitable[T]], accept: Callable[[T], bool], pause: float = 0.01
+) -> T:
+    """Call ``fetch`` until ``accept`` takes its value, and return it (fails after PATIENCE s).
+
+    A condition, never a time: the test goes on as soon as the server has done what it waits for.
+    """
+    async with asyncio.timeout(PATIENCE):
+        while not accept(value := await fetch()):
+            await asyncio.sleep(pause)
+    return value
 
 
 def kinds(events: list[dict[str, Any]]) -> list[str]:

@@ -258,7 +258,7 @@ def _events_until(
 ) -> list[dict[str, Any]]:
     """Events the webhook printed, up to the first one ``wanted`` accepts."""
     events: list[dict[str, Any]] = []
-    deadline = time.monotonic() + 20
+    deadline = time.monotonic() + 60
     while time.monotonic() < deadline:
         try:
             event = json.loads(received.get(timeout=0.2))
