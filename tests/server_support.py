@@ -25,8 +25,8 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import uuid
-from collections.abc import AsyncIterator, Awaitable, Callable
-from typing import Any, TypeVar
+from collections.abc import AsyncIterator
+from typing import Any
 
 import aiohttp
 from aiohttp import web
@@ -45,11 +45,6 @@ from a2a_wire.types import (
 )
 
 V1 = {"A2A-Version": "1.0"}
-T = TypeVar("T")
-
-#: How long a test waits for a condition: only a failing test ever reaches it, so it is far
-#: longer than anything takes on a busy machine.
-PATIENCE = 60.0
 
 
 class ScriptedAgent(AgentExecutor):
@@ -283,19 +278,6 @@ async def stream(
 ) -> list[dict[str, Any]]:
     """Every event of a streaming call."""
     return await (await open_stream(client, method, params, rid, **kwargs)).rest()
-
-
-async def poll(
-    fetch: Callable[[], Awaitable[T]], accept: Callable[[T], bool], pause: float = 0.01
-) -> T:
-    """Call ``fetch`` until ``accept`` takes its value, and return it (fails after PATIENCE s).
-
-    A condition, never a time: the test goes on as soon as the server has done what it waits for.
-    """
-    async with asyncio.timeout(PATIENCE):
-        while not accept(value := await fetch()):
-            await asyncio.sleep(pause)
-    return value
 
 
 def kinds(events: list[dict[str, Any]]) -> list[str]:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from patience import poll
 from server_support import (
     ScriptedAgent,
     envelope,
@@ -11,7 +12,6 @@ from server_support import (
     make_card,
     message,
     open_stream,
-    poll,
     post,
     result,
     send_params,

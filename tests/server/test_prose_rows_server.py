@@ -9,12 +9,12 @@ import asyncio
 from typing import Any
 
 import pytest
+from patience import poll
 from server_support import (
     ScriptedAgent,
     error,
     make_card,
     message,
-    poll,
     result,
     send_params,
     violations,

@@ -10,7 +10,8 @@ from __future__ import annotations
 import asyncio
 from typing import Any
 
-from server_support import PATIENCE, ScriptedAgent, make_card, message, poll, result
+from patience import PATIENCE, poll
+from server_support import ScriptedAgent, make_card, message, result
 
 from a2a_wire.server import (
     AgentExecutor,

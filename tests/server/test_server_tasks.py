@@ -11,12 +11,12 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from patience import poll
 from server_support import (
     ScriptedAgent,
     error,
     make_card,
     message,
-    poll,
     reason,
     result,
     send_params,
