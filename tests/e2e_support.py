@@ -180,7 +180,7 @@ class ServerProcess:
         self.env = env or environment()
         self.proc: subprocess.Popen[bytes] | None = None
 
-    def start(self, timeout: float = 15.0) -> ServerProcess:
+    def start(self, timeout: float = 60.0) -> ServerProcess:
         """Start it and wait for its (new) ``listening`` log line."""
         offset = len(self.log()) if self.log_path.exists() else 0
         with self.log_path.open("ab") as log:
@@ -223,6 +223,19 @@ class ServerProcess:
         self.close()
 
 
+def write_atomically(path: Path, text: str) -> None:
+    """Write ``path`` so that a reader that sees it exist also sees all of ``text``."""
+    partial = path.with_name(path.name + ".partial")
+    partial.write_text(text, encoding="utf-8")
+    partial.replace(path)
+
+
+async def until_exists(path: Path) -> None:
+    """Return once ``path`` exists (a gate the test opens; it never waits for a time)."""
+    while not path.exists():
+        await asyncio.sleep(0.01)
+
+
 class ShoutAgent(AgentExecutor):
     """A user executor for ``module:attribute`` tests: answers with the text upper-cased.
 
@@ -258,7 +271,7 @@ class StubbornAgent(AgentExecutor):
 
     async def execute(self, context: RequestContext, events: EventQueue) -> None:
         await TaskUpdater(events, context).start_work()
-        self.marker.write_text(context.task_id, encoding="utf-8")
+        write_atomically(self.marker, context.task_id)
         while True:
             try:
                 await asyncio.sleep(3600)
@@ -289,3 +302,57 @@ class ChunkAgent(AgentExecutor):
         for i in range(self.chunks - 1):
             await updater.add_artifact(f"{i:05d}", artifact_id="out", append=i > 0)
         await asyncio.Event().wait()  # the last chunk never comes: the run ends by cancellation
+
+
+class GatedEcho(AgentExecutor):
+    """The built-in echo, held at a gate the test controls (``e2e_support:GatedEcho``).
+
+    A run says WORKING ("Echoing N characters", as ``echo`` does) and sends the first chunk of
+    the text, then waits while the file ``gate`` does not exist: the test creates it to let the
+    runs go on (and removes it to hold the next ones), or cancels the task. Then come the other
+    chunks and COMPLETED. A task that must stay running until the test acts is therefore never a
+    race against the clock. With ``first_gate`` the first chunk waits for that file in the same
+    way (e.g. until a push config exists); with ``started``, a run writes its task id to
+    ``started/<task id>`` once it waits at ``gate``.
+
+    Args:
+        gate: The file whose existence lets the chunks after the first one go.
+        chunk_size: Characters per artifact chunk.
+        first_gate: Optional file whose existence lets the first chunk go.
+        started: Optional directory for the files that say a run is held.
+    """
+
+    def __init__(
+        self, gate: str, chunk_size: int = 16, first_gate: str = "", started: str = ""
+    ) -> None:
+        self.gate = Path(gate)
+        self.chunk_size = chunk_size
+        self.first_gate = Path(first_gate) if first_gate else None
+        self.started = Path(started) if started else None
+
+    async def execute(self, context: RequestContext, events: EventQueue) -> None:
+        assert context.message is not None
+        text = "\n".join(p.text for p in context.message.parts if p.text is not None)
+        size = self.chunk_size
+        chunks = [text[i : i + size] for i in range(0, len(text), size)] or [""]
+        updater = TaskUpdater(events, context)
+        await updater.start_work(f"Echoing {len(text)} characters")
+        if self.first_gate is not None:
+            await until_exists(self.first_gate)
+        artifact_id = ""
+        for index, chunk in enumerate(chunks):
+            artifact_id = await updater.add_artifact(
+                chunk,
+                artifact_id=artifact_id,
+                name="echo",
+                append=index > 0,
+                last_chunk=index == len(chunks) - 1,
+            )
+            if index == 0:
+                await self._hold(context.task_id)
+        await updater.complete()
+
+    async def _hold(self, task_id: str) -> None:
+        if self.started is not None:
+            write_atomically(self.started / task_id, task_id)
+        await until_exists(self.gate)

@@ -62,7 +62,7 @@ def local_settings(**overrides: Any) -> PushSettings:
         "allowlist": AddressPolicy.from_strings(["127.0.0.1"]),
         "backoff_base_seconds": 0.02,
         "backoff_cap_seconds": 0.05,
-        "timeout_seconds": 2.0,
+        "timeout_seconds": 30.0,  # never reached by a webhook that answers, even on a busy machine
     }
     values.update(overrides)
     return PushSettings(**values)
@@ -78,7 +78,9 @@ class Hook:
     ``script`` lists what the first requests get before the receiver sees them: an HTTP status
     (with ``Retry-After: 0`` for 429), ``"drop"`` to close the connection unanswered, or
     ``"hang"`` to answer 503 only once :attr:`released` is set. After the script, requests
-    reach the receiver.
+    reach the receiver. With :attr:`hold_first` set to an event, the receiver's callback for the
+    first event waits for it (the test opens it), so that a delivery is still in the callback
+    when the sender gives up on it, whatever the timing.
     """
 
     def __init__(
@@ -87,7 +89,7 @@ class Hook:
         self.events: list[StreamResponse] = []
         self.requests: list[tuple[dict[str, str], bytes]] = []
         self.script = list(script or [])
-        self.callback_delay = 0.0
+        self.hold_first: asyncio.Event | None = None
         self.released = asyncio.Event()
         self.receiver = PushReceiver(
             self._on_event,
@@ -99,9 +101,9 @@ class Hook:
         self.app.middlewares.append(self._record)
 
     async def _on_event(self, event: StreamResponse) -> None:
-        if self.callback_delay:  # the first event only
-            delay, self.callback_delay = self.callback_delay, 0.0
-            await asyncio.sleep(delay)
+        if self.hold_first is not None:  # the first event only
+            gate, self.hold_first = self.hold_first, None
+            await gate.wait()
         self.events.append(event)
 
     @web.middleware
@@ -139,8 +141,9 @@ def kind(event: StreamResponse) -> str:
     return "message"
 
 
-async def wait_until(check: Callable[[], bool], timeout: float = 5.0) -> None:
-    """Poll ``check`` every 10 ms until it holds; fail after ``timeout`` seconds."""
+async def wait_until(check: Callable[[], bool], timeout: float = 60.0) -> None:
+    """Poll ``check`` every 10 ms until it holds; fail after ``timeout`` seconds (only a failing
+    test waits that long: the machine may be busy)."""
     deadline = time.monotonic() + timeout
     while not check():
         assert time.monotonic() < deadline, "condition not reached in time"

@@ -261,6 +261,13 @@ class EventReader:
         self.ids.append(event_id)
         return obj
 
+    async def comments(self, count: int) -> None:
+        """Read on until ``count`` comments (keep-alives) arrived; events read meanwhile wait."""
+        while self.decoder.comments_seen < count:
+            chunk = await self.response.content.readany()
+            assert chunk, f"the stream ended after {self.decoder.comments_seen} comments"
+            self.pending.extend(codec.loads(e.data) for e in self.decoder.feed(chunk))
+
     async def rest(self) -> list[dict[str, Any]]:
         """Every remaining event until the stream ends."""
         out = []

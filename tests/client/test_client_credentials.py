@@ -227,7 +227,9 @@ async def test_secret_never_in_logs_reprs_or_errors(
         "file": FileCredentials(tmp_path / "token"),
     }[source]
     agent.on("GetTask", failing_handlers(agent)[failure])
-    settings = ClientSettings(allow=["127.0.0.1"], total_timeout=0.2)
+    # Only the stalling agent is meant to reach the timeout; the others answer at once.
+    total = 0.2 if failure == "stall" else 60.0
+    settings = ClientSettings(allow=["127.0.0.1"], total_timeout=total)
     async with A2AClient(agent.url, settings=settings, credentials=provider) as client:
         with pytest.raises(A2AError) as caught:
             await client.get_task(GetTaskRequest(id="t1"))

@@ -33,8 +33,10 @@ class Sink:
         self.events: list[StreamResponse] = []
         self.fail = 0
         self.gate: asyncio.Event | None = None
+        self.entered = asyncio.Event()
 
     async def __call__(self, event: StreamResponse) -> None:
+        self.entered.set()
         if self.gate is not None:
             await self.gate.wait()
         if self.fail:
@@ -169,7 +171,7 @@ async def test_a_failing_callback_asks_for_a_retry(hook: Any, sink: Sink) -> Non
 async def test_a_retry_racing_the_callback_is_told_to_come_back(hook: Any, sink: Sink) -> None:
     sink.gate = asyncio.Event()
     first = asyncio.create_task(post(hook, X_A2A_Delivery_Id="d1"))
-    await asyncio.sleep(0.05)  # the first delivery is in the callback now
+    await asyncio.wait_for(sink.entered.wait(), 60)  # the first delivery is in the callback now
     response = await hook.post(
         "/webhook", data=codec.dumps(STATUS), headers={**GOOD, "X-A2A-Delivery-Id": "d1"}
     )

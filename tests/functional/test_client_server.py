@@ -58,7 +58,7 @@ async def test_send_message_return_immediately_then_wait(
     assert response.task is not None and response.task.status is not None
     assert response.task.status.state in (TaskState.SUBMITTED, TaskState.WORKING)
     agent.gate.set()
-    done = await asyncio.wait_for(client.wait(response.task.id, poll_interval=0.01), 10)
+    done = await asyncio.wait_for(client.wait(response.task.id, poll_interval=0.01), 60)
     assert done.status is not None and done.status.state is TaskState.COMPLETED
 
 
@@ -111,7 +111,7 @@ async def test_list_tasks_pages_through_everything(client: A2AClient) -> None:
 async def test_cancel_a_running_task_then_again(client: A2AClient, agent: ScriptedAgent) -> None:
     response = await client.send_text("wait", return_immediately=True)
     assert response.task is not None
-    await asyncio.wait_for(agent.started.wait(), 5)
+    await asyncio.wait_for(agent.started.wait(), 60)
     canceled = await client.cancel_task(CancelTaskRequest(id=response.task.id))
     assert canceled.status is not None and canceled.status.state is TaskState.CANCELED
     with pytest.raises(
@@ -123,7 +123,7 @@ async def test_cancel_a_running_task_then_again(client: A2AClient, agent: Script
 async def test_subscribe_to_a_running_task(client: A2AClient, agent: ScriptedAgent) -> None:
     response = await client.send_text("wait", return_immediately=True)
     assert response.task is not None
-    await asyncio.wait_for(agent.started.wait(), 5)
+    await asyncio.wait_for(agent.started.wait(), 60)
     kinds = []
     async with client.subscribe_to_task(SubscribeToTaskRequest(id=response.task.id)) as stream:
         async for event in stream:

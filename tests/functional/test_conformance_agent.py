@@ -8,7 +8,6 @@ with -32005 before parsing, snake_case parameter names).
 
 from __future__ import annotations
 
-import asyncio
 import base64
 import uuid
 from collections.abc import AsyncIterator
@@ -18,6 +17,7 @@ import aiohttp
 import pytest
 from aiohttp import web
 from aiohttp.test_utils import TestServer
+from push_support import wait_until
 
 from a2a_wire import codec
 from a2a_wire.client import A2AClient, ClientSettings
@@ -393,12 +393,12 @@ async def test_webhooks_on_plain_http_loopback_are_delivered(
     created = await client.create_task_push_notification_config(config)
     assert created.id and created.url == url
     await send_task(client, "tck-complete-task", task_id=task.id, context_id=task.context_id)
-    for _ in range(300):
-        if any("statusUpdate" in body for body in received):
-            break
-        await asyncio.sleep(0.01)
-    states = [b["statusUpdate"]["status"]["state"] for b in received if "statusUpdate" in b]
-    assert states[-1:] == ["TASK_STATE_COMPLETED"]
+
+    def states() -> list[str]:
+        return [b["statusUpdate"]["status"]["state"] for b in received if "statusUpdate" in b]
+
+    await wait_until(lambda: "TASK_STATE_COMPLETED" in states())  # not just the first update
+    assert states()[-1] == "TASK_STATE_COMPLETED"
 
 
 async def test_the_default_configuration_refuses_such_webhooks(

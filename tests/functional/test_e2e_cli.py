@@ -5,6 +5,10 @@ One server (SQLite in a temporary data directory, a free port) takes the whole t
 with a local ``a2a-wire webhook``, and the error exit codes. It is stopped with SIGTERM while a
 short request and a long stream are running (the first finishes, the second gets a final error
 event), and a restart on the same directory shows the data survived.
+
+A task that must still be running when the test acts (to follow it, cancel it, or stop the
+server under it) runs ``e2e_support:GatedEcho``, held at a gate file that the test creates when
+it wants the task to go on; no test races the clock.
 """
 
 from __future__ import annotations
@@ -42,7 +46,7 @@ CONFIG = """
 host = "127.0.0.1"
 port = {port}
 data_dir = "{data}"
-shutdown_grace_seconds = 1.5
+shutdown_grace_seconds = {grace}
 
 [card]
 name = "e2e agent"
@@ -58,17 +62,36 @@ default = true
 options = {{ chunk_size = 4, chunk_delay_seconds = 0.01 }}
 
 [[skills]]
-id = "slow"
-executor = "echo"
-name = "Slow echo"
-options = {{ chunk_size = 1, chunk_delay_seconds = 0.15 }}
+id = "held"
+executor = "e2e_support:GatedEcho"
+name = "Held echo"
+options = {{ gate = "{gates}/held", chunk_size = 4 }}
+
+[[skills]]
+id = "pushed"
+executor = "e2e_support:GatedEcho"
+name = "Echo held until pushed, then until canceled"
+options = {{ first_gate = "{gates}/pushed", gate = "{gates}/never-opened" }}
+
+[[skills]]
+id = "stuck"
+executor = "e2e_support:GatedEcho"
+name = "Echo held until canceled"
+options = {{ gate = "{gates}/never-opened" }}
 """
+
+#: Long enough for a released task to finish on a busy machine; the SIGTERM test waits it out.
+GRACE = 5.0
 
 
 @pytest.fixture
 def server(tmp_path: Path) -> Any:
     port = free_port()
-    config = write_config(tmp_path / "e2e.toml", CONFIG, port=port, data=tmp_path / "data")
+    gates = tmp_path / "gates"
+    gates.mkdir()
+    config = write_config(
+        tmp_path / "e2e.toml", CONFIG, port=port, data=tmp_path / "data", gates=gates, grace=GRACE
+    )
     proc = ServerProcess(["--config", str(config)], tmp_path / "server.log", port)
     try:
         yield proc.start()
@@ -83,13 +106,12 @@ def _task(result: subprocess.CompletedProcess[str]) -> dict[str, Any]:
     return lines[0]["task"] if "task" in lines[0] else lines[0]
 
 
-def _wait_state(url: str, task_id: str, state: str, timeout: float = 10.0) -> dict[str, Any]:
+def _until(condition: Callable[[], bool], what: str, timeout: float = 60.0) -> None:
+    """Poll ``condition`` (a generous deadline: the machine may be busy)."""
     deadline = time.monotonic() + timeout
-    while True:
-        task = _task(cli("get", url, task_id, "--json"))
-        if task["status"]["state"] == state or time.monotonic() > deadline:
-            return task
-        time.sleep(0.1)
+    while not condition():
+        assert time.monotonic() < deadline, f"timed out waiting for {what}"
+        time.sleep(0.02)
 
 
 def test_card_send_get_list(server: ServerProcess, tmp_path: Path) -> None:
@@ -98,7 +120,7 @@ def test_card_send_get_list(server: ServerProcess, tmp_path: Path) -> None:
         [str(SCRIPT), "card", url], capture_output=True, text=True, timeout=30, check=False
     )
     assert shown.returncode == 0, shown.stderr
-    assert "e2e agent" in shown.stdout and "slow" in shown.stdout
+    assert "e2e agent" in shown.stdout and "Held echo" in shown.stdout
     assert "streaming      yes" in shown.stdout
     card = json_lines(cli("card", url, "--json").stdout)[0]
     assert card["capabilities"] == {"streaming": True, "pushNotifications": True}
@@ -153,7 +175,8 @@ def test_card_send_get_list(server: ServerProcess, tmp_path: Path) -> None:
 
 def test_subscribe_cancel_and_errors(server: ServerProcess) -> None:
     url = server.url
-    task = _task(cli("send", url, "abcdefghijklmnop", "--skill", "slow", "--no-wait", "--json"))
+    # Held at its gate (never opened here): it runs until the cancel, whatever the timing.
+    task = _task(cli("send", url, "abcdefghijklmnop", "--skill", "held", "--no-wait", "--json"))
     task_id = task["id"]
     assert task["status"]["state"] in ("TASK_STATE_SUBMITTED", "TASK_STATE_WORKING")
     follower = cli_start("subscribe", url, task_id, "--json")
@@ -188,7 +211,7 @@ def test_subscribe_cancel_and_errors(server: ServerProcess) -> None:
     assert bad_data.returncode == 2 and "not JSON" in bad_data.stderr
 
 
-def test_push_with_local_webhook(server: ServerProcess) -> None:
+def test_push_with_local_webhook(server: ServerProcess, tmp_path: Path) -> None:
     url = server.url
     port = free_port()
     hook = f"http://127.0.0.1:{port}/webhook"
@@ -200,8 +223,9 @@ def test_push_with_local_webhook(server: ServerProcess) -> None:
         reader = threading.Thread(target=lambda: [received.put(x) for x in receiver.stdout or ()])
         reader.daemon = True
         reader.start()
-        # A task that would echo for a minute: it is canceled once pushes are seen to arrive.
-        task_id = _task(cli("send", url, "a" * 400, "--skill", "slow", "--no-wait", "--json"))["id"]
+        # Held before its first chunk until the config exists, and after it until the cancel.
+        sent = cli("send", url, "a" * 400, "--skill", "pushed", "--no-wait", "--json")
+        task_id = _task(sent)["id"]
         made = cli("push", "set", url, task_id, hook, "--notification-token", "n-tok", "--json")
         config = _task(made)
         assert config["taskId"] == task_id and config["url"] == hook and config["id"]
@@ -209,6 +233,7 @@ def test_push_with_local_webhook(server: ServerProcess) -> None:
         assert got["id"] == config["id"]
         listed = json_lines(cli("push", "list", url, task_id, "--json").stdout)[0]
         assert [c["id"] for c in listed["configs"]] == [config["id"]]
+        (tmp_path / "gates" / "pushed").touch()  # the first chunk goes now, pushed to the hook
         events = _events_until(received, lambda e: "artifactUpdate" in e)
         canceled = cli("cancel", url, task_id)
         assert canceled.returncode == 0, (canceled.stdout, canceled.stderr)
@@ -233,7 +258,7 @@ def _events_until(
 ) -> list[dict[str, Any]]:
     """Events the webhook printed, up to the first one ``wanted`` accepts."""
     events: list[dict[str, Any]] = []
-    deadline = time.monotonic() + 20
+    deadline = time.monotonic() + 60
     while time.monotonic() < deadline:
         try:
             event = json.loads(received.get(timeout=0.2))
@@ -253,17 +278,23 @@ def _event_task(event: dict[str, Any]) -> str:
 def test_sigterm_drains_then_data_survives_restart(server: ServerProcess, tmp_path: Path) -> None:
     url = server.url
     done = _task(cli("send", url, "keep me", "--json"))
-    short = cli_start("send", url, "abc", "--skill", "slow", "--stream", "--json")
-    long = cli_start("send", url, "x" * 40, "--skill", "slow", "--stream", "--json")
+    short = cli_start("send", url, "abcdef", "--skill", "held", "--stream", "--json")
+    long = cli_start("send", url, "x" * 40, "--skill", "stuck", "--stream", "--json")
     try:
-        for running in (short, long):  # both requests are under way
+        for running in (short, long):  # both are held after their first chunk
             assert running.stdout is not None
             assert "task" in json.loads(running.stdout.readline())
-        started = time.monotonic()
-        assert server.stop(signal.SIGTERM) == 0
-        assert time.monotonic() - started < 6
-        short_out, _ = short.communicate(timeout=10)
-        long_out, long_err = long.communicate(timeout=10)
+            assert "statusUpdate" in json.loads(running.stdout.readline())
+            assert "artifactUpdate" in json.loads(running.stdout.readline())
+        assert server.proc is not None
+        server.proc.send_signal(signal.SIGTERM)
+        _until(lambda: " stopping " in server.log(), "the server to take the signal")
+        (tmp_path / "gates" / "held").touch()  # the short one may finish now, in the grace period
+        # The long one never finishes by itself: the stop ends only because the grace runs out
+        # (the wait is far longer than that).
+        assert server.proc.wait(timeout=GRACE + 60) == 0
+        short_out, _ = short.communicate(timeout=30)
+        long_out, long_err = long.communicate(timeout=30)
     finally:
         finish(short, signal.SIGKILL)
         finish(long, signal.SIGKILL)
@@ -274,6 +305,9 @@ def test_sigterm_drains_then_data_survives_restart(server: ServerProcess, tmp_pa
     assert "The server is stopping" in long_err
     log = server.log()
     assert "stopping" in log and "stopped" in log
+    # The grace period ran out with only the long run and its stream left: the short one was done.
+    [over] = [line for line in log.splitlines() if "grace period over" in line]
+    assert "requests=1" in over and "runs=1" in over, over
     requests = [line for line in log.splitlines() if " request " in line]
     assert any("method=SendMessage" in r and f"task_id={done['id']}" in r for r in requests)
     assert all("status=" in r and "duration_ms=" in r for r in requests)

@@ -4,6 +4,8 @@ The local server registers the remote one under ``[[agents]]`` (with an allowlis
 127.0.0.1 and a credential read from an environment variable). The tests check that the remote
 task's status, artifact chunks and final state come back as the local task's events, that
 cancelling the local task cancels the remote one, and that an unreachable agent fails the task.
+The remote task to cancel is held by a gate that is never opened (``e2e_support:GatedEcho``),
+so it is still running whenever the cancel arrives.
 """
 
 from __future__ import annotations
@@ -27,7 +29,13 @@ name = "remote"
 
 [[skills]]
 executor = "echo"
+default = true
 options = {{ chunk_size = 3, chunk_delay_seconds = 0.1 }}
+
+[[skills]]
+id = "held"
+executor = "e2e_support:GatedEcho"
+options = {{ gate = "{gate}" }}
 """
 
 LOCAL = """
@@ -59,7 +67,9 @@ allow = ["127.0.0.1"]
 @pytest.fixture
 def servers(tmp_path: Path) -> Any:
     remote_port, local_port = free_port(), free_port()
-    remote_config = write_config(tmp_path / "remote.toml", REMOTE, port=remote_port)
+    remote_config = write_config(
+        tmp_path / "remote.toml", REMOTE, port=remote_port, gate=tmp_path / "never-opened"
+    )
     local_config = write_config(
         tmp_path / "local.toml",
         LOCAL,
@@ -107,7 +117,7 @@ def test_delegate_relays_the_remote_task(servers: tuple[ServerProcess, ServerPro
     assert "remote-secret" not in local.log()
 
 
-def _remote_working(remote: ServerProcess, timeout: float = 10.0) -> str:
+def _remote_working(remote: ServerProcess, timeout: float = 60.0) -> str:
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         page = json_lines(cli("list", remote.url, "--status", "working", "--json").stdout)[0]
@@ -119,7 +129,18 @@ def _remote_working(remote: ServerProcess, timeout: float = 10.0) -> str:
 
 def test_cancel_reaches_the_remote_task(servers: tuple[ServerProcess, ServerProcess]) -> None:
     remote, local = servers
-    sent = cli("send", local.url, "x" * 90, "--skill", "delegate", "--no-wait", "--json")
+    held = '{"remoteSkillId": "held"}'  # the remote task waits at its gate until canceled
+    sent = cli(
+        "send",
+        local.url,
+        "x" * 90,
+        "--skill",
+        "delegate",
+        "--metadata",
+        held,
+        "--no-wait",
+        "--json",
+    )
     local_id = json_lines(sent.stdout)[0]["task"]["id"]
     remote_id = _remote_working(remote)
     canceled = cli("cancel", local.url, local_id)

@@ -5,7 +5,9 @@ task id the server acknowledged is recorded with the state it was acknowledged i
 is killed with SIGKILL mid-load (no shutdown code runs), restarted on the same data directory,
 and every acknowledged task must be found by GetTask in at least its acknowledged state. Tasks
 that were still running are FAILED with the restart message (recovery, docs/server.md); the
-others finished before the kill.
+others finished before the kill. Both kinds are there whatever the timing: the kill comes only
+once an acknowledged task is seen COMPLETED, and one task (``e2e_support:GatedEcho`` behind a
+gate never opened) is still running by construction.
 """
 
 from __future__ import annotations
@@ -32,8 +34,15 @@ log_level = "warning"
 
 [[skills]]
 executor = "echo"
+default = true
 options = {{ chunk_size = 1, chunk_delay_seconds = 0.04 }}
+
+[[skills]]
+id = "held"
+executor = "e2e_support:GatedEcho"
+options = {{ gate = "{gate}" }}
 """
+PATIENCE = 30.0  # seconds; only a failing test waits that long
 
 HEADERS = {"A2A-Version": "1.0", "Content-Type": "application/json"}
 RANK = {
@@ -44,12 +53,14 @@ RANK = {
 }
 
 
-def _send(n: int) -> dict[str, Any]:
-    message = {
+def _send(n: int, skill: str = "") -> dict[str, Any]:
+    message: dict[str, Any] = {
         "messageId": str(uuid.uuid4()),
         "role": "ROLE_USER",
         "parts": [{"text": "0123456789"}],
     }
+    if skill:
+        message["metadata"] = {"skillId": skill}
     params = {"message": message, "configuration": {"returnImmediately": True}}
     return {"jsonrpc": "2.0", "id": n, "method": "SendMessage", "params": params}
 
@@ -78,9 +89,31 @@ async def _get(session: aiohttp.ClientSession, url: str, task_id: str) -> dict[s
     return answer["result"]
 
 
+async def _until_one_completed(
+    session: aiohttp.ClientSession, url: str, acked: dict[str, str]
+) -> None:
+    """Wait until an acknowledged task is COMPLETED (some finish before the kill)."""
+    async with asyncio.timeout(PATIENCE):
+        while len(acked) < 20:  # the load is well under way
+            await asyncio.sleep(0.01)
+        first = next(iter(acked))
+        while (await _get(session, url, first))["status"]["state"] != "TASK_STATE_COMPLETED":
+            await asyncio.sleep(0.02)
+
+
+async def _send_held(session: aiohttp.ClientSession, url: str, acked: dict[str, str]) -> str:
+    """Acknowledge one task that is still running at the kill, whatever the timing."""
+    async with session.post(url, json=_send(0, skill="held"), headers=HEADERS) as response:
+        task = (await response.json())["result"]["task"]
+    acked[task["id"]] = task["status"]["state"]
+    return str(task["id"])
+
+
 async def test_sigkill_under_load_keeps_every_acknowledged_task(tmp_path: Path) -> None:
     port = free_port()
-    config = write_config(tmp_path / "d.toml", CONFIG, port=port, data=tmp_path / "data")
+    config = write_config(
+        tmp_path / "d.toml", CONFIG, port=port, data=tmp_path / "data", gate=tmp_path / "never"
+    )
     server = ServerProcess(["--config", str(config)], tmp_path / "server.log", port)
     url = server.url + "/"
     acked: dict[str, str] = {}
@@ -89,10 +122,11 @@ async def test_sigkill_under_load_keeps_every_acknowledged_task(tmp_path: Path) 
         await asyncio.to_thread(server.start)
         async with aiohttp.ClientSession() as session:
             clients = [asyncio.create_task(_client(session, url, acked, stop)) for _ in range(4)]
-            await asyncio.sleep(1.0)
+            await _until_one_completed(session, url, acked)
+            held = await _send_held(session, url, acked)
             assert server.proc is not None
             server.proc.send_signal(signal.SIGKILL)
-            await asyncio.wait_for(asyncio.gather(*clients), timeout=10)
+            await asyncio.wait_for(asyncio.gather(*clients), timeout=PATIENCE)
         assert await asyncio.to_thread(server.proc.wait, 10) == -signal.SIGKILL
         stop.set()
         assert len(acked) >= 20, len(acked)
@@ -112,4 +146,5 @@ async def test_sigkill_under_load_keeps_every_acknowledged_task(tmp_path: Path) 
         if state == "TASK_STATE_FAILED":
             assert task["status"]["message"]["parts"][0]["text"] == RESTART_MESSAGE
     assert outcomes["TASK_STATE_FAILED"] > 0  # some were running when the process died
+    assert next(t for t in found if t["id"] == held)["status"]["state"] == "TASK_STATE_FAILED"
     assert outcomes["TASK_STATE_COMPLETED"] > 0  # and some had finished before

@@ -36,7 +36,7 @@ async def server_process(db: Path, log: Path) -> AsyncIterator[tuple[int, Any]]:
         )
     try:
         assert process.stdout is not None
-        line = await asyncio.wait_for(process.stdout.readline(), timeout=20)
+        line = await asyncio.wait_for(process.stdout.readline(), timeout=60)
         assert line.startswith(b"PORT "), (line, log.read_text())
         yield int(line.split()[1]), process
     finally:
@@ -72,13 +72,13 @@ async def test_pending_deliveries_are_sent_after_a_restart(
         config = {"taskPushNotificationConfig": inline}
         task = (await call(port, "SendMessage", send_params("echo", config)))["task"]
         assert task["status"]["state"] == "TASK_STATE_COMPLETED"
-        await wait_until(lambda: len(hook.requests) >= 3, timeout=10)  # retrying
+        await wait_until(lambda: len(hook.requests) >= 3)  # retrying
         process.kill()  # no cleanup, no chance to deliver anything more
         await process.wait()
     assert hook.events == []
     hook.script.clear()  # the receiver is back
     async with server_process(db, log) as (port, _):
-        await wait_until(lambda: len(hook.events) == 4, timeout=15)
+        await wait_until(lambda: len(hook.events) == 4)
         assert hook.kinds() == ECHO_EVENTS
         assert all(
             event.status_update is None or event.status_update.task_id == task["id"]

@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-import asyncio
 from typing import Any
 
+from patience import poll
 from server_support import (
     ScriptedAgent,
     envelope,
@@ -102,17 +102,15 @@ async def test_streams_per_client(aiohttp_client: Any) -> None:
     assert other.status == 200  # another client has its own slots
     await other.read()
     first.response.close()
-    for _ in range(50):  # the slot is freed once the server notices the reader left
-        again = await post(client, envelope("SendStreamingMessage", send_params("hi")), headers=A)
-        if again.status == 200:
-            break
-        await again.read()
-        await _sleep()
+
+    async def stream_again() -> Any:
+        answer = await post(client, envelope("SendStreamingMessage", send_params("hi")), headers=A)
+        await answer.read()
+        return answer
+
+    # The slot is freed once the server notices the reader left.
+    again = await poll(stream_again, lambda answer: answer.status != 429, pause=0.02)
     assert again.status == 200
-
-
-async def _sleep() -> None:
-    await asyncio.sleep(0.02)
 
 
 async def test_request_rate_per_client(aiohttp_client: Any) -> None:

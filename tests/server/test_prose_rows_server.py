@@ -9,7 +9,16 @@ import asyncio
 from typing import Any
 
 import pytest
-from server_support import ScriptedAgent, error, make_card, message, result, send_params, violations
+from patience import poll
+from server_support import (
+    ScriptedAgent,
+    error,
+    make_card,
+    message,
+    result,
+    send_params,
+    violations,
+)
 
 from a2a_wire.netguard import AddressPolicy
 from a2a_wire.server import ServerSettings, create_app
@@ -47,11 +56,9 @@ async def test_row12_an_artifact_only_change_does_not_reorder(
     await asyncio.sleep(0.01)  # distinct millisecond stamps
     newer = (await result(client, "SendMessage", send_params("echo")))["task"]
     agent.gate.set()  # the older task gets its first chunk, and no status change
-    for _ in range(200):
-        got = await result(client, "GetTask", {"id": older["id"]})
-        if got.get("artifacts"):
-            break
-        await asyncio.sleep(0.005)
+    got = await poll(
+        lambda: result(client, "GetTask", {"id": older["id"]}), lambda t: "artifacts" in t
+    )
     assert got["status"]["state"] == "TASK_STATE_WORKING" and len(got["artifacts"]) == 1
     listed = await result(client, "ListTasks", {})
     assert [t["id"] for t in listed["tasks"]] == [newer["id"], older["id"]]

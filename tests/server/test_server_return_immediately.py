@@ -10,6 +10,7 @@ from __future__ import annotations
 import asyncio
 from typing import Any
 
+from patience import PATIENCE, poll
 from server_support import ScriptedAgent, make_card, message, result
 
 from a2a_wire.server import (
@@ -41,17 +42,16 @@ async def test_a_silent_agent_still_gets_a_submitted_task_answered(aiohttp_clien
     settings = ServerSettings(first_event_seconds=0.05)
     client = await aiohttp_client(create_app(make_card(), agent, settings=settings))
     params = {"message": message("hi"), "configuration": {"returnImmediately": True}}
-    sent = await asyncio.wait_for(result(client, "SendMessage", params), 5)
+    sent = await asyncio.wait_for(result(client, "SendMessage", params), PATIENCE)
     task = sent["task"]
     assert task["status"]["state"] == "TASK_STATE_SUBMITTED"
     stored = await result(client, "GetTask", {"id": task["id"]})
     assert stored["status"]["state"] == "TASK_STATE_SUBMITTED"
     agent.gate.set()
-    for _ in range(200):
-        done = await result(client, "GetTask", {"id": task["id"]})
-        if done["status"]["state"] == "TASK_STATE_COMPLETED":
-            break
-        await asyncio.sleep(0.01)
+    done = await poll(
+        lambda: result(client, "GetTask", {"id": task["id"]}),
+        lambda t: t["status"]["state"] != "TASK_STATE_SUBMITTED",
+    )
     assert done["status"]["state"] == "TASK_STATE_COMPLETED"
     assert done["artifacts"][0]["parts"][0]["text"] == "late"
 

@@ -216,7 +216,7 @@ async def test_keepalive_comments(aiohttp_client: Any) -> None:
         "task",
         "statusUpdate",
     ]
-    await asyncio.sleep(0.1)
+    await asyncio.wait_for(reader.comments(2), 60)  # while the agent waits at its gate
     agent.gate.set()
     rest = await reader.rest()
     assert reader.decoder.comments_seen >= 2

@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from patience import poll
 from server_support import (
     ScriptedAgent,
     error,
@@ -59,9 +60,12 @@ async def test_return_immediately(client: Any, agent: ScriptedAgent) -> None:
     stored = await result(client, "GetTask", {"id": task["id"]})  # acknowledged => stored
     assert stored["id"] == task["id"]
     agent.gate.set()
-    await asyncio.sleep(0.05)
-    done = await result(client, "GetTask", {"id": task["id"]})
+    done = await poll(lambda: result(client, "GetTask", {"id": task["id"]}), _settled)
     assert done["status"]["state"] == "TASK_STATE_COMPLETED"
+
+
+def _settled(task: Any) -> bool:
+    return task["status"]["state"] not in ("TASK_STATE_SUBMITTED", "TASK_STATE_WORKING")
 
 
 async def test_send_returns_at_interrupted_state(client: Any) -> None:
