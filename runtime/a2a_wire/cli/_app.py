@@ -196,6 +196,8 @@ def build_postgres_store(config: Config) -> PostgresEventLog:
         schema=section.schema,
         pool_size=section.pool_size,
         poll_interval=section.poll_interval_seconds,
+        lease_seconds=section.lease_seconds,
+        heartbeat_seconds=section.heartbeat_seconds,
         recover=False,
         page_token_key=page_token_key(config.server.data_dir),
         history_limit=config.settings.max_history_per_task,

@@ -18,6 +18,7 @@ from dataclasses import dataclass, field
 
 from a2a_wire.cli.config._schema import Table
 from a2a_wire.server.store._log_postgres import POLL_INTERVAL, POOL_SIZE
+from a2a_wire.server.store._log_postgres_lease import HEARTBEAT_SECONDS, LEASE_SECONDS
 from a2a_wire.server.store._log_postgres_sql import DEFAULT_SCHEMA, check_schema_name
 
 __all__ = ["DEFAULT_DSN_VARIABLE", "PostgresSection", "read_postgresql"]
@@ -39,6 +40,11 @@ class PostgresSection:
         pool_size: Most connections of each process's pool (its listening connection on top).
         poll_interval_seconds: How often a waiting stream reads the events table when no
             notification came (the fallback for a lost ``NOTIFY``).
+        lease_seconds: How long a process's lease on a task it runs lasts after the heartbeat
+            that renewed it; a dead process's running tasks fail within about this plus one
+            heartbeat (docs/scale-out.md, "Sizing the lease").
+        heartbeat_seconds: Seconds between a process's heartbeats (each also looks for expired
+            leases to take over); below ``lease_seconds``.
     """
 
     dsn: str = field(default="", repr=False)
@@ -46,6 +52,8 @@ class PostgresSection:
     schema: str = DEFAULT_SCHEMA
     pool_size: int = POOL_SIZE
     poll_interval_seconds: float = POLL_INTERVAL
+    lease_seconds: float = LEASE_SECONDS
+    heartbeat_seconds: float = HEARTBEAT_SECONDS
 
     def address(self) -> str:
         """The DSN: ``dsn``, else the value of ``dsn_env`` now (``""`` when it is unset)."""
@@ -75,8 +83,13 @@ def read_postgresql(table: Table, server: Table, storage: str) -> PostgresSectio
         schema=table.text("schema", DEFAULT_SCHEMA),
         pool_size=table.integer("pool_size", POOL_SIZE, 1),
         poll_interval_seconds=table.number("poll_interval_seconds", POLL_INTERVAL),
+        lease_seconds=table.number("lease_seconds", LEASE_SECONDS),
+        heartbeat_seconds=table.number("heartbeat_seconds", HEARTBEAT_SECONDS),
     )
     table.done()
+    if section.heartbeat_seconds >= section.lease_seconds:
+        key = "heartbeat_seconds" if "heartbeat_seconds" in table.data else "lease_seconds"
+        table.problem((key,), "heartbeat_seconds must be below lease_seconds")
     try:
         check_schema_name(section.schema)
     except ValueError as exc:
