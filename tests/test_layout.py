@@ -259,6 +259,7 @@ EXPORTED = {
         "LogEvent",
         "LogInput",
         "PageTokens",
+        "PushClaims",
         "PushStore",
         "SQLiteTaskStore",
         "Snapshot",

@@ -2,8 +2,9 @@
 
 The four push-config methods and the inline config of SendMessage live in ``_configs``; the
 durable outbox is part of every task store (:mod:`a2a_wire.server.store`); ``_delivery`` is the
-worker that sends it. Header names shared with receivers are in :mod:`a2a_wire._protocol.wire`.
-This ``__init__`` is the public face.
+worker that sends it (by lanes, ``_lanes``, or by claims when several processes share the
+outbox, ``_claimed``; one attempt and its outcome, ``_sender``). Header names shared with
+receivers are in :mod:`a2a_wire._protocol.wire`. This ``__init__`` is the public face.
 
 Wire format of one delivery (decisions where spec 1.0.1 is silent are marked *ours*):
 
@@ -20,7 +21,8 @@ the task carries, in the same order: the task itself when it is created (only to
 inline with the SendMessage that created it), then every status and artifact update.
 """
 
-from a2a_wire.server.push._delivery import PUSH_DELIVERER_KEY, PushDeliverer, retry_after_seconds
+from a2a_wire.server.push._delivery import PUSH_DELIVERER_KEY, PushDeliverer
+from a2a_wire.server.push._sender import retry_after_seconds
 from a2a_wire.server.push._settings import PushSettings
 
 __all__ = ["PUSH_DELIVERER_KEY", "PushDeliverer", "PushSettings", "retry_after_seconds"]

@@ -32,6 +32,10 @@ class PushSettings:
             both when a config is created and when a delivery connects.
         max_concurrent: Most POSTs in flight at once, over all webhooks.
         max_configs_per_task: Most push configs one task may hold.
+        poll_seconds: With a store whose outbox several processes share (PostgreSQL), longest
+            time between two looks for rows no local event announced: retries recorded by
+            another process, claims left by a process that died, rows beyond this process's
+            ``max_concurrent``. Unused by the memory and SQLite stores.
         resolver: DNS resolver for webhook host names; aiohttp's threaded resolver when
             ``None``. Tests inject one; its answers are checked like any other.
     """
@@ -45,6 +49,7 @@ class PushSettings:
     allowlist: AddressPolicy = field(default_factory=AddressPolicy)
     max_concurrent: int = 100
     max_configs_per_task: int = 20
+    poll_seconds: float = 1.0
     resolver: AbstractResolver | None = field(default=None, compare=False, repr=False)
 
     def __post_init__(self) -> None:
@@ -61,6 +66,7 @@ class PushSettings:
             "backoff_cap_seconds": self.backoff_cap_seconds,
             "max_concurrent": self.max_concurrent,
             "max_configs_per_task": self.max_configs_per_task,
+            "poll_seconds": self.poll_seconds,
         }
         for name, value in positive.items():
             if not value > 0:

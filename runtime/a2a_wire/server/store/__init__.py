@@ -4,7 +4,8 @@ A task is stored as the append-only log of the events applied to it, each number
 committed, with a snapshot kept current from the log (see :class:`EventLogStore`).
 :class:`InMemoryTaskStore` keeps tasks for the life of the process, at most ``max_tasks`` of
 them; :class:`SQLiteTaskStore` is the durable embedded default. Every store is also a
-:class:`PushStore` (push configs and the delivery outbox). ListTasks and
+:class:`PushStore` (push configs and the delivery outbox); a store shared by several
+processes also offers :class:`PushClaims`. ListTasks and
 ListTaskPushNotificationConfigs share one page-size rule and one signed page-token scheme
 (:class:`PageTokens`, ``EventLogStore.page_tokens``). This ``__init__`` is the public face; the
 modules are private.
@@ -29,7 +30,13 @@ from a2a_wire.server.store._paging import (
     PAGE_TOKEN_KEY_BYTES,
     PageTokens,
 )
-from a2a_wire.server.store._push import Delivery, InMemoryPushStore, LaneKey, PushStore
+from a2a_wire.server.store._push import (
+    Delivery,
+    InMemoryPushStore,
+    LaneKey,
+    PushClaims,
+    PushStore,
+)
 
 __all__ = [
     "DEFAULT_PAGE_SIZE",
@@ -49,6 +56,7 @@ __all__ = [
     "LogEvent",
     "LogInput",
     "PageTokens",
+    "PushClaims",
     "PushStore",
     "SQLiteTaskStore",
     "Snapshot",

@@ -37,7 +37,7 @@ from typing import TYPE_CHECKING, Any
 
 from a2a_wire import codec
 from a2a_wire.server.store._log_postgres_sql import NOW
-from a2a_wire.server.store._push import Delivery, LaneKey, PushStore
+from a2a_wire.server.store._push import Delivery, LaneKey, PushClaims, PushStore
 from a2a_wire.types import TaskPushNotificationConfig
 
 if TYPE_CHECKING:
@@ -101,7 +101,7 @@ async def put_configs(
     await conn.executemany(statement, [(c.task_id, c.id, codec.encode(c)) for c in configs])
 
 
-class PostgresPushStore(PushStore):
+class PostgresPushStore(PushStore, PushClaims):
     """Push configs and outbox in the PostgreSQL store's schema, through its pool.
 
     :class:`~._log_postgres.PostgresEventLog` provides ``_pool`` and the attributes annotated

@@ -27,6 +27,12 @@ lanes that gained rows after the last number it saw (:meth:`PushStore.pending_la
 each lane one row at a time (:meth:`PushStore.next_delivery`): a row leaves the lane only when
 delivered (deleted) or given up (kept, marked failed), which is what keeps events of one task in
 order at each webhook.
+
+**Claims** are an optional capability (:class:`PushClaims`) of a store whose outbox several
+processes share (PostgreSQL): a process *claims* due lane heads, so that each row is attempted
+by one process at a time and a lane's next row waits until its head left the lane, and a dead
+process's claims expire so that another process goes on with them. The delivery worker reads
+such a store by claims and any other by lanes.
 """
 
 from __future__ import annotations
@@ -35,12 +41,12 @@ import time
 import uuid
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Protocol
+from typing import Protocol, runtime_checkable
 
 from a2a_wire import codec
 from a2a_wire.types import TaskPushNotificationConfig
 
-__all__ = ["Delivery", "InMemoryPushStore", "LaneKey", "PushStore"]
+__all__ = ["Delivery", "InMemoryPushStore", "LaneKey", "PushClaims", "PushStore"]
 
 LaneKey = tuple[str, str]
 """``(task_id, config_id)``: the rows of one lane are delivered one at a time, in order."""
@@ -126,6 +132,31 @@ class PushStore(Protocol):
 
     async def failed_deliveries(self, task_id: str) -> list[Delivery]:
         """The given-up rows of a task, oldest first."""
+        ...
+
+
+@runtime_checkable
+class PushClaims(Protocol):
+    """Claims on outbox rows, for a store whose outbox several processes deliver (see above).
+
+    A claim lasts the store's lease (renewed while its process lives) and ends with
+    ``delivery_done``, ``delivery_retry``, ``delivery_failed`` or :meth:`release_delivery`; the
+    latter three leave a row alone that another process claimed meanwhile.
+    """
+
+    async def claim_deliveries(self, limit: int) -> list[Delivery]:
+        """Claim up to ``limit`` due lane heads, none claimed elsewhere; lowest number first.
+
+        A head is the lowest-numbered row of its lane neither delivered nor given up; it is
+        due when its ``next_attempt_at`` has passed.
+
+        Raises:
+            ValueError: ``limit`` is below 1.
+        """
+        ...
+
+    async def release_delivery(self, seq: int) -> None:
+        """End this process's claim on a row without recording an attempt."""
         ...
 
 

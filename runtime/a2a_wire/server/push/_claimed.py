@@ -1,0 +1,150 @@
+"""Reading the outbox by claims: the delivery worker of a store several processes deliver.
+
+A store offering :class:`~a2a_wire.server.store._push.PushClaims` (PostgreSQL) shares its outbox
+between every process on it, and any of them may deliver any row. :class:`ClaimReader` is this
+process's part:
+
+* **Claim.** When woken, it claims due lane heads, at most as many as it has free slots of
+  ``max_concurrent`` (a per-process limit), and attempts each at once through the
+  :class:`~._sender.Sender`, which records the outcome in the row and so ends the claim. The
+  store hands out only rows whose earlier rows of the same ``(task_id, config_id)`` were
+  delivered or given up, and each row to one process at a time (``FOR UPDATE SKIP LOCKED``), so
+  the order per lane holds whichever process delivers, and two processes never attempt one row
+  at the same time.
+* **Wake-ups.** The task hub wakes it after a local write added rows; the end of each attempt
+  wakes it too (a delivered head frees its lane's next row, which may have been written by
+  another process, and frees a slot); a row it retried wakes it when the row is due again.
+  Rows no local event announces (a retry recorded by a process that died since, a claim
+  expired with its process, rows left while this process was at its limit) are found by a
+  claim every ``poll_seconds``.
+* **A process that dies** leaves its claims to expire (the store's ``lease_seconds`` after the
+  last heartbeat); the next claim by another process takes the row with its attempts counted.
+  A row delivered but not yet recorded when its process died is delivered again: delivery is
+  at least once, and receivers drop duplicates by ``X-A2A-Delivery-Id``.
+* **Closing** cancels the attempts in flight and gives their claims back at once (the store's
+  ``close`` gives back any left), so other processes go on without waiting for the lease.
+
+A recording that fails (the database unreachable) is tried again every
+:data:`~._lanes.STORE_RETRY_SECONDS` until it succeeds: if the claim expired meanwhile and
+another process took the row, the store ignores this process's late retry or give-up, and a
+late ``done`` only deletes a row that was delivered.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import heapq
+import logging
+import time
+
+from a2a_wire.server.push._lanes import STORE_RETRY_SECONDS
+from a2a_wire.server.push._sender import Outcome, Sender
+from a2a_wire.server.store._push import Delivery, PushClaims
+
+__all__ = ["ClaimReader"]
+
+log = logging.getLogger("a2a_wire.server.push")
+
+
+class ClaimReader:
+    """Claims and delivers rows of a shared outbox (see the module docstring).
+
+    Args:
+        claims: The store, through its claims.
+        sender: Attempts and records deliveries.
+        max_concurrent: Most rows this process holds claimed (so attempts in flight) at once.
+        poll_seconds: Longest time between two claims while there is nothing local to wake for.
+    """
+
+    def __init__(
+        self, claims: PushClaims, sender: Sender, max_concurrent: int, poll_seconds: float
+    ) -> None:
+        self._claims = claims
+        self._sender = sender
+        self._limit = max_concurrent
+        self._poll = poll_seconds
+        self._wakeup = asyncio.Event()
+        self._flying: dict[int, asyncio.Task[None]] = {}
+        self._due: list[float] = []
+        self._claiming = False
+
+    def wake(self) -> None:
+        """Claim again soon: rows were added, or a slot or a lane was freed (wakes coalesce)."""
+        self._wakeup.set()
+
+    @property
+    def busy(self) -> bool:
+        """Whether an attempt is in flight, a claim is due, or a retry of this process waits."""
+        return bool(self._flying or self._due) or self._wakeup.is_set() or self._claiming
+
+    async def run(self) -> None:
+        """Claim and deliver until cancelled; rows already due are claimed at once."""
+        self.wake()
+        try:
+            while True:
+                await self._pause()
+                free = self._limit - len(self._flying)
+                if free > 0:
+                    await self._claim(free)
+        finally:
+            await self._stop()
+
+    async def _pause(self) -> None:
+        """Wait for a wake-up, this process's next retry time, or ``poll_seconds``."""
+        timeout = self._poll
+        if self._due:
+            timeout = min(timeout, max(0.0, self._due[0] - time.time()))
+        with contextlib.suppress(TimeoutError):
+            await asyncio.wait_for(self._wakeup.wait(), timeout)
+        self._wakeup.clear()
+        now = time.time()
+        while self._due and self._due[0] <= now:
+            heapq.heappop(self._due)
+
+    async def _claim(self, free: int) -> None:
+        self._claiming = True
+        try:
+            claimed = await self._claims.claim_deliveries(free)
+        except Exception:  # outermost boundary of a background task: keep serving
+            log.exception("push outbox could not be claimed from; retrying")
+            self.wake()
+            await asyncio.sleep(STORE_RETRY_SECONDS)
+            return
+        finally:
+            self._claiming = False
+        for delivery in claimed:
+            name = f"a2a-push-{delivery.config.task_id}"
+            self._flying[delivery.seq] = asyncio.create_task(self._deliver(delivery), name=name)
+
+    async def _deliver(self, delivery: Delivery) -> None:
+        try:
+            outcome = await self._sender.attempt(delivery)
+            next_at = await self._record(delivery, outcome)
+            if next_at is not None:
+                heapq.heappush(self._due, next_at)
+        finally:
+            self._flying.pop(delivery.seq, None)
+            self.wake()
+
+    async def _record(self, delivery: Delivery, outcome: Outcome) -> float | None:
+        while True:
+            try:
+                return await self._sender.record(delivery, outcome)
+            except Exception:  # the database may be back soon; the claim waits for us
+                log.exception("push delivery %s not recorded; retrying", delivery.delivery_id)
+                await asyncio.sleep(STORE_RETRY_SECONDS)
+
+    async def _stop(self) -> None:
+        """Cancel the attempts in flight and give their claims back."""
+        flying, self._flying = self._flying, {}
+        for task in flying.values():
+            task.cancel()
+        await asyncio.gather(*flying.values(), return_exceptions=True)
+        for seq in flying:
+            try:
+                await self._claims.release_delivery(seq)
+            except Exception:  # the claim expires on its own; the store's close ends it too
+                log.warning("push claim on outbox row %d not given back", seq)
+                break
+        self._due.clear()

@@ -1,0 +1,181 @@
+"""One delivery attempt and what its outcome does to the outbox row (spec 4.3.3, 13.2).
+
+Both ways of reading the outbox (:mod:`._lanes` on one process, :mod:`._claimed` when the store
+shares its outbox between processes) send through :class:`Sender`, so the rules below hold
+whichever process delivers.
+
+One attempt is a POST with ``timeout_seconds`` in total, redirects not followed, through the
+deliverer's aiohttp session, whose connector is :class:`a2a_wire.netguard.GuardedConnector`: the
+address actually connected to is checked against the SSRF guard and ``PushSettings.allowlist``
+(so a host name that resolved to a public address when the config was made and resolves to a
+private one now is refused). No cookies are kept and no proxy is used.
+
+Outcome of an attempt (:meth:`Sender.record`):
+
+* 2xx: delivered, the row is deleted;
+* a connection error, a timeout, 5xx, 408 or 429: retried after ``backoff_base_seconds *
+  2**(attempts-1)`` capped at ``backoff_cap_seconds``, times a random factor in [0.5, 1]
+  (jitter), or after ``Retry-After`` if that is longer;
+* anything else (3xx, other 4xx, an address the guard refuses, a scheme no longer allowed):
+  given up at once.
+
+A row is also given up after ``max_attempts`` attempts, or when its next attempt would fall
+more than ``max_age_seconds`` after its event; every row gets at least one attempt, even one
+found old after a long stop. Attempt counts and retry times are kept in the row, so they
+survive a restart and a takeover by another process. Given-up rows stay in the store, marked
+failed with the last error (``failed_deliveries``), and a warning is logged without secrets.
+"""
+
+from __future__ import annotations
+
+import email.utils
+import logging
+import random
+import time
+from dataclasses import dataclass
+from typing import Final
+
+import aiohttp
+import yarl
+
+from a2a_wire import netguard
+from a2a_wire._protocol.wire import DELIVERY_ID_HEADER, PUSH_CONTENT_TYPE, TOKEN_HEADER
+from a2a_wire.server.push._settings import PushSettings
+from a2a_wire.server.store._push import Delivery, PushStore
+
+__all__ = ["Outcome", "Sender", "retry_after_seconds"]
+
+log = logging.getLogger("a2a_wire.server.push")
+
+_RETRY_STATUSES: Final = frozenset({408, 429})
+
+
+@dataclass(frozen=True, slots=True)
+class Outcome:
+    """What one attempt came to: delivered, to be retried (maybe after ``retry_after``), or not."""
+
+    delivered: bool = False
+    retry: bool = False
+    error: str = ""
+    retry_after: float | None = None
+
+
+def _where(url: str) -> str:
+    """Scheme, host and path of a URL: what logs may show (no query, no user info)."""
+    try:
+        parsed = yarl.URL(url)
+    except ValueError:
+        return "<invalid URL>"
+    return str(parsed.with_user(None).with_query(None).with_fragment(None))
+
+
+def retry_after_seconds(value: str | None, now: float) -> float | None:
+    """Seconds to wait according to a ``Retry-After`` value (delta seconds or an HTTP date)."""
+    if not value:
+        return None
+    text = value.strip()
+    if text.isdigit():
+        return float(text)
+    try:
+        when = email.utils.parsedate_to_datetime(text)
+    except (TypeError, ValueError):
+        return None
+    return max(0.0, when.timestamp() - now)
+
+
+class Sender:
+    """POSTs deliveries and records their outcomes in the store (see the module docstring).
+
+    Args:
+        store: The store holding the outbox.
+        settings: Timeouts, retry policy and address allowlist.
+    """
+
+    def __init__(self, store: PushStore, settings: PushSettings) -> None:
+        self._store = store
+        self._settings = settings
+        self.session: aiohttp.ClientSession | None = None
+        """The session attempts go through; set by the deliverer before the first attempt."""
+
+    async def attempt(self, delivery: Delivery) -> Outcome:
+        """POST the delivery once; never raises for what the webhook or the network does."""
+        session = self.session
+        assert session is not None, "start() the deliverer first"
+        url = delivery.config.url
+        timeout = aiohttp.ClientTimeout(total=self._settings.timeout_seconds)
+        try:
+            parsed = yarl.URL(url)
+            if parsed.scheme not in self._settings.schemes:
+                return Outcome(error=f"scheme {parsed.scheme!r} is not allowed")
+            netguard.check_url(parsed, self._settings.allowlist)
+            async with session.post(
+                parsed,
+                data=delivery.body,
+                headers=self._headers(delivery),
+                allow_redirects=False,
+                timeout=timeout,
+            ) as response:
+                status = response.status
+                retry_after = retry_after_seconds(response.headers.get("Retry-After"), time.time())
+        except netguard.AddressGuardError as exc:
+            return Outcome(error=f"refused by the address guard: {exc}")
+        except ValueError as exc:  # yarl or aiohttp refusing the URL
+            return Outcome(error=f"invalid URL: {exc}")
+        except (aiohttp.ClientError, TimeoutError, OSError) as exc:
+            return Outcome(retry=True, error=f"{type(exc).__name__}: {exc}"[:500])
+        if 200 <= status < 300:
+            return Outcome(delivered=True)
+        retry = status >= 500 or status in _RETRY_STATUSES
+        return Outcome(retry=retry, error=f"HTTP {status}", retry_after=retry_after)
+
+    async def record(self, delivery: Delivery, outcome: Outcome) -> float | None:
+        """Store the outcome of an attempt on ``delivery``: done, retry later, or given up.
+
+        Returns:
+            When the row is to be tried again (seconds since the epoch), or ``None`` when it
+            left its lane (delivered or given up).
+
+        Raises:
+            Exception: whatever the store raises; nothing was recorded then.
+        """
+        attempts = delivery.attempts + 1
+        if outcome.delivered:
+            await self._store.delivery_done(delivery.seq)
+            return None
+        if outcome.retry and attempts < self._settings.max_attempts:
+            next_at = time.time() + self._backoff(attempts, outcome.retry_after)
+            if next_at - delivery.created_at <= self._settings.max_age_seconds:
+                await self._store.delivery_retry(
+                    delivery.seq, attempts=attempts, next_attempt_at=next_at, error=outcome.error
+                )
+                return next_at
+        await self._store.delivery_failed(delivery.seq, attempts=attempts, error=outcome.error)
+        task_id, config_id = delivery.lane
+        log.warning(
+            "push delivery %s of task %s to config %s (%s) given up after %d attempts: %s",
+            delivery.delivery_id,
+            task_id,
+            config_id,
+            _where(delivery.config.url),
+            attempts,
+            outcome.error,
+        )
+        return None
+
+    def _backoff(self, attempts: int, retry_after: float | None) -> float:
+        settings = self._settings
+        delay = min(
+            settings.backoff_cap_seconds, settings.backoff_base_seconds * 2.0 ** (attempts - 1)
+        )
+        delay *= random.uniform(0.5, 1.0)
+        return max(delay, retry_after) if retry_after is not None else delay
+
+    def _headers(self, delivery: Delivery) -> dict[str, str]:
+        config = delivery.config
+        headers = {"Content-Type": PUSH_CONTENT_TYPE, DELIVERY_ID_HEADER: delivery.delivery_id}
+        if config.token:
+            headers[TOKEN_HEADER] = config.token
+        auth = config.authentication
+        if auth is not None and auth.scheme:
+            headers["Authorization"] = f"{auth.scheme} {auth.credentials}".rstrip()
+        return headers
