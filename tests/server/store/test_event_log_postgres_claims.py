@@ -154,3 +154,33 @@ async def test_rows_without_a_config_are_not_claimed(stores: Stores, clock: Leas
     assert head.lane == ("t1", "p")
     with pytest.raises(ValueError):
         await b.claim_deliveries(0)
+
+
+async def test_a_claim_whose_answer_was_lost_is_handed_out_again(
+    stores: Stores, clock: LeaseClock
+) -> None:
+    writer, b, c = await deliverers(stores, clock, 3)
+    await pushed_task(writer, "t1", 0)
+    first, second = await b.claim_deliveries(10)  # suppose b never got this answer
+    await b.heartbeat()
+    assert await c.claim_deliveries(10) == []  # live claims of b
+    assert await b.claim_deliveries(10, holding=[first.seq]) == [second]  # b delivers first only
+    assert await b.claim_deliveries(10, holding=[first.seq, second.seq]) == []
+
+
+async def test_a_retry_in_is_due_by_the_lease_clock(
+    stores: Stores, clock: LeaseClock, admin: asyncpg.Connection, postgres_schema: str
+) -> None:
+    writer, b, c = await deliverers(stores, clock, 3)
+    await pushed_task(writer, "t1", 0)
+    first, _ = await b.claim_deliveries(10)
+    await c.delivery_retry_in(first.seq, attempts=1, delay=5, error="late")  # not c's claim
+    assert await claimer(admin, postgres_schema, first.seq) == b.process_id
+    await b.delivery_retry_in(first.seq, attempts=1, delay=5, error="HTTP 503")
+    assert await claimer(admin, postgres_schema, first.seq) is None
+    clock.now += 4.9
+    assert await c.claim_deliveries(10) == []
+    clock.now += 0.2
+    [again] = await c.claim_deliveries(10)
+    assert (again.seq, again.attempts, again.last_error) == (first.seq, 1, "HTTP 503")
+    assert again.next_attempt_at == pytest.approx(clock.now - 0.1)

@@ -24,6 +24,13 @@ process's part:
 * **Closing** cancels the attempts in flight and gives their claims back at once (the store's
   ``close`` gives back any left), so other processes go on without waiting for the lease.
 
+A claim whose answer was lost (the connection broke after the claim committed) would leave rows
+claimed by this process that it does not deliver, renewed by its heartbeat for as long as it
+lives: each claim therefore names the rows in flight (``holding``), and the store hands this
+process's other claimed rows out again. A retry is recorded as a delay
+(``delivery_retry_in``), so that its due time is by the store's clock, the one every process
+judges claims by.
+
 A recording that fails (the database unreachable) is tried again every
 :data:`~._lanes.STORE_RETRY_SECONDS` until it succeeds: if the claim expired meanwhile and
 another process took the row, the store ignores this process's late retry or give-up, and a
@@ -36,7 +43,6 @@ import asyncio
 import contextlib
 import heapq
 import logging
-import time
 
 from a2a_wire.server.push._lanes import STORE_RETRY_SECONDS
 from a2a_wire.server.push._sender import Outcome, Sender
@@ -92,20 +98,21 @@ class ClaimReader:
 
     async def _pause(self) -> None:
         """Wait for a wake-up, this process's next retry time, or ``poll_seconds``."""
+        clock = asyncio.get_running_loop().time
         timeout = self._poll
         if self._due:
-            timeout = min(timeout, max(0.0, self._due[0] - time.time()))
+            timeout = min(timeout, max(0.0, self._due[0] - clock()))
         with contextlib.suppress(TimeoutError):
             await asyncio.wait_for(self._wakeup.wait(), timeout)
         self._wakeup.clear()
-        now = time.time()
+        now = clock()
         while self._due and self._due[0] <= now:
             heapq.heappop(self._due)
 
     async def _claim(self, free: int) -> None:
         self._claiming = True
         try:
-            claimed = await self._claims.claim_deliveries(free)
+            claimed = await self._claims.claim_deliveries(free, holding=list(self._flying))
         except Exception:  # outermost boundary of a background task: keep serving
             log.exception("push outbox could not be claimed from; retrying")
             self.wake()
@@ -120,9 +127,9 @@ class ClaimReader:
     async def _deliver(self, delivery: Delivery) -> None:
         try:
             outcome = await self._sender.attempt(delivery)
-            next_at = await self._record(delivery, outcome)
-            if next_at is not None:
-                heapq.heappush(self._due, next_at)
+            delay = await self._record(delivery, outcome)
+            if delay is not None:
+                heapq.heappush(self._due, asyncio.get_running_loop().time() + delay)
         finally:
             self._flying.pop(delivery.seq, None)
             self.wake()

@@ -41,7 +41,7 @@ import yarl
 from a2a_wire import netguard
 from a2a_wire._protocol.wire import DELIVERY_ID_HEADER, PUSH_CONTENT_TYPE, TOKEN_HEADER
 from a2a_wire.server.push._settings import PushSettings
-from a2a_wire.server.store._push import Delivery, PushStore
+from a2a_wire.server.store._push import Delivery, PushClaims, PushStore
 
 __all__ = ["Outcome", "Sender", "retry_after_seconds"]
 
@@ -93,6 +93,7 @@ class Sender:
 
     def __init__(self, store: PushStore, settings: PushSettings) -> None:
         self._store = store
+        self._claims = store if isinstance(store, PushClaims) else None
         self._settings = settings
         self.session: aiohttp.ClientSession | None = None
         """The session attempts go through; set by the deliverer before the first attempt."""
@@ -131,9 +132,13 @@ class Sender:
     async def record(self, delivery: Delivery, outcome: Outcome) -> float | None:
         """Store the outcome of an attempt on ``delivery``: done, retry later, or given up.
 
+        A store offering claims gets the retry as a delay, so that the due time is by the clock
+        its claims are judged by (shared by every process); any other store gets it as a time
+        by this host's clock.
+
         Returns:
-            When the row is to be tried again (seconds since the epoch), or ``None`` when it
-            left its lane (delivered or given up).
+            Seconds from now until the row is to be tried again, or ``None`` when it left its
+            lane (delivered or given up).
 
         Raises:
             Exception: whatever the store raises; nothing was recorded then.
@@ -143,12 +148,11 @@ class Sender:
             await self._store.delivery_done(delivery.seq)
             return None
         if outcome.retry and attempts < self._settings.max_attempts:
-            next_at = time.time() + self._backoff(attempts, outcome.retry_after)
-            if next_at - delivery.created_at <= self._settings.max_age_seconds:
-                await self._store.delivery_retry(
-                    delivery.seq, attempts=attempts, next_attempt_at=next_at, error=outcome.error
-                )
-                return next_at
+            delay = self._backoff(attempts, outcome.retry_after)
+            now = time.time()
+            if now + delay - delivery.created_at <= self._settings.max_age_seconds:
+                await self._retry(delivery.seq, attempts, now, delay, outcome.error)
+                return delay
         await self._store.delivery_failed(delivery.seq, attempts=attempts, error=outcome.error)
         task_id, config_id = delivery.lane
         log.warning(
@@ -161,6 +165,14 @@ class Sender:
             outcome.error,
         )
         return None
+
+    async def _retry(self, seq: int, attempts: int, now: float, delay: float, error: str) -> None:
+        if self._claims is not None:
+            await self._claims.delivery_retry_in(seq, attempts=attempts, delay=delay, error=error)
+        else:
+            await self._store.delivery_retry(
+                seq, attempts=attempts, next_attempt_at=now + delay, error=error
+            )
 
     def _backoff(self, attempts: int, retry_after: float | None) -> float:
         settings = self._settings

@@ -19,20 +19,23 @@ together. The rules that keep lanes in order with many writers and many delivere
   or given up. The heartbeat renews the claims with the leases; a dead deliverer's claims
   expire and another process claims the row again, with its attempt count, and goes on with
   the retries. A claim ends with :meth:`delivery_done` (the row goes),
-  :meth:`delivery_retry` or :meth:`delivery_failed` (which leave a row claimed by another
-  process alone: its claim is newer than this one's) or :meth:`release_delivery`.
+  :meth:`delivery_retry`, :meth:`delivery_retry_in` or :meth:`delivery_failed` (which leave a
+  row claimed by another process alone: its claim is newer than this one's) or
+  :meth:`release_delivery`. Due times of claimed rows are judged by the lease clock, so a retry
+  is best recorded by :meth:`delivery_retry_in` (a delay from now by that clock).
 
-The one-process delivery worker reads lanes (:meth:`pending_lanes`, :meth:`next_delivery`)
-without claims. Since numbers do not follow commit order across tasks, :meth:`pending_lanes`
-returns every lane that has undelivered rows, whatever number the worker saw last (more than
-the protocol asks; the worker only looks at those lanes again), which is what let the
-schema-wide advisory lock on outbox writes go.
+The server's delivery worker reads this store by claims (:mod:`a2a_wire.server.push._claimed`).
+The lane reads of the protocol (:meth:`pending_lanes`, :meth:`next_delivery`) take no claims
+and suit one deliverer only. Since numbers do not follow commit order across tasks,
+:meth:`pending_lanes` returns every lane that has undelivered rows, whatever number the reader
+saw last (more than the protocol asks; a reader only looks at those lanes again), which is what
+let the schema-wide advisory lock on outbox writes go.
 """
 
 from __future__ import annotations
 
 import builtins
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Collection, Sequence
 from typing import TYPE_CHECKING, Any
 
 from a2a_wire import codec
@@ -57,7 +60,8 @@ _CLAIM = f"""
 WITH now AS (SELECT {NOW.replace("{n}", "2")} AS t), picked AS (
   SELECT o.seq FROM {{s}}.push_outbox o, now
   WHERE NOT o.failed AND o.next_attempt_at <= now.t
-  AND (o.claimed_by IS NULL OR o.claim_until < now.t)
+  AND (o.claimed_by IS NULL OR o.claim_until < now.t
+    OR (o.claimed_by = $1 AND NOT o.seq = ANY(COALESCE($5::bigint[], ARRAY[o.seq]))))
   AND NOT EXISTS (SELECT 1 FROM {{s}}.push_outbox e WHERE e.task_id = o.task_id
     AND e.config_id = o.config_id AND NOT e.failed AND e.seq < o.seq)
   AND EXISTS (SELECT 1 FROM {{s}}.push_configs c WHERE c.task_id = o.task_id AND c.id = o.config_id)
@@ -182,8 +186,16 @@ class PostgresPushStore(PushStore, PushClaims):
         lanes = [(task_id, config_id) for task_id, config_id, _ in rows]
         return lanes, max([after_seq, *(row[2] for row in rows)])
 
-    async def claim_deliveries(self, limit: int) -> builtins.list[Delivery]:
+    async def claim_deliveries(
+        self, limit: int, *, holding: Collection[int] | None = None
+    ) -> builtins.list[Delivery]:
         """Claim up to ``limit`` due lane heads for this process (see "Claims").
+
+        Args:
+            limit: Most rows to claim.
+            holding: When given, the rows this process is delivering: a row claimed by this
+                process and not among them is claimed again (its claim's answer was lost).
+                When ``None``, rows claimed by this process are not claimed again.
 
         Returns:
             The claimed rows, lowest number first; each stays claimed until it is done, retried,
@@ -196,7 +208,12 @@ class PostgresPushStore(PushStore, PushClaims):
             raise ValueError("limit must be at least 1")
         statement, clock = _CLAIM.strip().format(s=self._schema), self._lease_clock
         rows = await self._pool.fetch(
-            statement, self.process_id, clock and clock(), limit, self._lease_seconds
+            statement,
+            self.process_id,
+            clock and clock(),
+            limit,
+            self._lease_seconds,
+            None if holding is None else [*holding],
         )
         return [_delivery(row) for row in rows]
 
@@ -235,6 +252,24 @@ class PostgresPushStore(PushStore, PushClaims):
             self.process_id,
             attempts,
             next_attempt_at,
+            error,
+        )
+
+    async def delivery_retry_in(self, seq: int, *, attempts: int, delay: float, error: str) -> None:
+        """Record a failed attempt due again ``delay`` seconds from now by the lease clock.
+
+        Ends this process's claim, as :meth:`delivery_retry` does (see "Claims").
+        """
+        clock = self._lease_clock
+        await self._pool.execute(
+            f"UPDATE {self._table('push_outbox')} SET attempts = $3,"
+            f" next_attempt_at = {NOW.replace('{n}', '4')} + $5, last_error = $6,"
+            f" claimed_by = NULL, claim_until = 0 WHERE seq = $1 AND {_MINE}",
+            seq,
+            self.process_id,
+            attempts,
+            clock and clock(),
+            delay,
             error,
         )
 

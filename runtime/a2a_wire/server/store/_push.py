@@ -39,7 +39,7 @@ from __future__ import annotations
 
 import time
 import uuid
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 from dataclasses import dataclass
 from typing import Protocol, runtime_checkable
 
@@ -144,14 +144,27 @@ class PushClaims(Protocol):
     latter three leave a row alone that another process claimed meanwhile.
     """
 
-    async def claim_deliveries(self, limit: int) -> list[Delivery]:
+    async def claim_deliveries(
+        self, limit: int, *, holding: Collection[int] | None = None
+    ) -> list[Delivery]:
         """Claim up to ``limit`` due lane heads, none claimed elsewhere; lowest number first.
 
         A head is the lowest-numbered row of its lane neither delivered nor given up; it is
-        due when its ``next_attempt_at`` has passed.
+        due when its ``next_attempt_at`` has passed by the store's clock. ``holding``, when
+        given, names the rows this process is delivering (by ``seq``); any other row claimed
+        by this process is then free to claim again (a claim whose answer was lost would
+        otherwise be renewed for as long as the process lives).
 
         Raises:
             ValueError: ``limit`` is below 1.
+        """
+        ...
+
+    async def delivery_retry_in(self, seq: int, *, attempts: int, delay: float, error: str) -> None:
+        """Record a failed attempt, due again ``delay`` seconds from now by the store's clock.
+
+        The clock is the one claims are judged by, shared by every process; otherwise as
+        ``delivery_retry`` (the claim ends).
         """
         ...
 
