@@ -5,7 +5,8 @@ Two applications in this test process, each with its own :class:`PostgresEventLo
 Each task is created on one server and continued on the other, so each lane holds rows written
 by both; each server reads the shared outbox by claims (:mod:`a2a_wire.server.push._claimed`).
 The webhook must get every event of every task exactly once (no process dies here) and in the
-order of the task's events. The kill of a delivering process is
+order of the task's events. Rows written by a process that does not deliver (a bare store) are
+found by the servers' claim poll (``push.poll_seconds``). The kill of a delivering process is
 ``tests/functional/test_e2e_push_takeover.py``.
 """
 
@@ -24,7 +25,14 @@ from a2a_wire.server import ServerSettings, create_app
 from a2a_wire.server.push import PUSH_DELIVERER_KEY
 from a2a_wire.server.store import EventKind
 from a2a_wire.server.store._log_postgres import PostgresEventLog
-from a2a_wire.types import StreamResponse
+from a2a_wire.types import (
+    StreamResponse,
+    Task,
+    TaskPushNotificationConfig,
+    TaskState,
+    TaskStatus,
+    TaskStatusUpdateEvent,
+)
 
 TASKS = 24
 
@@ -91,3 +99,38 @@ async def test_two_servers_deliver_every_event_once_in_order(
 
 def kind_of(body: bytes) -> str:
     return kind(codec.decode(StreamResponse, body))
+
+
+async def test_rows_no_local_write_announced_are_found_by_the_poll(
+    servers: list[tuple[Any, PostgresEventLog]],
+    aiohttp_server: Any,
+    postgres_dsn: str,
+    postgres_schema: str,
+) -> None:
+    hooks = {"p": Hook(expected=None), "q": Hook(expected=None)}
+    configs = [
+        TaskPushNotificationConfig(
+            task_id="quiet",
+            id=name,
+            url=str((await aiohttp_server(hook.app)).make_url("/webhook")),
+            token=TOKEN,
+            authentication=AUTH,
+        )
+        for name, hook in hooks.items()
+    ]
+    writer = PostgresEventLog(postgres_dsn, schema=postgres_schema, recover=False)
+    await writer.open()
+    try:  # a process without a deliverer: nothing wakes the servers' deliverers but their poll
+        waiting = Task(
+            id="quiet", context_id="c", status=TaskStatus(state=TaskState.INPUT_REQUIRED)
+        )
+        await writer.create(waiting, push_configs=configs, push=True)
+        done = TaskStatusUpdateEvent(status=TaskStatus(state=TaskState.COMPLETED))
+        await writer.append("quiet", [done], push=True)
+        await wait_until(lambda: all(len(hook.events) >= 2 for hook in hooks.values()))
+        await wait_until(lambda: not any(c.app[PUSH_DELIVERER_KEY].busy for c, _ in servers))
+    finally:
+        await writer.close()
+    for hook in hooks.values():
+        assert hook.kinds() == ["task:TASK_STATE_INPUT_REQUIRED", "status:TASK_STATE_COMPLETED"]
+        assert len(hook.requests) == 2  # once each

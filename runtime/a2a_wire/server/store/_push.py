@@ -140,8 +140,9 @@ class PushClaims(Protocol):
     """Claims on outbox rows, for a store whose outbox several processes deliver (see above).
 
     A claim lasts the store's lease (renewed while its process lives) and ends with
-    ``delivery_done``, ``delivery_retry``, ``delivery_failed`` or :meth:`release_delivery`; the
-    latter three leave a row alone that another process claimed meanwhile.
+    ``delivery_done``, ``delivery_retry``, :meth:`delivery_retry_in`, ``delivery_failed`` or
+    :meth:`release_delivery`; all but the first leave a row alone that another process claimed
+    meanwhile.
     """
 
     async def claim_deliveries(
