@@ -141,6 +141,15 @@ def kind(event: StreamResponse) -> str:
     return "message"
 
 
+def task_of(event: StreamResponse) -> str:
+    """The id of the task an event is about."""
+    if event.task is not None:
+        return event.task.id
+    update = event.status_update or event.artifact_update
+    assert update is not None
+    return update.task_id
+
+
 async def wait_until(check: Callable[[], bool], timeout: float = 60.0) -> None:
     """Poll ``check`` every 10 ms until it holds; fail after ``timeout`` seconds (only a failing
     test waits that long: the machine may be busy)."""

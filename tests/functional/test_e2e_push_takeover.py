@@ -24,7 +24,7 @@ import aiohttp
 import pytest
 from aiohttp import web
 from e2e_support import ServerProcess, environment, free_port, write_config
-from push_support import kind, wait_until
+from push_support import kind, task_of, wait_until
 from server_support import result, send_params
 
 from a2a_wire import codec
@@ -89,14 +89,6 @@ class Webhook:
         event = codec.decode(StreamResponse, body)
         self.answered.append((task_of(event), delivery_id, kind(event)))
         return web.Response()
-
-
-def task_of(event: StreamResponse) -> str:
-    if event.task is not None:
-        return event.task.id
-    update = event.status_update or event.artifact_update
-    assert update is not None
-    return update.task_id
 
 
 def owner_of_port(port: int, pids: list[int]) -> int:

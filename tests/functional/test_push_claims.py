@@ -17,7 +17,7 @@ from collections.abc import AsyncIterator
 from typing import Any
 
 import pytest
-from push_support import AUTH, TOKEN, Hook, kind, local_settings, wait_until
+from push_support import AUTH, TOKEN, Hook, kind, local_settings, task_of, wait_until
 from server_support import ScriptedAgent, make_card, result, send_params
 
 from a2a_wire import codec
@@ -38,14 +38,6 @@ TASKS = 24
 
 FIRST_TURN = ["task:TASK_STATE_SUBMITTED", "status:TASK_STATE_INPUT_REQUIRED"]
 SECOND_TURN = ["status:TASK_STATE_WORKING", "artifact", "status:TASK_STATE_COMPLETED"]
-
-
-def task_of(event: StreamResponse) -> str:
-    if event.task is not None:
-        return event.task.id
-    update = event.status_update or event.artifact_update
-    assert update is not None
-    return update.task_id
 
 
 @pytest.fixture
