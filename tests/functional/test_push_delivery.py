@@ -73,6 +73,8 @@ async def test_every_event_in_order_with_the_headers(
     hook = Hook(expected=None)
     url = await serve(aiohttp_server, hook)
     client = await start(stores, aiohttp_client)
+    shared = isinstance(client.app[STORE_KEY], PostgresEventLog)
+    assert client.app[PUSH_DELIVERER_KEY].claims == shared  # by claims on PostgreSQL only
     events = await stream(client, "SendStreamingMessage", send_params("echo", inline(url)))
     await wait_until(lambda: len(hook.events) == 4)
     assert hook.kinds() == ECHO_EVENTS
