@@ -45,6 +45,22 @@ def test_range_errors_keep_their_lines_and_all_are_reported(tmp_path: Path) -> N
     ]
 
 
+def test_a_value_below_a_default_is_judged_beside_the_values_given(tmp_path: Path) -> None:
+    path = tmp_path / "backoff.toml"
+    path.write_text(
+        "[push]\nbackoff_base_seconds = 0.05\nbackoff_cap_seconds = 0.2\n", encoding="utf-8"
+    )
+    push = load(path).settings.push
+    assert (push.backoff_base_seconds, push.backoff_cap_seconds) == (0.05, 0.2)
+    path.write_text(
+        "[push]\nmax_attempts = 0\nbackoff_base_seconds = 0.05\nbackoff_cap_seconds = 0.2\n",
+        encoding="utf-8",
+    )
+    with pytest.raises(ConfigError) as info:
+        load(path)
+    assert str(info.value).splitlines() == [f"{path}:2: push.max_attempts: must be positive, not 0"]
+
+
 def test_a_byte_order_mark_is_accepted(tmp_path: Path) -> None:
     path = tmp_path / "bom.toml"
     path.write_text("\ufeff[server]\nport = 9001\n", encoding="utf-8")

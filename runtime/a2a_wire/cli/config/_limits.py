@@ -47,7 +47,9 @@ def _build(
     """``cls(**values)``, with each refusal recorded at the key that caused it.
 
     Every value is first tried alone (the other fields at their defaults, which are valid), so a
-    range error is reported at its own key and line, and all of them in one pass. Then the values
+    range error is reported at its own key and line, and all of them in one pass; a value refused
+    alone is tried again beside the values that passed, so that ``backoff_cap_seconds = 0.2``
+    with ``backoff_base_seconds = 0.05`` is not refused for being below the default base. Then the values
     that passed are tried together, for the rules between fields (``backoff_cap_seconds`` below
     ``backoff_base_seconds``), reported at the first key the message names.
 
@@ -59,11 +61,18 @@ def _build(
     Returns:
         The instance, or ``None`` when a value was refused.
     """
-    refused: set[str] = set()
+    alone: dict[str, ValueError] = {}
     for name, value in values.items():
         try:
             cls(**{name: value})
         except ValueError as exc:
+            alone[name] = exc
+    passed = {name: value for name, value in values.items() if name not in alone}
+    refused: set[str] = set()
+    for name, exc in alone.items():
+        try:  # refused beside the defaults, but perhaps fine beside the other values given
+            cls(**passed, **{name: values[name]})
+        except ValueError:
             tables[name].problem((name,), str(exc).removeprefix(f"{name} "))
             refused.add(name)
     accepted = {name: value for name, value in values.items() if name not in refused}
