@@ -261,6 +261,7 @@ EXPORTED = {
         "PageTokens",
         "PushStore",
         "SQLiteTaskStore",
+        "SharedTaskStore",
         "Snapshot",
         "TaskPage",
         "TaskQuery",

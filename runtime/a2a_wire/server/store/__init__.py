@@ -6,7 +6,9 @@ committed, with a snapshot kept current from the log (see :class:`EventLogStore`
 them; :class:`SQLiteTaskStore` is the durable embedded default. Every store is also a
 :class:`PushStore` (push configs and the delivery outbox). ListTasks and
 ListTaskPushNotificationConfigs share one page-size rule and one signed page-token scheme
-(:class:`PageTokens`, ``EventLogStore.page_tokens``). This ``__init__`` is the public face; the
+(:class:`PageTokens`, ``EventLogStore.page_tokens``). A store that several server processes
+share also implements :class:`SharedTaskStore` (leases and cancel requests; the PostgreSQL
+store does). This ``__init__`` is the public face; the
 modules are private.
 """
 
@@ -30,6 +32,7 @@ from a2a_wire.server.store._paging import (
     PageTokens,
 )
 from a2a_wire.server.store._push import Delivery, InMemoryPushStore, LaneKey, PushStore
+from a2a_wire.server.store._shared import SharedTaskStore
 
 __all__ = [
     "DEFAULT_PAGE_SIZE",
@@ -51,6 +54,7 @@ __all__ = [
     "PageTokens",
     "PushStore",
     "SQLiteTaskStore",
+    "SharedTaskStore",
     "Snapshot",
     "TaskPage",
     "TaskQuery",

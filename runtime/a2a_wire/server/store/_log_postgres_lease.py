@@ -242,6 +242,10 @@ class PostgresLeases:
     def _lease(self, op: int) -> LeaseChange:
         return LeaseChange(op, self.process_id, self._lease_now(), self._lease_seconds)
 
+    def holds(self, task_id: str) -> bool:
+        """Whether this store holds the task's lease as of its last write or heartbeat (no I/O)."""
+        return task_id in self._held
+
     def on_lease_lost(self, callback: Callable[[str], None]) -> None:
         """Call ``callback(task_id)`` when a heartbeat finds a lease of this store gone."""
         self._lost_callbacks.append(callback)
