@@ -101,6 +101,14 @@ async def started(server: Server, text: str) -> tuple[EventReader, str]:
     return reader, first["result"]["task"]["id"]
 
 
+async def blocked_wait(server: Server) -> tuple[asyncio.Task[Any], str]:
+    """A blocking SendMessage of a ``wait`` task on ``server`` (its answer), and the task's id."""
+    blocked = asyncio.create_task(result(server.client, "SendMessage", send_params("wait")))
+    await server.agent.started.wait()
+    page = await result(server.client, "ListTasks", {})
+    return blocked, page["tasks"][0]["id"]
+
+
 def test_only_the_postgresql_store_is_shared(tmp_path: Any) -> None:
     assert shared_store(InMemoryTaskStore()) is None
     assert shared_store(SQLiteTaskStore(tmp_path / "tasks.db")) is None
@@ -128,9 +136,7 @@ async def test_a_cancel_sent_to_another_server_stops_the_run_where_it_runs(
     cluster: Cluster,
 ) -> None:
     a, c = await cluster(), await cluster()
-    blocked = asyncio.create_task(result(a.client, "SendMessage", send_params("wait")))
-    await a.agent.started.wait()
-    (task_id,) = await poll(lambda: _task_ids(a), bool)
+    blocked, task_id = await blocked_wait(a)
     canceled = await result(c.client, "CancelTask", {"id": task_id})
     assert canceled["status"]["state"] == "TASK_STATE_CANCELED"
     assert canceled["status"]["message"]["parts"] == [{"text": "stopped on request"}]
@@ -140,11 +146,6 @@ async def test_a_cancel_sent_to_another_server_stops_the_run_where_it_runs(
     assert answer["task"]["status"]["state"] == "TASK_STATE_CANCELED"
     again = await error(c.client, "CancelTask", {"id": task_id})
     assert again["code"] == -32002
-
-
-async def _task_ids(server: Server) -> list[str]:
-    page = await result(server.client, "ListTasks", {})
-    return [task["id"] for task in page.get("tasks", [])]
 
 
 async def test_a_holder_that_does_not_act_in_time_is_canceled_by_the_asking_server(
@@ -171,9 +172,7 @@ async def test_a_lease_ended_elsewhere_stops_the_run_and_records_nothing(
     cluster: Cluster,
 ) -> None:
     a, b = await cluster(), await cluster()
-    blocked = asyncio.create_task(result(a.client, "SendMessage", send_params("wait")))
-    await a.agent.started.wait()
-    (task_id,) = await poll(lambda: _task_ids(a), bool)
+    blocked, task_id = await blocked_wait(a)
     failed = TaskStatusUpdateEvent(status=TaskStatus(state=TaskState.FAILED))
     done = await b.store.append(task_id, [failed])  # another process ends the task
     await poll(lambda: _now(a.agent.cancelled_runs), lambda n: n == 1)
@@ -199,10 +198,11 @@ async def test_a_follow_up_to_a_task_running_elsewhere_is_refused_as_busy(
     cluster: Cluster,
 ) -> None:
     a, b = await cluster(), await cluster()
-    _, task_id = await started(a, "wait")
+    reader, task_id = await started(a, "wait")
     follow = send_params("more", taskId=task_id)
     err = await error(b.client, "SendMessage", follow)
     assert err["code"] == -32004
     assert await b.store.lease_holder(task_id) == a.store.process_id
     assert b.agent.contexts == []
     a.agent.gate.set()
+    assert states(await reader.rest())[-1] == "TASK_STATE_COMPLETED"

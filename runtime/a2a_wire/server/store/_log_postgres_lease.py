@@ -36,7 +36,8 @@ of ``task_leases`` with the holder and an expiry time. The rules:
 
 A heartbeat that finds a lease gone which this store held (another process ended the task, or
 took it over after this one stalled) reports it to the :meth:`PostgresLeases.on_lease_lost`
-callbacks: that executor's appends would be refused anyway, and it can be stopped.
+callbacks: that executor's appends would be refused anyway, and the server stops it
+(:mod:`a2a_wire.server._peers`; the store protocol part is :mod:`._shared`).
 
 Times come from the *lease clock*: the database server's clock unless a store is given one
 (tests), so that processes on hosts whose clocks differ agree on expiry.
