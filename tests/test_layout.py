@@ -262,6 +262,7 @@ EXPORTED = {
         "PushClaims",
         "PushStore",
         "SQLiteTaskStore",
+        "SharedTaskStore",
         "Snapshot",
         "TaskPage",
         "TaskQuery",

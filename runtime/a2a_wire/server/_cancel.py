@@ -14,19 +14,44 @@ Rules kept:
 * If the task reached another terminal state meanwhile, the answer is -32002.
 * A SendMessage blocked on the task is released only once the cancel is recorded, so it
   answers with the CANCELED task.
+
+Across processes (a store shared with other server processes, :mod:`a2a_wire.server._peers`):
+when the task has no run in this process and another live process holds its lease, the cancel
+is sent there (``request_cancel``), and that process follows the rules above
+(:func:`cancel_here`) with its own run, its blocked SendMessage and its streams. This process
+waits for the task to end, ``cancel_grace_seconds`` plus :data:`CANCEL_REACH_SECONDS` at most,
+and answers the same way: the CANCELED task, or -32002 if it ended otherwise. If it is still
+running by then (the holder is stalled, or its hook refused: a refusal does not travel back),
+this process records CANCELED itself; the holder's later events are refused, and the append
+that ends the task ends the holder's lease, which stops its run there.
 """
 
 from __future__ import annotations
 
+import asyncio
+import logging
+from collections.abc import Callable
+
 from a2a_wire._protocol.states import is_terminal
-from a2a_wire.errors import TaskNotCancelableError
+from a2a_wire.errors import ProtocolError, TaskNotCancelableError, TaskNotFoundError
 from a2a_wire.server import _history
 from a2a_wire.server._call import MethodCall, request_context
+from a2a_wire.server._executor import AgentExecutor, RequestContext
 from a2a_wire.server._hub import TaskHub
 from a2a_wire.server._run import Run
+from a2a_wire.server.store._log import EventLogStore
 from a2a_wire.types import CancelTaskRequest, Task, TaskState, TaskStatus, TaskStatusUpdateEvent
 
-__all__ = ["cancel_task"]
+__all__ = ["CANCEL_REACH_SECONDS", "cancel_here", "cancel_task"]
+
+log = logging.getLogger("a2a_wire.server")
+
+CANCEL_REACH_SECONDS = 2.0
+"""Seconds on top of ``cancel_grace_seconds`` a process waits for another to cancel a task.
+
+They cover the request's way there: a notification, or at worst the holder's check every
+``poll_interval_seconds`` (1 s by default; keep it below this).
+"""
 
 
 def _state(task: Task) -> TaskState:
@@ -45,7 +70,8 @@ async def cancel_task(call: MethodCall[CancelTaskRequest]) -> Task:
     """CancelTask (spec 3.1.5): cancel a task and return it as it ends up.
 
     Args:
-        call: The call; ``request.metadata`` is handed to the agent's hook.
+        call: The call; ``request.metadata`` is handed to the agent's hook (in this process;
+            a cancel sent to another process carries no metadata).
 
     Returns:
         The CANCELED task.
@@ -56,26 +82,65 @@ async def cancel_task(call: MethodCall[CancelTaskRequest]) -> Task:
             refused.
     """
     runtime, caller = call.runtime, call.caller
+    grace = call.settings.cancel_grace_seconds
     async with runtime.hub(call.request.id, caller.owner) as hub:
-        with hub.cancelling():
-            task = await hub.task()
-            if is_terminal(_state(task)):
-                raise _not_cancelable(task)
-            run = Run(hub, None, task.context_id, caller.owner)
-            try:
-                context = request_context(
-                    caller,
-                    task.id,
-                    task.context_id,
-                    task=task,
-                    metadata=call.request.metadata,
-                    skill_id=runtime.skill_for_task(task, caller),
-                )
-                await runtime.cancel_hook(context, run)
-                await hub.stop_run(call.settings.cancel_grace_seconds)
-                return await _record_cancel(hub, run)
-            finally:
-                run.close()
+        peers = runtime.peers
+        if peers is not None and hub.run_task is None and await peers.ask_holder(hub.task_id):
+            return await _cancelled_elsewhere(hub, call.store, grace + CANCEL_REACH_SECONDS)
+
+        def context_for(task: Task) -> RequestContext:
+            skill_id = runtime.skill_for_task(task, caller)
+            metadata = call.request.metadata
+            return request_context(
+                caller, task.id, task.context_id, task=task, metadata=metadata, skill_id=skill_id
+            )
+
+        return await cancel_here(runtime.executor, hub, grace, context_for)
+
+
+async def cancel_here(
+    executor: AgentExecutor,
+    hub: TaskHub,
+    grace: float,
+    context_for: Callable[[Task], RequestContext],
+) -> Task:
+    """Cancel a task whose run, if it has one, is in this process (the rules above).
+
+    Args:
+        executor: The agent, whose ``cancel`` hook runs first.
+        hub: The task's hub, held by the caller.
+        grace: Seconds to wait for a cancelled ``execute`` to stop.
+        context_for: The hook's context for the stored task.
+
+    Returns:
+        The CANCELED task.
+
+    Raises:
+        TaskNotFoundError: the task is gone.
+        TaskNotCancelableError: the task is terminal, ended otherwise meanwhile, or the agent
+            refused.
+    """
+    with hub.cancelling():
+        task = await hub.task()
+        if is_terminal(_state(task)):
+            raise _not_cancelable(task)
+        run = Run(hub, None, task.context_id, hub.owner)
+        try:
+            await _ask_agent(executor, context_for(task), run)
+            await hub.stop_run(grace)
+            return await _record_cancel(hub, run)
+        finally:
+            run.close()
+
+
+async def _ask_agent(executor: AgentExecutor, context: RequestContext, run: Run) -> None:
+    """Give the agent's ``cancel`` hook its say; a refusal (ProtocolError) is raised."""
+    try:
+        await executor.cancel(context, run)
+    except ProtocolError:
+        raise
+    except Exception:  # the agent's code is a boundary; a broken hook must not block cancel
+        log.exception("cancel hook failed on task %s; canceling anyway", context.task_id)
 
 
 async def _record_cancel(hub: TaskHub, run: Run) -> Task:
@@ -87,3 +152,28 @@ async def _record_cancel(hub: TaskHub, run: Run) -> Task:
         if _state(task) != TaskState.CANCELED:
             raise _not_cancelable(task)
         return _history.view(task)
+
+
+async def _cancelled_elsewhere(hub: TaskHub, store: EventLogStore, timeout: float) -> Task:
+    """Wait for another process to end the task; record CANCELED after ``timeout`` seconds."""
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + timeout
+    while (now := await store.snapshot(hub.task_id, owner=hub.owner)) is not None:
+        if is_terminal(_state(now.task)):
+            if _state(now.task) != TaskState.CANCELED:
+                raise _not_cancelable(now.task)
+            return _history.view(now.task)
+        left = deadline - loop.time()
+        if left <= 0:
+            log.warning(
+                "task %s: the process running it did not cancel it in %.1f s; canceling here",
+                hub.task_id,
+                timeout,
+            )
+            run = Run(hub, None, now.task.context_id, hub.owner)
+            try:
+                return await _record_cancel(hub, run)
+            finally:
+                run.close()
+        await store.wait_events(hub.task_id, now.seq, timeout=left)
+    raise TaskNotFoundError(f"Task not found: {hub.task_id!r}", metadata={"taskId": hub.task_id})

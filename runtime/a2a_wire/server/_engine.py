@@ -7,7 +7,8 @@ context it does not contradict (-32602 on ``message.contextId``; a missing conte
 from the task). While the agent still runs on a task, a follow-up waits for that run if the
 task is interrupted (the agent is about to return), and is refused with -32004 otherwise.
 
-CancelTask is in :mod:`a2a_wire.server._cancel`. Every call and every open stream that uses a
+CancelTask is in :mod:`a2a_wire.server._cancel`; with a store shared by several processes,
+:attr:`Runtime.peers` keeps runs in step with the store's leases (:mod:`a2a_wire.server._peers`). Every call and every open stream that uses a
 task's hub holds it (``async with runtime.hub(...)``, :meth:`Runtime.send`); a hub nobody holds
 and no agent runs on is forgotten. :func:`request_context` is the one builder of what the agent
 is given.
@@ -30,7 +31,6 @@ from a2a_wire._protocol.states import is_interrupted, is_settled, is_terminal
 from a2a_wire.errors import (
     InternalError,
     InvalidParamsError,
-    ProtocolError,
     TaskNotFoundError,
     UnsupportedOperationError,
 )
@@ -38,11 +38,13 @@ from a2a_wire.server import _history
 from a2a_wire.server._call import CallInfo, request_context
 from a2a_wire.server._executor import AgentExecutor, RequestContext, agent_message
 from a2a_wire.server._hub import TaskHub
+from a2a_wire.server._peers import Peers
 from a2a_wire.server._run import Run
 from a2a_wire.server._settings import ServerSettings
 from a2a_wire.server._skills import SkillSet
 from a2a_wire.server._subscriber import Subscription
 from a2a_wire.server.store._log import EventLogStore
+from a2a_wire.server.store._shared import shared_store
 from a2a_wire.types import (
     Message,
     SendMessageRequest,
@@ -127,6 +129,8 @@ class Runtime:
         self.hubs: dict[str, TaskHub] = {}
         self.runs: set[asyncio.Task[None]] = set()
         self.on_push = on_push
+        shared = shared_store(store)
+        self.peers = Peers(self, shared) if shared is not None else None
 
     # -- hubs ---------------------------------------------------------------------------------
 
@@ -176,6 +180,7 @@ class Runtime:
             self.on_push,
             push_config=push_config,
             on_idle=self._forget,
+            follow=self.peers is not None,
         )
         return hub
 
@@ -276,7 +281,14 @@ class Runtime:
                 raise self._busy(task.id)
             skill_id = self._route(message, task, info, request)
             message.context_id = task.context_id
-            now = await hub.add_message(message)
+            if self.peers is not None and not await self.peers.take_lease(task.id):
+                raise self._busy(task.id)  # it runs in another process
+            try:
+                now = await hub.add_message(message)
+            except BaseException:
+                if self.peers is not None:
+                    await self.peers.run_ended(task.id)
+                raise
             run = Run(hub, message, task.context_id, info.caller)
             context = request_context(
                 info,
@@ -325,6 +337,7 @@ class Runtime:
     # -- agent runs ---------------------------------------------------------------------------
 
     def _start(self, hub: TaskHub, run: Run, context: RequestContext) -> None:
+        run.context = context
         task = asyncio.create_task(self._execute(hub, run, context))
         hub.start_run(run, task)
         self.runs.add(task)
@@ -340,6 +353,8 @@ class Runtime:
             await self._conclude(hub, run, AGENT_FAILED)
         else:
             await self._conclude(hub, run, None)
+        if self.peers is not None:
+            await self.peers.run_ended(hub.task_id)
 
     async def _conclude(self, hub: TaskHub, run: Run, failure: str | None) -> None:
         """After ``execute``: fail a task the agent left unfinished, or made none for."""
@@ -363,23 +378,12 @@ class Runtime:
         self.runs.discard(task)
         hub.end_run(run, task)
 
-    async def cancel_hook(self, context: RequestContext, run: Run) -> None:
-        """Give the agent's ``cancel`` hook its say (see :mod:`a2a_wire.server._cancel`).
-
-        Raises:
-            ProtocolError: the hook refused the cancel; any other failure is logged.
-        """
-        try:
-            await self.executor.cancel(context, run)
-        except ProtocolError:
-            raise
-        except Exception:  # the agent's code is a boundary; a broken hook must not block cancel
-            log.exception("cancel hook failed on task %s; canceling anyway", context.task_id)
-
     # -- shutdown -----------------------------------------------------------------------------
 
     async def close(self) -> None:
         """End every open stream, cancel every agent run and wait for them (bounded)."""
+        if self.peers is not None:
+            self.peers.close()
         for hub in list(self.hubs.values()):
             hub.finish_all()
         runs = list(self.runs)

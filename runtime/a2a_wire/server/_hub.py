@@ -46,8 +46,8 @@ from a2a_wire._protocol.ids import new_uuid
 from a2a_wire._protocol.states import is_settled
 from a2a_wire._protocol.tasks import InvalidTransitionError, new_task
 from a2a_wire.errors import InternalError, ProtocolError, TaskNotFoundError
-from a2a_wire.server import _history
 from a2a_wire.server._executor import AgentEvent
+from a2a_wire.server._first_task import adopt
 from a2a_wire.server._run import Run
 from a2a_wire.server._subscriber import Subscriber, Subscription
 from a2a_wire.server.store._base import now_timestamp
@@ -58,7 +58,6 @@ from a2a_wire.types import (
     Task,
     TaskPushNotificationConfig,
     TaskState,
-    TaskStatus,
     TaskStatusUpdateEvent,
 )
 
@@ -80,6 +79,8 @@ class TaskHub:
         push_config: A config sent inline with the SendMessage that makes the task; stored
             with it.
         on_idle: Called when the hub stops being in use (see the module docstring).
+        follow: Other processes share the store (:mod:`a2a_wire.server._peers`): while no agent
+            runs here, the streams also wait on the store for the events written elsewhere.
     """
 
     def __init__(
@@ -93,6 +94,7 @@ class TaskHub:
         *,
         push_config: TaskPushNotificationConfig | None = None,
         on_idle: Callable[[TaskHub], None] | None = None,
+        follow: bool = False,
     ) -> None:
         self.task_id = task_id
         self.owner = owner
@@ -102,6 +104,7 @@ class TaskHub:
         self._queue_size = queue_size
         self._on_push = on_push
         self._on_idle = on_idle
+        self._follow = follow
         self._subscribers: list[Subscriber] = []
         self._run_task: asyncio.Task[None] | None = None
         self._active_run: Run | None = None
@@ -126,6 +129,11 @@ class TaskHub:
     def run_task(self) -> asyncio.Task[None] | None:
         """The asyncio task of the agent's running ``execute``, if any."""
         return self._run_task
+
+    @property
+    def active_run(self) -> Run | None:
+        """The run of the agent's running ``execute``, if any."""
+        return self._active_run
 
     async def task(self) -> Task:
         """The stored task as of its last event (a fresh copy).
@@ -175,6 +183,9 @@ class TaskHub:
             self.finish_all(InternalError("The agent stopped without replying"))
         if not self._canceling:
             run.settle()
+        if self._follow:  # the rest, if any, is written elsewhere: look at the store
+            for sub in self._subscribers:
+                sub.poke()
         self._check_idle()
 
     async def stop_run(self, grace: float) -> None:
@@ -186,6 +197,16 @@ class TaskHub:
         done, _ = await asyncio.wait({running}, timeout=grace)
         if not done:
             log.warning("agent run of task %s ignores cancellation", self.task_id)
+
+    def drop_run(self) -> bool:
+        """Cancel ``execute`` at once and take none of its events (its lease ended); whether it ran."""
+        running = self._run_task
+        if running is None or running.done():
+            return False
+        if self._active_run is not None:
+            self._active_run.close()
+        running.cancel()
+        return True
 
     @contextlib.contextmanager
     def cancelling(self) -> Iterator[None]:
@@ -221,6 +242,7 @@ class TaskHub:
             history_length,
             after=after or 0,
             exists=self._state is not None,
+            follow=(lambda: self._run_task is None) if self._follow else None,
         )
         if snapshot is not None:
             sub.start_from(snapshot)
@@ -317,9 +339,10 @@ class TaskHub:
             self._reply(event, run)
             return True
         if isinstance(event, Task):
-            task = self._adopt(event, run)
-            if task is None:
-                return False
+            task_or_why = adopt(event, self.task_id, run)
+            if isinstance(task_or_why, str):
+                return self._refuse(event, task_or_why)
+            task = task_or_why
         elif run.message is None:
             return self._refuse(event, "no task to update")
         else:
@@ -367,29 +390,6 @@ class TaskHub:
             sub.reply(body)
         self._subscribers.clear()
         run.answered(reply)
-
-    def _adopt(self, event: Task, run: Run) -> Task | None:
-        """The agent's own first Task, checked and given this request's ids."""
-        if event.id and event.id != self.task_id:
-            self._refuse(event, f"a new task must use the id {self.task_id!r} of the context")
-            return None
-        if event.context_id and event.context_id != run.context_id:
-            self._refuse(event, f"a new task must use the context id {run.context_id!r}")
-            return None
-        task = _history.view(event)
-        task.id, task.context_id = self.task_id, run.context_id
-        status = task.status or TaskStatus(state=TaskState.SUBMITTED)
-        if not status.state.is_known or status.state == TaskState.UNSPECIFIED:
-            self._refuse(event, f"a task cannot start in state {status.state}")
-            return None
-        now = now_timestamp()
-        task.status = TaskStatus(
-            state=status.state, message=status.message, timestamp=status.timestamp or now
-        )
-        if not task.history and run.message is not None:
-            first = new_task(run.message, task_id=task.id, context_id=task.context_id, now=now)
-            task.history = first.history
-        return task
 
     def _settle(self, run: Run) -> None:
         """The task is terminal or interrupted: its streams end by themselves; release the calls."""

@@ -12,7 +12,7 @@ from __future__ import annotations
 import asyncio
 from typing import TYPE_CHECKING
 
-from a2a_wire.server._executor import AgentEvent
+from a2a_wire.server._executor import AgentEvent, RequestContext
 from a2a_wire.types import Message
 
 if TYPE_CHECKING:  # the hub imports this module; a run only calls its hub
@@ -28,12 +28,23 @@ class Run:
         message: The client's message that started the run (``None`` for a cancel).
         context_id: The context of the task the run works on.
         owner: The caller that owns a task this run creates.
+        context: What ``execute`` was given (set when it starts; ``None`` for a cancel).
         first: Resolved when the task exists or the agent replied with a Message.
         settled: Resolved when the task is terminal or interrupted, the agent replied with a
             Message, or the run ended.
     """
 
-    __slots__ = ("_closed", "_reply", "context_id", "first", "hub", "message", "owner", "settled")
+    __slots__ = (
+        "_closed",
+        "_reply",
+        "context",
+        "context_id",
+        "first",
+        "hub",
+        "message",
+        "owner",
+        "settled",
+    )
 
     def __init__(self, hub: TaskHub, message: Message | None, context_id: str, owner: str) -> None:
         loop = asyncio.get_running_loop()
@@ -41,6 +52,7 @@ class Run:
         self.message = message
         self.context_id = context_id
         self.owner = owner
+        self.context: RequestContext | None = None
         self.first: asyncio.Future[None] = loop.create_future()
         self.settled: asyncio.Future[None] = loop.create_future()
         self._reply: Message | None = None

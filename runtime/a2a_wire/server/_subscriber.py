@@ -20,6 +20,13 @@ after the cache overflowed (the reader is slow), after the hub finished it, and 
 deleted task. A slow reader therefore holds at most ``limit`` events in memory and still gets
 every event, and the agent never waits for it; a reader that keeps up costs no read at all.
 
+With other processes on the same store (:mod:`a2a_wire.server._peers`), the events of a task
+whose agent runs elsewhere come with no offer. Such a subscriber is given ``follow``, which
+says whether no agent runs on the task in this process; while it does not, the subscriber
+waits on the store's :meth:`~a2a_wire.server.store.EventLogStore.wait_events` as well as for
+an offer (PostgreSQL's notifications wake it). When the local run ends, the hub calls
+:meth:`Subscriber.poke`, so that a subscriber waiting for offers only looks again.
+
 A stream ends after the first event it sends that leaves the task terminal or interrupted (spec
 3.1.2, 3.1.6); not at the task it starts with, which may be interrupted already (the stream then
 follows the next turn). It also ends after a direct Message reply (:meth:`Subscriber.reply`),
@@ -38,7 +45,7 @@ import asyncio
 import collections
 import contextlib
 import enum
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from a2a_wire import codec
@@ -108,6 +115,8 @@ class Subscriber:
         after: The number of the last event the stream has (``Last-Event-ID``); it sends the
             ones after it.
         exists: Whether the task is stored yet; a new task's stream waits for its first offer.
+        follow: Whether no agent runs on the task in this process, when other processes may
+            write to it (see the module docstring); ``None`` when none do.
     """
 
     __slots__ = (
@@ -115,6 +124,7 @@ class Subscriber:
         "_cache",
         "_exists",
         "_finished",
+        "_follow",
         "_limit",
         "_owner",
         "_pending",
@@ -137,6 +147,7 @@ class Subscriber:
         *,
         after: int = 0,
         exists: bool = True,
+        follow: Callable[[], bool] | None = None,
     ) -> None:
         self._store = store
         self._task_id = task_id
@@ -145,6 +156,7 @@ class Subscriber:
         self.history_length = history_length
         self._after = after
         self._exists = exists
+        self._follow = follow
         self._cache: collections.deque[LogEvent] = collections.deque()
         self._pending: collections.deque[Item] = collections.deque()
         self._finished: Item | None = None
@@ -193,6 +205,11 @@ class Subscriber:
             self._finished = END if error is None else error
             self._stale = True  # no more offers: what is left comes from the store
             self._wake()
+
+    def poke(self) -> None:
+        """The store may hold events no offer announced: read it when next asked."""
+        self._stale = True
+        self._wake()
 
     def close(self) -> None:
         """Take nothing more (the reader has gone)."""
@@ -308,6 +325,8 @@ class Subscriber:
 
     async def _wait(self, timeout: float) -> bool:
         """Wait for an offer or a finish; ``False`` after ``timeout`` seconds (then read again)."""
+        if self._follow is not None and self._follow():
+            return await self._watch(timeout)
         loop = asyncio.get_running_loop()
         waiter: asyncio.Future[bool] = loop.create_future()
         self._waiter = waiter
@@ -319,6 +338,26 @@ class Subscriber:
             self._waiter = None
         self._stale = self._stale or not woken
         return woken
+
+    async def _watch(self, timeout: float) -> bool:
+        """:meth:`_wait`, also woken by the store (the agent runs in another process)."""
+        waiter: asyncio.Future[bool] = asyncio.get_running_loop().create_future()
+        self._waiter = waiter
+        watch = asyncio.ensure_future(self._store_wait(timeout))
+        try:
+            await asyncio.wait((waiter, watch), return_when=asyncio.FIRST_COMPLETED)
+        finally:
+            watch.cancel()
+            self._waiter = None
+        self._stale = True
+        return waiter.done() or (watch.done() and not watch.cancelled() and watch.result())
+
+    async def _store_wait(self, timeout: float) -> bool:
+        try:
+            return await self._store.wait_events(self._task_id, self._after, timeout=timeout)
+        except Exception:  # the store is unreachable now: an offer or the time wakes instead
+            await asyncio.sleep(timeout)
+            return False
 
 
 def _settle(waiter: asyncio.Future[bool], woken: bool) -> None:

@@ -69,11 +69,11 @@ def _build(
             alone[name] = exc
     passed = {name: value for name, value in values.items() if name not in alone}
     refused: set[str] = set()
-    for name, exc in alone.items():
+    for name, error in alone.items():
         try:  # refused beside the defaults, but perhaps fine beside the other values given
             cls(**passed, **{name: values[name]})
         except ValueError:
-            tables[name].problem((name,), str(exc).removeprefix(f"{name} "))
+            tables[name].problem((name,), str(error).removeprefix(f"{name} "))
             refused.add(name)
     accepted = {name: value for name, value in values.items() if name not in refused}
     try:

@@ -4,11 +4,12 @@ A task is stored as the append-only log of the events applied to it, each number
 committed, with a snapshot kept current from the log (see :class:`EventLogStore`).
 :class:`InMemoryTaskStore` keeps tasks for the life of the process, at most ``max_tasks`` of
 them; :class:`SQLiteTaskStore` is the durable embedded default. Every store is also a
-:class:`PushStore` (push configs and the delivery outbox); a store shared by several
-processes also offers :class:`PushClaims`. ListTasks and
-ListTaskPushNotificationConfigs share one page-size rule and one signed page-token scheme
-(:class:`PageTokens`, ``EventLogStore.page_tokens``). This ``__init__`` is the public face; the
-modules are private.
+:class:`PushStore` (push configs and the delivery outbox). A store that several server
+processes share (the PostgreSQL store) also implements :class:`SharedTaskStore` (leases and
+cancel requests) and :class:`PushClaims` (outbox rows claimed by one process at a time).
+ListTasks and ListTaskPushNotificationConfigs share one page-size rule and one signed
+page-token scheme (:class:`PageTokens`, ``EventLogStore.page_tokens``). This ``__init__`` is
+the public face; the modules are private.
 """
 
 from a2a_wire.server.store._base import RECOVERED_STATES, RESTART_MESSAGE, TaskPage, TaskQuery
@@ -37,6 +38,7 @@ from a2a_wire.server.store._push import (
     PushClaims,
     PushStore,
 )
+from a2a_wire.server.store._shared import SharedTaskStore
 
 __all__ = [
     "DEFAULT_PAGE_SIZE",
@@ -59,6 +61,7 @@ __all__ = [
     "PushClaims",
     "PushStore",
     "SQLiteTaskStore",
+    "SharedTaskStore",
     "Snapshot",
     "TaskPage",
     "TaskQuery",

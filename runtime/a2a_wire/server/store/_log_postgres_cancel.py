@@ -10,8 +10,9 @@ too (:class:`~._log_postgres_listen.Listener`); the holder's keeper wakes and
 :meth:`PostgresCancels.poll_cancels` deletes its rows and hands each task id to the
 :meth:`PostgresCancels.on_cancel` callbacks. A lost notification costs one ``poll_interval``:
 the keeper also takes its rows on every tick. The answer to the client and the race with the
-executor's own final status are the server's rules, as on one process; the store only carries
-the request. A request whose lease ended meanwhile (the task finished, or was taken over) is
+executor's own final status are the server's rules, as on one process
+(:mod:`a2a_wire.server._cancel`, :mod:`a2a_wire.server._peers`); the store only carries the
+request. A request whose lease ended meanwhile (the task finished, or was taken over) is
 deleted by the next takeover scan.
 
 The keeper

@@ -36,7 +36,8 @@ of ``task_leases`` with the holder and an expiry time. The rules:
 
 A heartbeat that finds a lease gone which this store held (another process ended the task, or
 took it over after this one stalled) reports it to the :meth:`PostgresLeases.on_lease_lost`
-callbacks: that executor's appends would be refused anyway, and it can be stopped.
+callbacks: that executor's appends would be refused anyway, and the server stops it
+(:mod:`a2a_wire.server._peers`; the store protocol part is :mod:`._shared`).
 
 Times come from the *lease clock*: the database server's clock unless a store is given one
 (tests), so that processes on hosts whose clocks differ agree on expiry.
@@ -241,6 +242,10 @@ class PostgresLeases:
 
     def _lease(self, op: int) -> LeaseChange:
         return LeaseChange(op, self.process_id, self._lease_now(), self._lease_seconds)
+
+    def holds(self, task_id: str) -> bool:
+        """Whether this store holds the task's lease as of its last write or heartbeat (no I/O)."""
+        return task_id in self._held
 
     def on_lease_lost(self, callback: Callable[[str], None]) -> None:
         """Call ``callback(task_id)`` when a heartbeat finds a lease of this store gone."""

@@ -1,0 +1,138 @@
+"""Server processes sharing one store: lost leases, cancels from elsewhere, follow-ups anywhere.
+
+When the store is shared with other server processes (a
+:class:`~a2a_wire.server.store._shared.SharedTaskStore`, such as PostgreSQL's), the runtime
+(:mod:`a2a_wire.server._engine`) gets a :class:`Peers`; with a one-process store it gets none and
+nothing here runs. The store's leases say which process runs each task's executor; this module
+keeps the server's runs in step with them.
+
+* **A lease lost stops the run.** When the store reports that a lease this process held is gone
+  (another process canceled the task, or took it over after this one stalled: it is FAILED),
+  the task's ``execute`` here is cancelled at once and its run takes no more events
+  (:meth:`~a2a_wire.server._hub.TaskHub.drop_run`); nothing is recorded, since the task has
+  moved on without it. One warning is logged.
+* **Cancel from anywhere** (spec 3.1.5). The process that gets a CancelTask for a task running
+  elsewhere sends the request (:meth:`Peers.ask_holder`, then :mod:`a2a_wire.server._cancel`
+  waits for the outcome). The holder gets it through the store and cancels its own run as a
+  local CancelTask would (:func:`~a2a_wire.server._cancel.cancel_here`): the agent's hook with
+  the context its ``execute`` was given (the request's metadata does not travel), the run
+  stopped within ``cancel_grace_seconds``, CANCELED recorded unless the task is terminal, and
+  a blocked SendMessage released with the CANCELED task. That work is an asyncio task kept in
+  :attr:`~a2a_wire.server._engine.Runtime.runs`, so shutdown cancels and awaits it.
+* **Follow-ups anywhere** (spec 3.4). A message continuing an interrupted task may reach any
+  process: before it is recorded, that process takes the task's lease
+  (:meth:`Peers.take_lease`); while another live process holds it, the task is still being
+  worked on there and the message is refused as busy (-32004), as on one process. A run that
+  returns leaving its lease behind (a task left interrupted after such a take, or a failure
+  that could not be recorded) gives it back (:meth:`Peers.run_ended`), so the next follow-up
+  may go anywhere and a running task is taken over rather than renewed for ever.
+* **Streams** of a task whose executor runs elsewhere wait on the store, not on this process's
+  runs (:mod:`a2a_wire.server._subscriber`); the hubs are made with ``follow``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import dataclasses
+import logging
+from typing import TYPE_CHECKING
+
+from a2a_wire._protocol.states import is_settled
+from a2a_wire.errors import ProtocolError
+from a2a_wire.server import _history
+from a2a_wire.server._cancel import cancel_here
+from a2a_wire.server._executor import RequestContext
+from a2a_wire.server._hub import TaskHub
+from a2a_wire.server.store._shared import SharedTaskStore
+from a2a_wire.types import Task
+
+if TYPE_CHECKING:  # the runtime makes its Peers; this module only calls back into it
+    from a2a_wire.server._engine import Runtime
+
+__all__ = ["Peers"]
+
+log = logging.getLogger("a2a_wire.server")
+
+
+class Peers:
+    """The runtime's side of a shared store (see the module docstring).
+
+    Args:
+        runtime: The runtime whose runs follow the store's leases.
+        store: The runtime's store, as a shared one; the callbacks are registered on it.
+    """
+
+    def __init__(self, runtime: Runtime, store: SharedTaskStore) -> None:
+        self.runtime = runtime
+        self.store = store
+        self.closed = False
+        store.on_lease_lost(self._lease_lost)
+        store.on_cancel(self._cancel_requested)
+
+    # -- this process asks ----------------------------------------------------------------------
+
+    async def ask_holder(self, task_id: str) -> bool:
+        """Send a cancel to the other live process holding the task's lease, if one does.
+
+        Returns:
+            Whether it was sent; ``False`` when no lease is live or this process holds it (the
+            cancel is then this process's to make).
+        """
+        holder = await self.store.lease_holder(task_id)
+        if holder is None or holder == self.store.process_id:
+            return False
+        sent = await self.store.request_cancel(task_id)
+        return sent is not None and sent != self.store.process_id
+
+    async def take_lease(self, task_id: str) -> bool:
+        """Take the task's lease for a follow-up's run here; ``False`` if another holds it."""
+        return await self.store.acquire(task_id)
+
+    async def run_ended(self, task_id: str) -> None:
+        """A run here has returned: give back a lease it leaves behind (none, usually)."""
+        if self.store.holds(task_id):
+            await self.store.release(task_id)
+
+    def close(self) -> None:
+        """Act on no more callbacks (the runtime is shutting down)."""
+        self.closed = True
+
+    # -- the store tells ------------------------------------------------------------------------
+
+    def _lease_lost(self, task_id: str) -> None:
+        hub = self.runtime.hubs.get(task_id)
+        if self.closed or hub is None or hub.state is None or is_settled(hub.state):
+            return  # nothing runs here, or the run here ended the task itself
+        if self.store.holds(task_id):
+            return  # taken again since (a follow-up's run here)
+        if hub.drop_run():
+            log.warning(
+                "task %s: another process ended it or took it over; its agent run here stops",
+                task_id,
+            )
+
+    def _cancel_requested(self, task_id: str) -> None:
+        hub = self.runtime.hubs.get(task_id)
+        run = hub.active_run if hub is not None else None
+        if self.closed or hub is None or run is None or run.context is None:
+            log.info("task %s: a cancel request came, but it does not run here", task_id)
+            return
+        work = asyncio.create_task(self._cancel(hub, run.context))
+        self.runtime.runs.add(work)
+        work.add_done_callback(self.runtime.runs.discard)
+
+    async def _cancel(self, hub: TaskHub, started: RequestContext) -> None:
+        """A local CancelTask for another process; its answer is that process's to give."""
+
+        def context_for(task: Task) -> RequestContext:
+            view = _history.view(task)
+            return dataclasses.replace(
+                started, message=None, task=view, configuration=None, metadata=None
+            )
+
+        grace = self.runtime.settings.cancel_grace_seconds
+        with hub.hold():
+            try:
+                await cancel_here(self.runtime.executor, hub, grace, context_for)
+            except ProtocolError as exc:  # refused, ended otherwise, or gone: nothing to do
+                log.info("task %s: cancel request from another process: %s", hub.task_id, exc)

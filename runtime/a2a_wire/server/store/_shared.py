@@ -1,0 +1,77 @@
+"""The capability of a store that several server processes share: leases and cancel requests.
+
+A one-process store (memory, SQLite) runs every task's executor in the process that holds the
+store, so the server needs nothing more than :class:`~._log.EventLogStore`. A store that many
+processes use at once (:class:`~._log_postgres.PostgresEventLog`) must also say which process
+runs each task's executor, and carry a CancelTask (spec 3.1.5) from the process that got it to
+that one. :class:`SharedTaskStore` is that extra part; the server looks for it once
+(:func:`shared_store`) and wires it in (:mod:`a2a_wire.server._peers`), so the one-process
+stores are untouched.
+
+The rules a shared store keeps (the PostgreSQL store's are in :mod:`._log_postgres_lease` and
+:mod:`._log_postgres_cancel`):
+
+* **Leases.** Each running task (SUBMITTED, WORKING) is *leased* to the process running its
+  executor: creating a running task, or moving one into a running state, leases it to the
+  writing process; leaving it terminal or interrupted ends the lease, whoever writes.
+  :meth:`SharedTaskStore.acquire` takes the lease before a follow-up message resumes an
+  interrupted task, and fails while another process holds one.
+* **Lease lost.** When the store finds that a lease this process held is gone (another process
+  ended the task, or took it over after this one stalled), it calls the
+  :meth:`SharedTaskStore.on_lease_lost` callbacks with the task id.
+* **Cancel requests.** :meth:`SharedTaskStore.request_cancel` reaches the lease holder's
+  :meth:`SharedTaskStore.on_cancel` callbacks, in whichever process it runs.
+
+Callbacks are plain functions called on the event loop; they must not block.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Protocol, runtime_checkable
+
+__all__ = ["SharedTaskStore", "shared_store"]
+
+
+@runtime_checkable
+class SharedTaskStore(Protocol):
+    """What a store shared by several processes adds (see the module docstring).
+
+    Attributes:
+        process_id: This process's id in leases and cancel requests.
+    """
+
+    process_id: str
+
+    def holds(self, task_id: str) -> bool:
+        """Whether this process holds the task's lease, as far as it knows (no I/O)."""
+        ...
+
+    async def acquire(self, task_id: str) -> bool:
+        """Take (or renew) the task's lease for this process; ``False`` if another holds it."""
+        ...
+
+    async def release(self, task_id: str) -> bool:
+        """Give up this process's lease; ``False`` if it held none."""
+        ...
+
+    async def lease_holder(self, task_id: str) -> str | None:
+        """The process holding a live lease on the task, or ``None``."""
+        ...
+
+    async def request_cancel(self, task_id: str) -> str | None:
+        """Ask the live lease holder to cancel the task; its process id, or ``None`` if none."""
+        ...
+
+    def on_lease_lost(self, callback: Callable[[str], None]) -> None:
+        """Call ``callback(task_id)`` when a lease this process held is found gone."""
+        ...
+
+    def on_cancel(self, callback: Callable[[str], None]) -> None:
+        """Call ``callback(task_id)`` for each cancel request sent to this process."""
+        ...
+
+
+def shared_store(store: object) -> SharedTaskStore | None:
+    """``store`` as a :class:`SharedTaskStore` if it is one, else ``None``."""
+    return store if isinstance(store, SharedTaskStore) else None

@@ -1,0 +1,208 @@
+"""Several servers on one PostgreSQL schema, in one test process (runtime/a2a_wire/server/_peers.py).
+
+Each server is a ``create_app`` with its own :class:`PostgresEventLog` (its own process id,
+pool, listening connection and keeper) and its own :class:`ScriptedAgent`, served on 127.0.0.1
+as ``serve`` serves it; which agent ran what shows which "process" did. The lease clock stands
+still, so no lease expires because the machine is slow, while the keepers beat every 0.2 s and
+so notice a lease another process ended. Streams have a keep-alive far beyond the tests'
+patience: an event that reaches a stream on another server was woken by the store.
+
+The three ``a2a-wire serve`` processes of tests/cli/test_serve_scale_out.py show the same over
+real processes, with a kill.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+from collections.abc import AsyncIterator, Awaitable, Callable
+from dataclasses import dataclass
+from typing import Any
+
+import aiohttp
+import pytest
+from patience import poll
+from server_support import (
+    EventReader,
+    ScriptedAgent,
+    error,
+    make_card,
+    open_stream,
+    result,
+    send_params,
+    serve_like_the_cli,
+    states,
+)
+
+from a2a_wire.server import ServerSettings, create_app
+from a2a_wire.server.store import InMemoryTaskStore, SQLiteTaskStore
+from a2a_wire.server.store._log_postgres import PostgresEventLog
+from a2a_wire.server.store._shared import shared_store
+from a2a_wire.types import TaskState, TaskStatus, TaskStatusUpdateEvent
+
+QUIET = 3600.0
+"""A keep-alive period no test waits out: streams must be woken by events."""
+
+
+class DeafAgent(ScriptedAgent):
+    """A :class:`ScriptedAgent` whose cancel hook waits on :attr:`hook_gate` (a stalled holder)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.hook_gate = asyncio.Event()
+
+    async def cancel(self, context: Any, events: Any) -> None:
+        self.cancels.append(context)
+        await self.hook_gate.wait()
+
+
+@dataclass
+class Server:
+    """One server of the cluster: its agent, store and an HTTP session on it."""
+
+    agent: ScriptedAgent
+    store: PostgresEventLog
+    client: aiohttp.ClientSession
+
+
+Cluster = Callable[..., Awaitable[Server]]
+
+
+@pytest.fixture
+async def cluster(postgres_dsn: str, postgres_schema: str) -> AsyncIterator[Cluster]:
+    """Starts servers on the test's schema (``cluster(agent=..., cancel_grace_seconds=...)``)."""
+    async with contextlib.AsyncExitStack() as stack:
+
+        async def start(agent: ScriptedAgent | None = None, **settings: Any) -> Server:
+            agent = agent or ScriptedAgent()
+            store = PostgresEventLog(
+                postgres_dsn,
+                schema=postgres_schema,
+                lease_seconds=10.0,
+                heartbeat_seconds=0.2,
+                lease_clock=lambda: 1_000_000.0,
+            )
+            settings.setdefault("keepalive_seconds", QUIET)
+            app = create_app(make_card(), agent, store=store, settings=ServerSettings(**settings))
+            host, port = await stack.enter_async_context(serve_like_the_cli(app))
+            session = aiohttp.ClientSession(base_url=f"http://{host}:{port}")
+            client = await stack.enter_async_context(session)
+            return Server(agent, store, client)
+
+        yield start
+
+
+async def started(server: Server, text: str) -> tuple[EventReader, str]:
+    """A streamed task on ``server`` whose agent waits at its gate (``wait``, ``chunks``)."""
+    reader = await open_stream(server.client, "SendStreamingMessage", send_params(text))
+    first = await reader.next()
+    assert first is not None
+    await server.agent.started.wait()
+    return reader, first["result"]["task"]["id"]
+
+
+async def blocked_wait(server: Server) -> tuple[asyncio.Task[Any], str]:
+    """A blocking SendMessage of a ``wait`` task on ``server`` (its answer), and the task's id."""
+    blocked = asyncio.create_task(result(server.client, "SendMessage", send_params("wait")))
+    await server.agent.started.wait()
+    page = await result(server.client, "ListTasks", {})
+    return blocked, page["tasks"][0]["id"]
+
+
+def test_only_the_postgresql_store_is_shared(tmp_path: Any) -> None:
+    assert shared_store(InMemoryTaskStore()) is None
+    assert shared_store(SQLiteTaskStore(tmp_path / "tasks.db")) is None
+    assert shared_store(PostgresEventLog("postgresql://nowhere")) is not None
+
+
+async def test_a_stream_on_another_server_is_woken_by_the_store(cluster: Cluster) -> None:
+    a, b = await cluster(), await cluster()
+    here, task_id = await started(a, "chunks")
+    assert (await here.next()) is not None  # WORKING
+    there = await open_stream(b.client, "SubscribeToTask", {"id": task_id})
+    first = await there.next()
+    assert first is not None and first["result"]["task"]["status"]["state"] == "TASK_STATE_WORKING"
+    for _ in range(3):  # each chunk is let go only once the other stream has seen the last one
+        a.agent.gate.set()
+        event = await there.next()
+        assert event is not None and "artifactUpdate" in event["result"]
+    rest = await there.rest()
+    assert states(rest) == ["TASK_STATE_COMPLETED"]
+    assert (await here.rest())[-1] == rest[-1]
+    assert here.ids[len(here.ids) - len(there.ids) :] == there.ids
+
+
+async def test_a_cancel_sent_to_another_server_stops_the_run_where_it_runs(
+    cluster: Cluster,
+) -> None:
+    a, c = await cluster(), await cluster()
+    blocked, task_id = await blocked_wait(a)
+    canceled = await result(c.client, "CancelTask", {"id": task_id})
+    assert canceled["status"]["state"] == "TASK_STATE_CANCELED"
+    assert canceled["status"]["message"]["parts"] == [{"text": "stopped on request"}]
+    assert len(a.agent.cancels) == 1 and c.agent.cancels == []  # the hook ran where the task ran
+    await poll(lambda: _now(a.agent.cancelled_runs), lambda n: n == 1)  # and its run stopped
+    answer = await blocked  # the blocked SendMessage there answers with the CANCELED task
+    assert answer["task"]["status"]["state"] == "TASK_STATE_CANCELED"
+    again = await error(c.client, "CancelTask", {"id": task_id})
+    assert again["code"] == -32002
+
+
+async def test_a_holder_that_does_not_act_in_time_is_canceled_by_the_asking_server(
+    cluster: Cluster,
+) -> None:
+    a = await cluster(DeafAgent(), cancel_grace_seconds=0.1)
+    c = await cluster(cancel_grace_seconds=0.1)
+    assert isinstance(a.agent, DeafAgent)
+    reader, task_id = await started(a, "wait")
+    canceled = await result(c.client, "CancelTask", {"id": task_id})
+    assert canceled["status"]["state"] == "TASK_STATE_CANCELED"
+    assert "message" not in canceled["status"]  # recorded by c, not by a's hook
+    assert len(a.agent.cancels) == 1  # a got the request, and its hook is still stuck
+    await poll(lambda: _now(a.agent.cancelled_runs), lambda n: n == 1)  # a's lease ended
+    assert states(await reader.rest()) == ["TASK_STATE_WORKING", "TASK_STATE_CANCELED"]
+    a.agent.hook_gate.set()
+
+
+async def _now(value: Any) -> Any:
+    return value
+
+
+async def test_a_lease_ended_elsewhere_stops_the_run_and_records_nothing(
+    cluster: Cluster,
+) -> None:
+    a, b = await cluster(), await cluster()
+    blocked, task_id = await blocked_wait(a)
+    failed = TaskStatusUpdateEvent(status=TaskStatus(state=TaskState.FAILED))
+    done = await b.store.append(task_id, [failed])  # another process ends the task
+    await poll(lambda: _now(a.agent.cancelled_runs), lambda n: n == 1)
+    answer = await blocked
+    assert answer["task"]["status"]["state"] == "TASK_STATE_FAILED"
+    log = await b.store.read_events(task_id, 0)
+    assert log is not None and log.events[-1].seq == done.events[-1].seq  # nothing after it
+
+
+async def test_a_follow_up_runs_on_the_server_it_reaches(cluster: Cluster) -> None:
+    a, b = await cluster(), await cluster()
+    asked = (await result(a.client, "SendMessage", send_params("input")))["task"]
+    assert asked["status"]["state"] == "TASK_STATE_INPUT_REQUIRED"
+    follow = send_params("more", taskId=asked["id"], contextId=asked["contextId"])
+    answer = (await result(b.client, "SendMessage", follow))["task"]
+    assert answer["status"]["state"] == "TASK_STATE_COMPLETED"
+    assert answer["artifacts"][0]["parts"] == [{"text": "got more"}]
+    assert len(a.agent.contexts) == 1 and len(b.agent.contexts) == 1  # b ran the follow-up
+    assert await a.store.lease_holder(asked["id"]) is None  # the finished run left no lease
+
+
+async def test_a_follow_up_to_a_task_running_elsewhere_is_refused_as_busy(
+    cluster: Cluster,
+) -> None:
+    a, b = await cluster(), await cluster()
+    reader, task_id = await started(a, "wait")
+    follow = send_params("more", taskId=task_id)
+    err = await error(b.client, "SendMessage", follow)
+    assert err["code"] == -32004
+    assert await b.store.lease_holder(task_id) == a.store.process_id
+    assert b.agent.contexts == []
+    a.agent.gate.set()
+    assert states(await reader.rest())[-1] == "TASK_STATE_COMPLETED"
