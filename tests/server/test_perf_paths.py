@@ -6,6 +6,8 @@
 * :func:`a2a_wire._protocol.ids.new_uuid` makes the same kind of id as ``str(uuid.uuid4())``.
 * :meth:`Subscriber.ready` hands out the items at hand in order, without waiting; a stream writes
   the events that are already at hand together and still ends after the last one.
+* A blocking SendMessage answers with the task the store folded when the run settled
+  (``Appended.task``), without reading the store again, and that answer is what GetTask reads.
 """
 
 from __future__ import annotations
@@ -18,10 +20,12 @@ from typing import Any
 
 import aiosqlite
 import pytest
+from server_support import ScriptedAgent, make_card, result, send_params
 
 from a2a_wire._protocol.ids import new_uuid
+from a2a_wire.server import create_app
 from a2a_wire.server._subscriber import END, Frame, Subscriber
-from a2a_wire.server.store import SQLiteTaskStore
+from a2a_wire.server.store import EventLogStore, InMemoryTaskStore, SQLiteTaskStore
 from a2a_wire.types import (
     Artifact,
     Message,
@@ -123,3 +127,28 @@ def test_new_uuid_is_a_canonical_random_version_4_uuid() -> None:
     assert len(seen) == 20_000
     # Every variant digit occurs: the two random bits of that nibble are kept.
     assert {text[19] for text in seen} == set("89ab")
+
+
+@pytest.mark.parametrize("kind", ["memory", "sqlite"])
+@pytest.mark.parametrize("text", ["work", "input", "reject", "task", "early"])
+async def test_send_message_answers_from_the_fold_of_the_settling_append(
+    kind: str, text: str, tmp_path: Path, aiohttp_client: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    store: EventLogStore = (
+        InMemoryTaskStore() if kind == "memory" else SQLiteTaskStore(tmp_path / "t.db")
+    )
+    client = await aiohttp_client(create_app(make_card(), ScriptedAgent(), store=store))
+    reads: list[str] = []
+    real_get = type(store).get
+
+    async def counted(self: EventLogStore, task_id: str, *, owner: str = "") -> Task | None:
+        reads.append(task_id)
+        return await real_get(self, task_id, owner=owner)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(type(store), "get", counted)
+    answer = (await result(client, "SendMessage", send_params(text)))["task"]
+    assert reads == []  # the answer came from the settling append's fold
+    fetched = await result(client, "GetTask", {"id": answer["id"]})
+    assert fetched == answer
+    history = await result(client, "SendMessage", send_params(text, {"historyLength": 0}))
+    assert "history" not in history["task"]  # the view of the fold still cuts the history

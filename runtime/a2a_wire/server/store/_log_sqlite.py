@@ -261,10 +261,12 @@ class SQLiteTaskStore(SQLitePushStore, EventLogStore):
             raise RuntimeError(f"task {task_id!r}: concurrent appends to one log") from None
         head.committed = max(head.committed, logged[-1].seq)
         head.tail_bytes += sum(len(event.body) for event in logged)
+        task = None
         if folded is not None:
             self._folded(head, folded)
+            task = folded.task if folded.seq == logged[-1].seq else None
         self._waiters.wake(task_id)
-        return Appended(logged, outbox, head.state)
+        return Appended(logged, outbox, head.state, task)
 
     @staticmethod
     def _folded(head: Head, folded: rows.Folded) -> None:

@@ -196,11 +196,13 @@ class Folded:
         seq: Its number.
         body: Its JSON.
         absorbed: Bytes of the tail it took in.
+        task: The folded task, decoded for the fold (a fresh copy; the store keeps only ``body``).
     """
 
     seq: int
     body: bytes
     absorbed: int
+    task: Task
 
 
 def fold_task(
@@ -213,7 +215,7 @@ def fold_task(
     body = codec.encode(read.task)
     if not _all(db, FOLD, (read.seq, body, task_id, read.base_seq)):
         return None
-    return Folded(read.seq, body, read.tail_bytes)
+    return Folded(read.seq, body, read.tail_bytes, read.task)
 
 
 def list_page(
