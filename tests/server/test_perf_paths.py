@@ -143,7 +143,7 @@ async def test_send_message_answers_from_the_fold_of_the_settling_append(
 
     async def counted(self: EventLogStore, task_id: str, *, owner: str = "") -> Task | None:
         reads.append(task_id)
-        return await real_get(self, task_id, owner=owner)  # type: ignore[arg-type]
+        return await real_get(self, task_id, owner=owner)
 
     monkeypatch.setattr(type(store), "get", counted)
     answer = (await result(client, "SendMessage", send_params(text)))["task"]
