@@ -8,6 +8,8 @@
   the events that are already at hand together and still ends after the last one.
 * A blocking SendMessage answers with the task the store folded when the run settled
   (``Appended.task``), without reading the store again, and that answer is what GetTask reads.
+* The SQLite store folds a small task from the snapshot and tail its head keeps (no read), to
+  what the file's own fold gives.
 """
 
 from __future__ import annotations
@@ -26,6 +28,9 @@ from a2a_wire._protocol.ids import new_uuid
 from a2a_wire.server import create_app
 from a2a_wire.server._subscriber import END, Frame, Subscriber
 from a2a_wire.server.store import EventLogStore, InMemoryTaskStore, SQLiteTaskStore
+from a2a_wire.server.store import _log_sqlite_rows as _rows
+from a2a_wire.server.store._log_sqlite import BODY_CACHE_BYTES
+from a2a_wire.server.store._push_sqlite import hop
 from a2a_wire.types import (
     Artifact,
     Message,
@@ -152,3 +157,32 @@ async def test_send_message_answers_from_the_fold_of_the_settling_append(
     assert fetched == answer
     history = await result(client, "SendMessage", send_params(text, {"historyLength": 0}))
     assert "history" not in history["task"]  # the view of the fold still cuts the history
+
+
+async def test_a_fold_the_head_can_do_reads_nothing_and_matches_the_file(
+    store: SQLiteTaskStore,
+) -> None:
+    await store.create(_task("t1"))
+    await store.append("t1", [_chunk("x")])
+    statements: list[str] = []
+    await hop(store._conn, lambda con: con.set_trace_callback(statements.append))
+    done = await store.append(
+        "t1", [TaskStatusUpdateEvent(status=TaskStatus(state=TaskState.COMPLETED))]
+    )
+    await hop(store._conn, lambda con: con.set_trace_callback(None))
+    assert [s for s in statements if s.lstrip().upper().startswith("SELECT")] == []
+    assert any(s.startswith("UPDATE task_snapshots") for s in statements)  # it did fold
+    read = await hop(store._conn, lambda con: _rows.read_task(con, "t1", "", None))
+    assert read is not None and read.seq == read.base_seq == done.events[-1].seq == 3
+    assert done.task is not None and done.task == read.task  # what the file folds to
+
+
+async def test_a_head_forgets_a_tail_too_large_to_keep(store: SQLiteTaskStore) -> None:
+    await store.create(_task("t1"))
+    await store.append("t1", [_chunk("x" * BODY_CACHE_BYTES)])
+    done = await store.append(
+        "t1", [TaskStatusUpdateEvent(status=TaskStatus(state=TaskState.COMPLETED))]
+    )
+    assert done.task is not None  # folded by reading the file instead
+    assert done.task == await store.get("t1")
+    assert len(done.task.artifacts[0].parts[0].text or "") == BODY_CACHE_BYTES
