@@ -1,12 +1,15 @@
-"""The timestamp memos of codegen/support/_values.py answer exactly what the full path would.
+"""Fast paths of the generated code give what the plain paths would: timestamp memos, copies.
 
 ``parse_timestamp`` and ``format_timestamp`` remember the whole-second part of recent instants
 (a server formats and parses the same few seconds over and over). A hit must give the same
 result as a miss, and text the full path refuses must still be refused when its first 19
-characters are remembered.
+characters are remembered. The generated ``__copy__`` (what ``copy.copy`` calls) makes the
+same shallow copy the pickle protocol would, also of a subclass.
 """
 
 from __future__ import annotations
+
+import copy
 
 import pytest
 from hypothesis import given
@@ -64,3 +67,36 @@ def test_memos_stay_bounded() -> None:
         _values.parse_timestamp(_values.format_timestamp(seconds, 0))
     assert len(_values._PARSED) <= _values._MEMO_SIZE
     assert len(_values._FORMATTED) <= _values._MEMO_SIZE
+
+
+def test_copy_is_shallow_and_keeps_every_field() -> None:
+    from a2a_wire.types import Artifact, Message, Part, Role, Task, TaskState, TaskStatus
+
+    message = Message(message_id="m", role=Role.USER, parts=[Part(text="hi")])
+    task = Task(
+        id="t",
+        context_id="c",
+        status=TaskStatus(state=TaskState.WORKING),
+        artifacts=[Artifact(artifact_id="a")],
+        history=[message],
+        metadata={"k": 1},
+    )
+    twin = copy.copy(task)
+    assert type(twin) is Task and twin == task and twin is not task
+    assert twin.history is task.history and twin.status is task.status  # shallow, as before
+
+    class Tagged(Task):
+        __slots__ = ("tag",)
+
+    tagged = Tagged(id="t", context_id="c")
+    tagged.tag = "x"
+    copied = copy.copy(tagged)
+    assert type(copied) is Tagged and copied.tag == "x" and copied == tagged
+
+    class Loose(Message):
+        pass
+
+    loose = Loose(message_id="m")
+    loose.extra = 3  # type: ignore[attr-defined]
+    again = copy.copy(loose)
+    assert type(again) is Loose and again.extra == 3 and again == loose  # type: ignore[attr-defined]
