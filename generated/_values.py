@@ -24,6 +24,7 @@ from typing import Any, TypeVar
 from ._support import DecodeError, wrong_type
 
 E = TypeVar("E", bound="ProtoEnum")
+T = TypeVar("T")
 
 # Timestamps: 0001-01-01T00:00:00Z to 9999-12-31T23:59:59.999999999Z, as protobuf allows.
 _EPOCH = datetime.datetime(1970, 1, 1)
@@ -35,10 +36,40 @@ _TIMESTAMP = re.compile(
 )
 
 
+_MEMO_SIZE = 256
+"""Most entries each timestamp memo keeps; a full memo is emptied and starts again."""
+
+# Memos of the whole-second part, keyed by its text (parse) or its seconds (format): under load
+# most timestamps fall in a few recent seconds, and the datetime arithmetic is most of the cost.
+# Only pure results are kept (ints and strings), so a hit returns what the full path would.
+_PARSED: dict[str, int] = {}
+_FORMATTED: dict[int, str] = {}
+
+
+def _remember(memo: dict[Any, Any], key: object, value: object) -> None:
+    if len(memo) >= _MEMO_SIZE:
+        memo.clear()
+    memo[key] = value
+
+
 def parse_timestamp(value: object) -> tuple[int, int]:
     """Parse an RFC 3339 timestamp into (seconds since the epoch, nanoseconds)."""
     if type(value) is not str:
         raise wrong_type(value, "RFC 3339 timestamp string")
+    seconds = _PARSED.get(value[:19])
+    if seconds is not None:
+        rest = value[19:]
+        if rest in ("Z", "z"):
+            return seconds, 0
+        digits = rest[1:-1]
+        if (
+            rest[:1] == "."
+            and rest[-1:] in ("Z", "z")
+            and 0 < len(digits) <= 9
+            and digits.isascii()
+            and digits.isdigit()
+        ):
+            return seconds, int(digits.ljust(9, "0"))
     match = _TIMESTAMP.match(value)
     if match is None:
         raise DecodeError("invalid RFC 3339 timestamp")
@@ -56,6 +87,8 @@ def parse_timestamp(value: object) -> tuple[int, int]:
         seconds -= offset if sign == "+" else -offset
     if not _MIN_SECONDS <= seconds <= _MAX_SECONDS:
         raise DecodeError("timestamp out of range")
+    if sign is None:
+        _remember(_PARSED, value[:19], seconds)
     return seconds, int(fraction.ljust(9, "0")) if fraction else 0
 
 
@@ -67,11 +100,14 @@ def format_timestamp(seconds: int, nanos: int) -> str:
     """
     if not _MIN_SECONDS <= seconds <= _MAX_SECONDS or not 0 <= nanos < 1_000_000_000:
         raise ValueError(f"timestamp out of range: seconds={seconds} nanos={nanos}")
-    moment = _EPOCH + datetime.timedelta(seconds=seconds)
-    text = (
-        f"{moment.year:04d}-{moment.month:02d}-{moment.day:02d}"
-        f"T{moment.hour:02d}:{moment.minute:02d}:{moment.second:02d}"
-    )
+    text = _FORMATTED.get(seconds)
+    if text is None:
+        moment = _EPOCH + datetime.timedelta(seconds=seconds)
+        text = (
+            f"{moment.year:04d}-{moment.month:02d}-{moment.day:02d}"
+            f"T{moment.hour:02d}:{moment.minute:02d}:{moment.second:02d}"
+        )
+        _remember(_FORMATTED, seconds, text)
     if nanos == 0:
         return text + "Z"
     if nanos % 1_000_000 == 0:
@@ -79,6 +115,24 @@ def format_timestamp(seconds: int, nanos: int) -> str:
     if nanos % 1000 == 0:
         return f"{text}.{nanos // 1000:06d}Z"
     return f"{text}.{nanos:09d}Z"
+
+
+def copy_instance(obj: T) -> T:
+    """A shallow copy of an instance of a subclass of a generated class, as ``copy.copy`` makes.
+
+    The generated classes copy their own fields directly (``__copy__``, which ``copy.copy``
+    calls; the pickle protocol it otherwise goes through costs a few microseconds); an instance
+    of a subclass gets every slot of its class and its bases, and its ``__dict__``.
+    """
+    cls = type(obj)
+    new = cls.__new__(cls)
+    for klass in cls.__mro__:
+        for name in klass.__dict__.get("__slots__", ()):
+            if name not in ("__dict__", "__weakref__") and hasattr(obj, name):
+                setattr(new, name, getattr(obj, name))
+    if hasattr(obj, "__dict__"):
+        new.__dict__.update(obj.__dict__)
+    return new
 
 
 class ProtoEnum(enum.Enum):

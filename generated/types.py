@@ -190,6 +190,12 @@ class Empty:
             return NotImplemented
         return True
 
+    def __copy__(self) -> Empty:
+        if type(self) is not Empty:
+            return _v.copy_instance(self)
+        new = Empty.__new__(Empty)
+        return new
+
     def __repr__(self) -> str:
         return _v.message_repr(
             "Empty",
@@ -264,6 +270,16 @@ class SendMessageConfiguration:
             and self.history_length == other.history_length
             and self.return_immediately == other.return_immediately
         )
+
+    def __copy__(self) -> SendMessageConfiguration:
+        if type(self) is not SendMessageConfiguration:
+            return _v.copy_instance(self)
+        new = SendMessageConfiguration.__new__(SendMessageConfiguration)
+        new.accepted_output_modes = self.accepted_output_modes
+        new.task_push_notification_config = self.task_push_notification_config
+        new.history_length = self.history_length
+        new.return_immediately = self.return_immediately
+        return new
 
     def __repr__(self) -> str:
         return _v.message_repr(
@@ -413,6 +429,18 @@ class Task:
             and self.metadata == other.metadata
         )
 
+    def __copy__(self) -> Task:
+        if type(self) is not Task:
+            return _v.copy_instance(self)
+        new = Task.__new__(Task)
+        new.id = self.id
+        new.context_id = self.context_id
+        new.status = self.status
+        new.artifacts = self.artifacts
+        new.history = self.history
+        new.metadata = self.metadata
+        return new
+
     def __repr__(self) -> str:
         return _v.message_repr(
             "Task",
@@ -554,6 +582,15 @@ class TaskStatus:
             and self.timestamp == other.timestamp
         )
 
+    def __copy__(self) -> TaskStatus:
+        if type(self) is not TaskStatus:
+            return _v.copy_instance(self)
+        new = TaskStatus.__new__(TaskStatus)
+        new.state = self.state
+        new.message = self.message
+        new.timestamp = self.timestamp
+        return new
+
     def __repr__(self) -> str:
         return _v.message_repr(
             "TaskStatus",
@@ -684,6 +721,19 @@ class Part:
             and self.filename == other.filename
             and self.media_type == other.media_type
         )
+
+    def __copy__(self) -> Part:
+        if type(self) is not Part:
+            return _v.copy_instance(self)
+        new = Part.__new__(Part)
+        new.text = self.text
+        new.raw = self.raw
+        new.url = self.url
+        new.data = self.data
+        new.metadata = self.metadata
+        new.filename = self.filename
+        new.media_type = self.media_type
+        return new
 
     def __repr__(self) -> str:
         return _v.message_repr(
@@ -898,6 +948,20 @@ class Message:
             and self.reference_task_ids == other.reference_task_ids
         )
 
+    def __copy__(self) -> Message:
+        if type(self) is not Message:
+            return _v.copy_instance(self)
+        new = Message.__new__(Message)
+        new.message_id = self.message_id
+        new.context_id = self.context_id
+        new.task_id = self.task_id
+        new.role = self.role
+        new.parts = self.parts
+        new.metadata = self.metadata
+        new.extensions = self.extensions
+        new.reference_task_ids = self.reference_task_ids
+        return new
+
     def __repr__(self) -> str:
         return _v.message_repr(
             "Message",
@@ -1077,6 +1141,18 @@ class Artifact:
             and self.extensions == other.extensions
         )
 
+    def __copy__(self) -> Artifact:
+        if type(self) is not Artifact:
+            return _v.copy_instance(self)
+        new = Artifact.__new__(Artifact)
+        new.artifact_id = self.artifact_id
+        new.name = self.name
+        new.description = self.description
+        new.parts = self.parts
+        new.metadata = self.metadata
+        new.extensions = self.extensions
+        return new
+
     def __repr__(self) -> str:
         return _v.message_repr(
             "Artifact",
@@ -1220,6 +1296,16 @@ class TaskStatusUpdateEvent:
             and self.status == other.status
             and self.metadata == other.metadata
         )
+
+    def __copy__(self) -> TaskStatusUpdateEvent:
+        if type(self) is not TaskStatusUpdateEvent:
+            return _v.copy_instance(self)
+        new = TaskStatusUpdateEvent.__new__(TaskStatusUpdateEvent)
+        new.task_id = self.task_id
+        new.context_id = self.context_id
+        new.status = self.status
+        new.metadata = self.metadata
+        return new
 
     def __repr__(self) -> str:
         return _v.message_repr(
@@ -1367,6 +1453,18 @@ class TaskArtifactUpdateEvent:
             and self.metadata == other.metadata
         )
 
+    def __copy__(self) -> TaskArtifactUpdateEvent:
+        if type(self) is not TaskArtifactUpdateEvent:
+            return _v.copy_instance(self)
+        new = TaskArtifactUpdateEvent.__new__(TaskArtifactUpdateEvent)
+        new.task_id = self.task_id
+        new.context_id = self.context_id
+        new.artifact = self.artifact
+        new.append = self.append
+        new.last_chunk = self.last_chunk
+        new.metadata = self.metadata
+        return new
+
     def __repr__(self) -> str:
         return _v.message_repr(
             "TaskArtifactUpdateEvent",
@@ -1507,6 +1605,14 @@ class AuthenticationInfo:
             return NotImplemented
         return self.scheme == other.scheme and self.credentials == other.credentials
 
+    def __copy__(self) -> AuthenticationInfo:
+        if type(self) is not AuthenticationInfo:
+            return _v.copy_instance(self)
+        new = AuthenticationInfo.__new__(AuthenticationInfo)
+        new.scheme = self.scheme
+        new.credentials = self.credentials
+        return new
+
     def __repr__(self) -> str:
         return _v.message_repr(
             "AuthenticationInfo",
@@ -1611,6 +1717,16 @@ class AgentInterface:
             and self.tenant == other.tenant
             and self.protocol_version == other.protocol_version
         )
+
+    def __copy__(self) -> AgentInterface:
+        if type(self) is not AgentInterface:
+            return _v.copy_instance(self)
+        new = AgentInterface.__new__(AgentInterface)
+        new.url = self.url
+        new.protocol_binding = self.protocol_binding
+        new.tenant = self.tenant
+        new.protocol_version = self.protocol_version
+        return new
 
     def __repr__(self) -> str:
         return _v.message_repr(
@@ -1806,6 +1922,26 @@ class AgentCard:
             and self.signatures == other.signatures
             and self.icon_url == other.icon_url
         )
+
+    def __copy__(self) -> AgentCard:
+        if type(self) is not AgentCard:
+            return _v.copy_instance(self)
+        new = AgentCard.__new__(AgentCard)
+        new.name = self.name
+        new.description = self.description
+        new.supported_interfaces = self.supported_interfaces
+        new.provider = self.provider
+        new.version = self.version
+        new.documentation_url = self.documentation_url
+        new.capabilities = self.capabilities
+        new.security_schemes = self.security_schemes
+        new.security_requirements = self.security_requirements
+        new.default_input_modes = self.default_input_modes
+        new.default_output_modes = self.default_output_modes
+        new.skills = self.skills
+        new.signatures = self.signatures
+        new.icon_url = self.icon_url
+        return new
 
     def __repr__(self) -> str:
         return _v.message_repr(
@@ -2034,6 +2170,14 @@ class AgentProvider:
             return NotImplemented
         return self.url == other.url and self.organization == other.organization
 
+    def __copy__(self) -> AgentProvider:
+        if type(self) is not AgentProvider:
+            return _v.copy_instance(self)
+        new = AgentProvider.__new__(AgentProvider)
+        new.url = self.url
+        new.organization = self.organization
+        return new
+
     def __repr__(self) -> str:
         return _v.message_repr(
             "AgentProvider",
@@ -2139,6 +2283,16 @@ class AgentCapabilities:
             and self.extensions == other.extensions
             and self.extended_agent_card == other.extended_agent_card
         )
+
+    def __copy__(self) -> AgentCapabilities:
+        if type(self) is not AgentCapabilities:
+            return _v.copy_instance(self)
+        new = AgentCapabilities.__new__(AgentCapabilities)
+        new.streaming = self.streaming
+        new.push_notifications = self.push_notifications
+        new.extensions = self.extensions
+        new.extended_agent_card = self.extended_agent_card
+        return new
 
     def __repr__(self) -> str:
         return _v.message_repr(
@@ -2275,6 +2429,16 @@ class AgentExtension:
             and self.required == other.required
             and self.params == other.params
         )
+
+    def __copy__(self) -> AgentExtension:
+        if type(self) is not AgentExtension:
+            return _v.copy_instance(self)
+        new = AgentExtension.__new__(AgentExtension)
+        new.uri = self.uri
+        new.description = self.description
+        new.required = self.required
+        new.params = self.params
+        return new
 
     def __repr__(self) -> str:
         return _v.message_repr(
@@ -2425,6 +2589,20 @@ class AgentSkill:
             and self.output_modes == other.output_modes
             and self.security_requirements == other.security_requirements
         )
+
+    def __copy__(self) -> AgentSkill:
+        if type(self) is not AgentSkill:
+            return _v.copy_instance(self)
+        new = AgentSkill.__new__(AgentSkill)
+        new.id = self.id
+        new.name = self.name
+        new.description = self.description
+        new.tags = self.tags
+        new.examples = self.examples
+        new.input_modes = self.input_modes
+        new.output_modes = self.output_modes
+        new.security_requirements = self.security_requirements
+        return new
 
     def __repr__(self) -> str:
         return _v.message_repr(
@@ -2578,6 +2756,15 @@ class AgentCardSignature:
             and self.header == other.header
         )
 
+    def __copy__(self) -> AgentCardSignature:
+        if type(self) is not AgentCardSignature:
+            return _v.copy_instance(self)
+        new = AgentCardSignature.__new__(AgentCardSignature)
+        new.protected = self.protected
+        new.signature = self.signature
+        new.header = self.header
+        return new
+
     def __repr__(self) -> str:
         return _v.message_repr(
             "AgentCardSignature",
@@ -2705,6 +2892,18 @@ class TaskPushNotificationConfig:
             and self.token == other.token
             and self.authentication == other.authentication
         )
+
+    def __copy__(self) -> TaskPushNotificationConfig:
+        if type(self) is not TaskPushNotificationConfig:
+            return _v.copy_instance(self)
+        new = TaskPushNotificationConfig.__new__(TaskPushNotificationConfig)
+        new.tenant = self.tenant
+        new.id = self.id
+        new.task_id = self.task_id
+        new.url = self.url
+        new.token = self.token
+        new.authentication = self.authentication
+        return new
 
     def __repr__(self) -> str:
         return _v.message_repr(
@@ -2835,6 +3034,13 @@ class StringList:
             return NotImplemented
         return self.list_ == other.list_
 
+    def __copy__(self) -> StringList:
+        if type(self) is not StringList:
+            return _v.copy_instance(self)
+        new = StringList.__new__(StringList)
+        new.list_ = self.list_
+        return new
+
     def __repr__(self) -> str:
         return _v.message_repr(
             "StringList",
@@ -2892,6 +3098,13 @@ class SecurityRequirement:
         if not isinstance(other, SecurityRequirement):
             return NotImplemented
         return self.schemes == other.schemes
+
+    def __copy__(self) -> SecurityRequirement:
+        if type(self) is not SecurityRequirement:
+            return _v.copy_instance(self)
+        new = SecurityRequirement.__new__(SecurityRequirement)
+        new.schemes = self.schemes
+        return new
 
     def __repr__(self) -> str:
         return _v.message_repr(
@@ -2984,6 +3197,17 @@ class SecurityScheme:
             and self.open_id_connect_security_scheme == other.open_id_connect_security_scheme
             and self.mtls_security_scheme == other.mtls_security_scheme
         )
+
+    def __copy__(self) -> SecurityScheme:
+        if type(self) is not SecurityScheme:
+            return _v.copy_instance(self)
+        new = SecurityScheme.__new__(SecurityScheme)
+        new.api_key_security_scheme = self.api_key_security_scheme
+        new.http_auth_security_scheme = self.http_auth_security_scheme
+        new.oauth2_security_scheme = self.oauth2_security_scheme
+        new.open_id_connect_security_scheme = self.open_id_connect_security_scheme
+        new.mtls_security_scheme = self.mtls_security_scheme
+        return new
 
     def __repr__(self) -> str:
         return _v.message_repr(
@@ -3187,6 +3411,15 @@ class APIKeySecurityScheme:
             and self.name == other.name
         )
 
+    def __copy__(self) -> APIKeySecurityScheme:
+        if type(self) is not APIKeySecurityScheme:
+            return _v.copy_instance(self)
+        new = APIKeySecurityScheme.__new__(APIKeySecurityScheme)
+        new.description = self.description
+        new.location = self.location
+        new.name = self.name
+        return new
+
     def __repr__(self) -> str:
         return _v.message_repr(
             "APIKeySecurityScheme",
@@ -3292,6 +3525,15 @@ class HTTPAuthSecurityScheme:
             and self.scheme == other.scheme
             and self.bearer_format == other.bearer_format
         )
+
+    def __copy__(self) -> HTTPAuthSecurityScheme:
+        if type(self) is not HTTPAuthSecurityScheme:
+            return _v.copy_instance(self)
+        new = HTTPAuthSecurityScheme.__new__(HTTPAuthSecurityScheme)
+        new.description = self.description
+        new.scheme = self.scheme
+        new.bearer_format = self.bearer_format
+        return new
 
     def __repr__(self) -> str:
         return _v.message_repr(
@@ -3406,6 +3648,15 @@ class OAuth2SecurityScheme:
             and self.oauth2_metadata_url == other.oauth2_metadata_url
         )
 
+    def __copy__(self) -> OAuth2SecurityScheme:
+        if type(self) is not OAuth2SecurityScheme:
+            return _v.copy_instance(self)
+        new = OAuth2SecurityScheme.__new__(OAuth2SecurityScheme)
+        new.description = self.description
+        new.flows = self.flows
+        new.oauth2_metadata_url = self.oauth2_metadata_url
+        return new
+
     def __repr__(self) -> str:
         return _v.message_repr(
             "OAuth2SecurityScheme",
@@ -3509,6 +3760,14 @@ class OpenIdConnectSecurityScheme:
             and self.open_id_connect_url == other.open_id_connect_url
         )
 
+    def __copy__(self) -> OpenIdConnectSecurityScheme:
+        if type(self) is not OpenIdConnectSecurityScheme:
+            return _v.copy_instance(self)
+        new = OpenIdConnectSecurityScheme.__new__(OpenIdConnectSecurityScheme)
+        new.description = self.description
+        new.open_id_connect_url = self.open_id_connect_url
+        return new
+
     def __repr__(self) -> str:
         return _v.message_repr(
             "OpenIdConnectSecurityScheme",
@@ -3589,6 +3848,13 @@ class MutualTlsSecurityScheme:
         if not isinstance(other, MutualTlsSecurityScheme):
             return NotImplemented
         return self.description == other.description
+
+    def __copy__(self) -> MutualTlsSecurityScheme:
+        if type(self) is not MutualTlsSecurityScheme:
+            return _v.copy_instance(self)
+        new = MutualTlsSecurityScheme.__new__(MutualTlsSecurityScheme)
+        new.description = self.description
+        return new
 
     def __repr__(self) -> str:
         return _v.message_repr(
@@ -3685,6 +3951,17 @@ class OAuthFlows:
             and self.password == other.password
             and self.device_code == other.device_code
         )
+
+    def __copy__(self) -> OAuthFlows:
+        if type(self) is not OAuthFlows:
+            return _v.copy_instance(self)
+        new = OAuthFlows.__new__(OAuthFlows)
+        new.authorization_code = self.authorization_code
+        new.client_credentials = self.client_credentials
+        new.implicit = self.implicit
+        new.password = self.password
+        new.device_code = self.device_code
+        return new
 
     def __repr__(self) -> str:
         return _v.message_repr(
@@ -3884,6 +4161,17 @@ class AuthorizationCodeOAuthFlow:
             and self.pkce_required == other.pkce_required
         )
 
+    def __copy__(self) -> AuthorizationCodeOAuthFlow:
+        if type(self) is not AuthorizationCodeOAuthFlow:
+            return _v.copy_instance(self)
+        new = AuthorizationCodeOAuthFlow.__new__(AuthorizationCodeOAuthFlow)
+        new.authorization_url = self.authorization_url
+        new.token_url = self.token_url
+        new.refresh_url = self.refresh_url
+        new.scopes = self.scopes
+        new.pkce_required = self.pkce_required
+        return new
+
     def __repr__(self) -> str:
         return _v.message_repr(
             "AuthorizationCodeOAuthFlow",
@@ -4019,6 +4307,15 @@ class ClientCredentialsOAuthFlow:
             and self.scopes == other.scopes
         )
 
+    def __copy__(self) -> ClientCredentialsOAuthFlow:
+        if type(self) is not ClientCredentialsOAuthFlow:
+            return _v.copy_instance(self)
+        new = ClientCredentialsOAuthFlow.__new__(ClientCredentialsOAuthFlow)
+        new.token_url = self.token_url
+        new.refresh_url = self.refresh_url
+        new.scopes = self.scopes
+        return new
+
     def __repr__(self) -> str:
         return _v.message_repr(
             "ClientCredentialsOAuthFlow",
@@ -4129,6 +4426,15 @@ class ImplicitOAuthFlow:
             and self.scopes == other.scopes
         )
 
+    def __copy__(self) -> ImplicitOAuthFlow:
+        if type(self) is not ImplicitOAuthFlow:
+            return _v.copy_instance(self)
+        new = ImplicitOAuthFlow.__new__(ImplicitOAuthFlow)
+        new.authorization_url = self.authorization_url
+        new.refresh_url = self.refresh_url
+        new.scopes = self.scopes
+        return new
+
     def __repr__(self) -> str:
         return _v.message_repr(
             "ImplicitOAuthFlow",
@@ -4232,6 +4538,15 @@ class PasswordOAuthFlow:
             and self.refresh_url == other.refresh_url
             and self.scopes == other.scopes
         )
+
+    def __copy__(self) -> PasswordOAuthFlow:
+        if type(self) is not PasswordOAuthFlow:
+            return _v.copy_instance(self)
+        new = PasswordOAuthFlow.__new__(PasswordOAuthFlow)
+        new.token_url = self.token_url
+        new.refresh_url = self.refresh_url
+        new.scopes = self.scopes
+        return new
 
     def __repr__(self) -> str:
         return _v.message_repr(
@@ -4346,6 +4661,16 @@ class DeviceCodeOAuthFlow:
             and self.refresh_url == other.refresh_url
             and self.scopes == other.scopes
         )
+
+    def __copy__(self) -> DeviceCodeOAuthFlow:
+        if type(self) is not DeviceCodeOAuthFlow:
+            return _v.copy_instance(self)
+        new = DeviceCodeOAuthFlow.__new__(DeviceCodeOAuthFlow)
+        new.device_authorization_url = self.device_authorization_url
+        new.token_url = self.token_url
+        new.refresh_url = self.refresh_url
+        new.scopes = self.scopes
+        return new
 
     def __repr__(self) -> str:
         return _v.message_repr(
@@ -4482,6 +4807,16 @@ class SendMessageRequest:
             and self.metadata == other.metadata
         )
 
+    def __copy__(self) -> SendMessageRequest:
+        if type(self) is not SendMessageRequest:
+            return _v.copy_instance(self)
+        new = SendMessageRequest.__new__(SendMessageRequest)
+        new.tenant = self.tenant
+        new.message = self.message
+        new.configuration = self.configuration
+        new.metadata = self.metadata
+        return new
+
     def __repr__(self) -> str:
         return _v.message_repr(
             "SendMessageRequest",
@@ -4599,6 +4934,15 @@ class GetTaskRequest:
             and self.id == other.id
             and self.history_length == other.history_length
         )
+
+    def __copy__(self) -> GetTaskRequest:
+        if type(self) is not GetTaskRequest:
+            return _v.copy_instance(self)
+        new = GetTaskRequest.__new__(GetTaskRequest)
+        new.tenant = self.tenant
+        new.id = self.id
+        new.history_length = self.history_length
+        return new
 
     def __repr__(self) -> str:
         return _v.message_repr(
@@ -4740,6 +5084,20 @@ class ListTasksRequest:
             and self.status_timestamp_after == other.status_timestamp_after
             and self.include_artifacts == other.include_artifacts
         )
+
+    def __copy__(self) -> ListTasksRequest:
+        if type(self) is not ListTasksRequest:
+            return _v.copy_instance(self)
+        new = ListTasksRequest.__new__(ListTasksRequest)
+        new.tenant = self.tenant
+        new.context_id = self.context_id
+        new.status = self.status
+        new.page_size = self.page_size
+        new.page_token = self.page_token
+        new.history_length = self.history_length
+        new.status_timestamp_after = self.status_timestamp_after
+        new.include_artifacts = self.include_artifacts
+        return new
 
     def __repr__(self) -> str:
         return _v.message_repr(
@@ -4925,6 +5283,16 @@ class ListTasksResponse:
             and self.total_size == other.total_size
         )
 
+    def __copy__(self) -> ListTasksResponse:
+        if type(self) is not ListTasksResponse:
+            return _v.copy_instance(self)
+        new = ListTasksResponse.__new__(ListTasksResponse)
+        new.tasks = self.tasks
+        new.next_page_token = self.next_page_token
+        new.page_size = self.page_size
+        new.total_size = self.total_size
+        return new
+
     def __repr__(self) -> str:
         return _v.message_repr(
             "ListTasksResponse",
@@ -5039,6 +5407,15 @@ class CancelTaskRequest:
             self.tenant == other.tenant and self.id == other.id and self.metadata == other.metadata
         )
 
+    def __copy__(self) -> CancelTaskRequest:
+        if type(self) is not CancelTaskRequest:
+            return _v.copy_instance(self)
+        new = CancelTaskRequest.__new__(CancelTaskRequest)
+        new.tenant = self.tenant
+        new.id = self.id
+        new.metadata = self.metadata
+        return new
+
     def __repr__(self) -> str:
         return _v.message_repr(
             "CancelTaskRequest",
@@ -5137,6 +5514,15 @@ class GetTaskPushNotificationConfigRequest:
         if not isinstance(other, GetTaskPushNotificationConfigRequest):
             return NotImplemented
         return self.tenant == other.tenant and self.task_id == other.task_id and self.id == other.id
+
+    def __copy__(self) -> GetTaskPushNotificationConfigRequest:
+        if type(self) is not GetTaskPushNotificationConfigRequest:
+            return _v.copy_instance(self)
+        new = GetTaskPushNotificationConfigRequest.__new__(GetTaskPushNotificationConfigRequest)
+        new.tenant = self.tenant
+        new.task_id = self.task_id
+        new.id = self.id
+        return new
 
     def __repr__(self) -> str:
         return _v.message_repr(
@@ -5242,6 +5628,17 @@ class DeleteTaskPushNotificationConfigRequest:
             return NotImplemented
         return self.tenant == other.tenant and self.task_id == other.task_id and self.id == other.id
 
+    def __copy__(self) -> DeleteTaskPushNotificationConfigRequest:
+        if type(self) is not DeleteTaskPushNotificationConfigRequest:
+            return _v.copy_instance(self)
+        new = DeleteTaskPushNotificationConfigRequest.__new__(
+            DeleteTaskPushNotificationConfigRequest
+        )
+        new.tenant = self.tenant
+        new.task_id = self.task_id
+        new.id = self.id
+        return new
+
     def __repr__(self) -> str:
         return _v.message_repr(
             "DeleteTaskPushNotificationConfigRequest",
@@ -5342,6 +5739,14 @@ class SubscribeToTaskRequest:
             return NotImplemented
         return self.tenant == other.tenant and self.id == other.id
 
+    def __copy__(self) -> SubscribeToTaskRequest:
+        if type(self) is not SubscribeToTaskRequest:
+            return _v.copy_instance(self)
+        new = SubscribeToTaskRequest.__new__(SubscribeToTaskRequest)
+        new.tenant = self.tenant
+        new.id = self.id
+        return new
+
     def __repr__(self) -> str:
         return _v.message_repr(
             "SubscribeToTaskRequest",
@@ -5441,6 +5846,16 @@ class ListTaskPushNotificationConfigsRequest:
             and self.page_size == other.page_size
             and self.page_token == other.page_token
         )
+
+    def __copy__(self) -> ListTaskPushNotificationConfigsRequest:
+        if type(self) is not ListTaskPushNotificationConfigsRequest:
+            return _v.copy_instance(self)
+        new = ListTaskPushNotificationConfigsRequest.__new__(ListTaskPushNotificationConfigsRequest)
+        new.tenant = self.tenant
+        new.task_id = self.task_id
+        new.page_size = self.page_size
+        new.page_token = self.page_token
+        return new
 
     def __repr__(self) -> str:
         return _v.message_repr(
@@ -5549,6 +5964,13 @@ class GetExtendedAgentCardRequest:
             return NotImplemented
         return self.tenant == other.tenant
 
+    def __copy__(self) -> GetExtendedAgentCardRequest:
+        if type(self) is not GetExtendedAgentCardRequest:
+            return _v.copy_instance(self)
+        new = GetExtendedAgentCardRequest.__new__(GetExtendedAgentCardRequest)
+        new.tenant = self.tenant
+        return new
+
     def __repr__(self) -> str:
         return _v.message_repr(
             "GetExtendedAgentCardRequest",
@@ -5618,6 +6040,14 @@ class SendMessageResponse:
         if not isinstance(other, SendMessageResponse):
             return NotImplemented
         return self.task == other.task and self.message == other.message
+
+    def __copy__(self) -> SendMessageResponse:
+        if type(self) is not SendMessageResponse:
+            return _v.copy_instance(self)
+        new = SendMessageResponse.__new__(SendMessageResponse)
+        new.task = self.task
+        new.message = self.message
+        return new
 
     def __repr__(self) -> str:
         return _v.message_repr(
@@ -5742,6 +6172,16 @@ class StreamResponse:
             and self.status_update == other.status_update
             and self.artifact_update == other.artifact_update
         )
+
+    def __copy__(self) -> StreamResponse:
+        if type(self) is not StreamResponse:
+            return _v.copy_instance(self)
+        new = StreamResponse.__new__(StreamResponse)
+        new.task = self.task
+        new.message = self.message
+        new.status_update = self.status_update
+        new.artifact_update = self.artifact_update
+        return new
 
     def __repr__(self) -> str:
         return _v.message_repr(
@@ -5889,6 +6329,16 @@ class ListTaskPushNotificationConfigsResponse:
         if not isinstance(other, ListTaskPushNotificationConfigsResponse):
             return NotImplemented
         return self.configs == other.configs and self.next_page_token == other.next_page_token
+
+    def __copy__(self) -> ListTaskPushNotificationConfigsResponse:
+        if type(self) is not ListTaskPushNotificationConfigsResponse:
+            return _v.copy_instance(self)
+        new = ListTaskPushNotificationConfigsResponse.__new__(
+            ListTaskPushNotificationConfigsResponse
+        )
+        new.configs = self.configs
+        new.next_page_token = self.next_page_token
+        return new
 
     def __repr__(self) -> str:
         return _v.message_repr(

@@ -6,6 +6,10 @@
 * :func:`a2a_wire._protocol.ids.new_uuid` makes the same kind of id as ``str(uuid.uuid4())``.
 * :meth:`Subscriber.ready` hands out the items at hand in order, without waiting; a stream writes
   the events that are already at hand together and still ends after the last one.
+* A blocking SendMessage answers with the task the store folded when the run settled
+  (``Appended.task``), without reading the store again, and that answer is what GetTask reads.
+* The SQLite store folds a small task from the snapshot and tail its head keeps (no read), to
+  what the file's own fold gives.
 """
 
 from __future__ import annotations
@@ -18,10 +22,15 @@ from typing import Any
 
 import aiosqlite
 import pytest
+from server_support import ScriptedAgent, make_card, result, send_params
 
 from a2a_wire._protocol.ids import new_uuid
+from a2a_wire.server import create_app
 from a2a_wire.server._subscriber import END, Frame, Subscriber
-from a2a_wire.server.store import SQLiteTaskStore
+from a2a_wire.server.store import EventLogStore, InMemoryTaskStore, SQLiteTaskStore
+from a2a_wire.server.store import _log_sqlite_rows as _rows
+from a2a_wire.server.store._log_sqlite import BODY_CACHE_BYTES
+from a2a_wire.server.store._push_sqlite import hop
 from a2a_wire.types import (
     Artifact,
     Message,
@@ -123,3 +132,57 @@ def test_new_uuid_is_a_canonical_random_version_4_uuid() -> None:
     assert len(seen) == 20_000
     # Every variant digit occurs: the two random bits of that nibble are kept.
     assert {text[19] for text in seen} == set("89ab")
+
+
+@pytest.mark.parametrize("kind", ["memory", "sqlite"])
+@pytest.mark.parametrize("text", ["work", "input", "reject", "task", "early"])
+async def test_send_message_answers_from_the_fold_of_the_settling_append(
+    kind: str, text: str, tmp_path: Path, aiohttp_client: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    store: EventLogStore = (
+        InMemoryTaskStore() if kind == "memory" else SQLiteTaskStore(tmp_path / "t.db")
+    )
+    client = await aiohttp_client(create_app(make_card(), ScriptedAgent(), store=store))
+    reads: list[str] = []
+    real_get = type(store).get
+
+    async def counted(self: EventLogStore, task_id: str, *, owner: str = "") -> Task | None:
+        reads.append(task_id)
+        return await real_get(self, task_id, owner=owner)
+
+    monkeypatch.setattr(type(store), "get", counted)
+    answer = (await result(client, "SendMessage", send_params(text)))["task"]
+    assert reads == []  # the answer came from the settling append's fold
+    fetched = await result(client, "GetTask", {"id": answer["id"]})
+    assert fetched == answer
+    history = await result(client, "SendMessage", send_params(text, {"historyLength": 0}))
+    assert "history" not in history["task"]  # the view of the fold still cuts the history
+
+
+async def test_a_fold_the_head_can_do_reads_nothing_and_matches_the_file(
+    store: SQLiteTaskStore,
+) -> None:
+    await store.create(_task("t1"))
+    await store.append("t1", [_chunk("x")])
+    statements: list[str] = []
+    await hop(store._conn, lambda con: con.set_trace_callback(statements.append))
+    done = await store.append(
+        "t1", [TaskStatusUpdateEvent(status=TaskStatus(state=TaskState.COMPLETED))]
+    )
+    await hop(store._conn, lambda con: con.set_trace_callback(None))
+    assert [s for s in statements if s.lstrip().upper().startswith("SELECT")] == []
+    assert any(s.startswith("UPDATE task_snapshots") for s in statements)  # it did fold
+    read = await hop(store._conn, lambda con: _rows.read_task(con, "t1", "", None))
+    assert read is not None and read.seq == read.base_seq == done.events[-1].seq == 3
+    assert done.task is not None and done.task == read.task  # what the file folds to
+
+
+async def test_a_head_forgets_a_tail_too_large_to_keep(store: SQLiteTaskStore) -> None:
+    await store.create(_task("t1"))
+    await store.append("t1", [_chunk("x" * BODY_CACHE_BYTES)])
+    done = await store.append(
+        "t1", [TaskStatusUpdateEvent(status=TaskStatus(state=TaskState.COMPLETED))]
+    )
+    assert done.task is not None  # folded by reading the file instead
+    assert done.task == await store.get("t1")
+    assert len(done.task.artifacts[0].parts[0].text or "") == BODY_CACHE_BYTES

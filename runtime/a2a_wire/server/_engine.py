@@ -91,7 +91,8 @@ class Started:
                 return SendMessageResponse(message=self.run.reply)
             if self.hub.state is None:
                 raise InternalError("The agent stopped without replying")
-            task = await self.hub.task()
+            folded, self.hub.folded = self.hub.folded, None  # fresh, the store's own fold
+            task = folded if folded is not None else await self.hub.task()
             return SendMessageResponse(task=_history.view(task, history_length))
 
 

@@ -26,6 +26,7 @@ from hypothesis.stateful import RuleBasedStateMachine, invariant, rule, run_stat
 from store_support import LOG_BACKENDS, Backend
 
 from a2a_wire import codec
+from a2a_wire._protocol.states import is_settled
 from a2a_wire._protocol.tasks import InvalidTransitionError, apply
 from a2a_wire.errors import TaskNotFoundError
 from a2a_wire.server._history import trim
@@ -636,6 +637,12 @@ class LogMachine(RuleBasedStateMachine):
                 assert frame.artifact_update.artifact == event.artifact
                 assert frame.artifact_update.append == event.append
         self.logs[task_id] += done.events
+        if is_settled(done.state):  # a settled task's log is folded in the same call...
+            assert done.task is not None or self.backend.kind == "postgresql"
+        if done.task is not None:  # ...and the folded task handed over is the stored fold
+            assert done.task == self.model(task_id)
+            done.task.history.append(user("not stored"))  # the caller owns it
+            assert self.run(self.store.get(task_id)) == self.model(task_id)
 
     @rule(task_id=TASK_IDS, data=st.data())
     def read_after(self, task_id: str, data: st.DataObject) -> None:

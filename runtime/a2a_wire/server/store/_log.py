@@ -151,11 +151,16 @@ class Appended:
         events: The events, in order, with their sequence numbers.
         outbox: Push outbox rows added in the same transaction.
         state: The task's state after them (a stream ends at a terminal or interrupted one).
+        task: The task as of the last of them when the store folded its log in the same call
+            (the memory and SQLite stores do whenever they leave it terminal or interrupted,
+            see "When to fold"): a fresh copy owned by the caller, equal to what
+            :meth:`EventLogStore.get` would read now. ``None`` otherwise (a caller reads then).
     """
 
     events: list[LogEvent]
     outbox: int
     state: TaskState
+    task: Task | None = None
 
 
 @dataclass(frozen=True, slots=True)

@@ -236,11 +236,13 @@ class InMemoryTaskStore(InMemoryPushStore, EventLogStore):
             entry.status = status_instant(prepared.status)
             entry.changed_at = self._clock()
             self._rest(task_id, entry.state)
+        folded = None
         if should_fold(entry.tail_bytes, len(entry.base), entry.state):
-            entry.base = codec.encode(self._fold(entry))
+            folded = self._fold(entry)  # fresh objects: the store keeps only their JSON
+            entry.base = codec.encode(folded)
             entry.base_seq, entry.tail_bytes = entry.head, 0
         self._waiters.wake(task_id)
-        return Appended(logged, outbox, entry.state)
+        return Appended(logged, outbox, entry.state, folded)
 
     def _rest(self, task_id: str, state: TaskState | None) -> None:
         """Move the task to the end of its resting queue (``None``: out of both)."""

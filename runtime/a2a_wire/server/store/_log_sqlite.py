@@ -21,8 +21,8 @@ compacted) and that the task still exists, so a failed or concurrent write can l
 gap nor a row of a deleted task; after a failure the head is loaded again from the file. A fold
 is one UPDATE of the snapshot row, guarded by the snapshot number it read (a compare-and-set),
 in the same hop and transaction as the append that calls for it; a failed fold is logged and the
-append commits. A small snapshot with no tail stays in the head, so reading a task just
-settled (SendMessage's answer) needs no query.
+append commits. A small snapshot stays in the head with its tail: folding it needs no read, and
+reading a task at rest just after its write (GetTask, say) no query.
 """
 
 from __future__ import annotations
@@ -208,7 +208,7 @@ class SQLiteTaskStore(SQLitePushStore, EventLogStore):
         except sqlite3.IntegrityError:
             raise ValueError(f"task {task.id!r} is already stored") from None
         self._push_tasks.update(config.task_id for config in push_configs)
-        head = Head(owner, stored.context_id, state, 1, 1, 1, len(body), 0, _cached(body))
+        head = Head(owner, stored.context_id, state, 1, 1, 1, len(body), 0, _cached(body), [])
         self._remember(task.id, head)
         self._waiters.wake(task.id)
         return Appended([first], outbox, state)
@@ -241,11 +241,11 @@ class SQLiteTaskStore(SQLitePushStore, EventLogStore):
         columns = None
         if status is not None:
             columns = (state_key(status.state), *status_instant(status), self._clock(), task_id)
-        head.body = None  # the snapshot is no longer the whole task
+        known = head.reserve(logged, BODY_CACHE_BYTES)
         tail = head.tail_bytes + sum(len(event.body) for event in logged)
-        fold: tuple[str, int | None] | None = (head.owner, self._history_limit)
-        if not should_fold(tail, head.snap_bytes, head.state):
-            fold = None
+        fold = None
+        if should_fold(tail, head.snap_bytes, head.state):
+            fold = (head.owner, self._history_limit, known)
 
         def work(con: sqlite3.Connection) -> tuple[int, rows.Folded | None]:
             return rows.write_events(con, task_id, logged, columns, pushing, fold)
@@ -261,10 +261,12 @@ class SQLiteTaskStore(SQLitePushStore, EventLogStore):
             raise RuntimeError(f"task {task_id!r}: concurrent appends to one log") from None
         head.committed = max(head.committed, logged[-1].seq)
         head.tail_bytes += sum(len(event.body) for event in logged)
+        task = None
         if folded is not None:
             self._folded(head, folded)
+            task = folded.task if folded.seq == logged[-1].seq else None
         self._waiters.wake(task_id)
-        return Appended(logged, outbox, head.state)
+        return Appended(logged, outbox, head.state, task)
 
     @staticmethod
     def _folded(head: Head, folded: rows.Folded) -> None:
@@ -272,6 +274,7 @@ class SQLiteTaskStore(SQLitePushStore, EventLogStore):
         head.tail_bytes = max(0, head.tail_bytes - folded.absorbed)
         whole = head.seq == head.committed == folded.seq  # no append in flight or after
         head.body = _cached(folded.body) if whole else None
+        head.tail = [] if head.body is not None else None
 
     def _remember(self, task_id: str, head: Head) -> None:
         self._heads[task_id] = head
@@ -306,7 +309,7 @@ class SQLiteTaskStore(SQLitePushStore, EventLogStore):
     async def snapshot(self, task_id: str, *, owner: str = "") -> Snapshot | None:
         """``owner``'s task with the number of its last event, or ``None``."""
         head = self._heads.get(task_id)
-        if head is not None and head.body is not None and head.owner == owner:
+        if head is not None and head.body is not None and not head.tail and head.owner == owner:
             return Snapshot(codec.decode(Task, head.body), head.snap_seq)
         limit = self._history_limit
         read = await self._run(lambda con: rows.read_task(con, task_id, owner, limit))

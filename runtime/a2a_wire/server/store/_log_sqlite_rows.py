@@ -78,8 +78,10 @@ class Head:
         snap_seq: The stored snapshot's number.
         snap_bytes: The stored snapshot's size.
         tail_bytes: Bytes of the events after the snapshot.
-        body: The stored snapshot's JSON while it is the whole task (no tail) and small, so
-            that reading a task at rest right after its write needs no query.
+        body: The stored snapshot's JSON while it and :attr:`tail` are small, so that reading
+            a task at rest right after its write needs no query.
+        tail: The events reserved after the snapshot, while ``body`` is known, so that a fold
+            (:func:`_fold_known`) needs no read either.
     """
 
     owner: str
@@ -91,6 +93,21 @@ class Head:
     snap_bytes: int
     tail_bytes: int
     body: bytes | None = None
+    tail: list[LogEvent] | None = None
+
+    def reserve(self, logged: list[LogEvent], limit: int) -> _Known | None:
+        """Add reserved events to the tail; forget both past ``limit`` bytes; what is known."""
+        tail = [*self.tail, *logged] if self.tail is not None else []  # new list, see _Known
+        size = sum(len(e.body) for e in tail) + len(self.body or b"")
+        if self.body is None or self.tail is None or size > limit:
+            self.body = self.tail = None
+            return None
+        self.tail = tail
+        return self.snap_seq, self.body, tail
+
+
+_Known = tuple[int, bytes, list[LogEvent]]
+"""A snapshot's number, JSON and tail, as the file has them when the hop of the last one runs."""
 
 
 def load_head(db: sqlite3.Connection, task_id: str) -> Head | None:
@@ -139,7 +156,7 @@ def write_events(
     logged: list[LogEvent],
     status: tuple[Any, ...] | None,
     pushing: bool,
-    fold: tuple[str, int | None] | None = None,
+    fold: tuple[str, int | None, _Known | None] | None = None,
 ) -> tuple[int, Folded | None]:
     """Write a checked, numbered batch: its events, the status columns, its outbox rows.
 
@@ -154,7 +171,7 @@ def write_events(
         logged: The events with their numbers.
         status: The values of ``UPDATE_STATUS`` when the batch changes the status.
         pushing: Put each streamed event in the outbox.
-        fold: The task's owner and history limit, to fold the snapshot (:func:`fold_task`).
+        fold: Owner, history limit and what the head knows, to fold (:func:`_fold_known`).
 
     Returns:
         The number of outbox rows added, and what the fold did.
@@ -179,10 +196,12 @@ def write_events(
 
 
 def _try_fold(
-    db: sqlite3.Connection, task_id: str, owner: str, history_limit: int | None
+    db: sqlite3.Connection, task_id: str, owner: str, limit: int | None, known: _Known | None
 ) -> Folded | None:
     try:
-        return fold_task(db, task_id, owner, history_limit)
+        if known is not None:
+            return _fold_known(db, task_id, known, limit)
+        return fold_task(db, task_id, owner, limit)
     except Exception:  # the events are written: a later read or fold redoes this one
         log.exception("folding task %s failed", task_id)
         return None
@@ -196,11 +215,13 @@ class Folded:
         seq: Its number.
         body: Its JSON.
         absorbed: Bytes of the tail it took in.
+        task: The folded task, decoded for the fold (a fresh copy; the store keeps only ``body``).
     """
 
     seq: int
     body: bytes
     absorbed: int
+    task: Task
 
 
 def fold_task(
@@ -213,7 +234,21 @@ def fold_task(
     body = codec.encode(read.task)
     if not _all(db, FOLD, (read.seq, body, task_id, read.base_seq)):
         return None
-    return Folded(read.seq, body, read.tail_bytes)
+    return Folded(read.seq, body, read.tail_bytes, read.task)
+
+
+def _fold_known(
+    db: sqlite3.Connection, task_id: str, known: _Known, limit: int | None
+) -> Folded | None:
+    """:func:`fold_task` from a snapshot and tail known already: one UPDATE, no read."""
+    snap_seq, snapshot, tail = known
+    if not tail:
+        return None
+    task = fold(codec.decode(Task, snapshot), tail, limit)
+    body = codec.encode(task)
+    if not _all(db, FOLD, (tail[-1].seq, body, task_id, snap_seq)):
+        return None
+    return Folded(tail[-1].seq, body, sum(len(event.body) for event in tail), task)
 
 
 def list_page(
