@@ -16,9 +16,12 @@ events in a small cache (at most ``limit``, ``ServerSettings.stream_queue_size``
 it what follows its position. It reads the log from the store, ``limit`` events at a time, when
 the cache cannot serve: before its first offer (the events came before the subscriber did),
 after the cache overflowed (the reader is slow), after the hub finished it, and after every
-``timeout`` of silence, which also notices commits no offer announced (another process) and a
-deleted task. A slow reader therefore holds at most ``limit`` events in memory and still gets
-every event, and the agent never waits for it; a reader that keeps up costs no read at all.
+``timeout`` of silence, which also notices a deleted task. On a store that other processes
+write to (``EventLogStore.shared``: PostgreSQL), no offer announces their commits: a waiting
+subscriber also waits on the store (``wait_events``: ``LISTEN``, with its polling fallback),
+and reads the log when that wakes it. A slow reader therefore holds at most ``limit`` events in
+memory and still gets every event, and the agent never waits for it; a reader that keeps up
+costs no read at all.
 
 A stream ends after the first event it sends that leaves the task terminal or interrupted (spec
 3.1.2, 3.1.6); not at the task it starts with, which may be interrupted already (the stream then
@@ -38,6 +41,7 @@ import asyncio
 import collections
 import contextlib
 import enum
+import logging
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -49,6 +53,8 @@ from a2a_wire.server.store._log import EventKind, EventLogStore, LogEvent, Snaps
 from a2a_wire.types import StreamResponse, TaskState
 
 __all__ = ["END", "KEEPALIVE", "Frame", "Item", "Subscriber", "Subscription", "task_frame"]
+
+log = logging.getLogger("a2a_wire.server")
 
 
 class Signal(enum.Enum):
@@ -307,18 +313,39 @@ class Subscriber:
         self._cache.clear()
 
     async def _wait(self, timeout: float) -> bool:
-        """Wait for an offer or a finish; ``False`` after ``timeout`` seconds (then read again)."""
+        """Wait for an offer or a finish; ``False`` after ``timeout`` seconds (then read again).
+
+        On a shared store, a commit of another process wakes it too (:meth:`_watch`).
+        """
         loop = asyncio.get_running_loop()
         waiter: asyncio.Future[bool] = loop.create_future()
         self._waiter = waiter
         timer = loop.call_later(timeout, _settle, waiter, False)
+        watch = asyncio.ensure_future(self._watch(waiter, timeout)) if self._store.shared else None
         try:
             woken = await waiter
         finally:
             timer.cancel()
+            if watch is not None:
+                watch.cancel()
             self._waiter = None
         self._stale = self._stale or not woken
         return woken
+
+    async def _watch(self, waiter: asyncio.Future[bool], timeout: float) -> None:
+        """Settle ``waiter`` when the store says the log may have grown (another process wrote).
+
+        Such events are in the store, not in the cache: the next fill reads them. A failing
+        wait (the database is away) leaves the waiter to its timeout, then the read says more.
+        """
+        try:
+            woken = await self._store.wait_events(self._task_id, self._after, timeout=timeout)
+        except Exception:  # noqa: BLE001 - a hint only: the timeout and the next read decide
+            log.debug("waiting on the store failed", exc_info=True)
+            return
+        if woken and not waiter.done():
+            self._stale = True
+            _settle(waiter, True)
 
 
 def _settle(waiter: asyncio.Future[bool], woken: bool) -> None:

@@ -192,9 +192,12 @@ class EventLogStore(PushStore, Protocol):
     Attributes:
         page_tokens: Signs and checks this store's page tokens: ListTasks' and those of
             ListTaskPushNotificationConfigs (:mod:`a2a_wire.server.store._paging`).
+        shared: Other processes append to these logs too (PostgreSQL): their commits reach a
+            waiting stream through :meth:`wait_events` only, never as its own process's offers.
     """
 
     page_tokens: PageTokens
+    shared: bool = False
 
     async def open(self) -> builtins.list[str]:
         """Prepare the store and fail the SUBMITTED/WORKING tasks a restart interrupted.

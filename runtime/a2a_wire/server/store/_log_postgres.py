@@ -126,6 +126,8 @@ class PostgresEventLog(PostgresCancels, PostgresRetention, PostgresPushStore, Ev
             (``heartbeat_seconds`` must be below ``lease_seconds``).
     """
 
+    shared = True  # every process of the schema appends: streams wait on LISTEN, not on offers
+
     def __init__(
         self,
         dsn: str,
