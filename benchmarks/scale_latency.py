@@ -1,6 +1,6 @@
 """Cross-process event latency on one PostgreSQL database: ours against a2a-sdk 1.3.0's cluster mode.
 
-Run ``.venv/bin/python benchmarks/scale_latency.py`` (about a minute) or add ``--quick`` (a few
+Run ``.venv/bin/python benchmarks/scale_latency.py`` (about three minutes) or add ``--quick`` (a few
 seconds; a smoke run, not judged). PostgreSQL is ``$A2A_WIRE_BENCH_DSN``, else
 ``$A2A_WIRE_TEST_POSTGRES_DSN``, else ``postgresql://postgres@127.0.0.1:5432/test``; each system
 works in a schema of its own, dropped afterwards (benchmarks/_pg.py).
