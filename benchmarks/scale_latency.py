@@ -44,9 +44,11 @@ import importlib.metadata
 import itertools
 import os
 import platform
+import subprocess
 import sys
 import tempfile
 import time
+from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -213,7 +215,10 @@ def _own_cpu(a: int, b: int, address: str, name: str) -> float:
     return servers + backends + time.process_time()
 
 
-def _servers(system: str, address: str, name: str, folder: Path, gates: Path) -> list:  # type: ignore[type-arg]
+def _servers(
+    system: str, address: str, name: str, folder: Path, gates: Path
+) -> list[AbstractContextManager[tuple[subprocess.Popen[bytes], str]]]:
+    """Processes A and B of ``system``, not started yet."""
     if system == "sdk":
         return [
             _pg.serve_sdk(address, name, agent="ticks", core=A_CORE, gate_dir=str(gates)),

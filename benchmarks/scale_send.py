@@ -90,9 +90,7 @@ def print_ratios(cells: Cells) -> None:
 
 
 def main() -> int:
-    if "--servers" not in " ".join(sys.argv):
-        sys.argv[1:1] = ["--servers", ",".join(SERVERS)]
-    args = parse_args()
+    args = parse_args(SERVERS, __doc__)
     args.kinds, args.concurrency = (SEND,), [C]
     pin = hasattr(os, "sched_setaffinity") and {SERVER_CORE, LOAD_CORE} <= os.sched_getaffinity(0)
     if pin:

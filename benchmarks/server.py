@@ -254,12 +254,13 @@ def run_codec(quick: bool) -> int:
     return done.returncode
 
 
-def parse_args() -> argparse.Namespace:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+def parse_args(servers: Sequence[str] = SERVERS, doc: str = __doc__) -> argparse.Namespace:
+    """The options; ``servers`` is the default of ``--servers`` (benchmarks/scale_send.py's own)."""
+    parser = argparse.ArgumentParser(description=doc.splitlines()[0])
     parser.add_argument(
         "--quick", action="store_true", help="concurrency 16, 1 s per cell, 1 round"
     )
-    parser.add_argument("--servers", default=",".join(SERVERS), help="comma-separated subset")
+    parser.add_argument("--servers", default=",".join(servers), help="comma-separated subset")
     parser.add_argument("--concurrency", default=None, help="comma-separated, default 1,16,64")
     parser.add_argument("--duration", type=float, default=None, help="measured seconds per cell")
     parser.add_argument("--warmup", type=float, default=None, help="warm-up seconds per cell")
