@@ -315,13 +315,16 @@ class Subscriber:
     async def _wait(self, timeout: float) -> bool:
         """Wait for an offer or a finish; ``False`` after ``timeout`` seconds (then read again).
 
-        On a shared store, a commit of another process wakes it too (:meth:`_watch`).
+        On a shared store, a commit of another process wakes it too (:meth:`_watch`), once the
+        task exists (the store's wait would return at once for a task it does not know).
         """
         loop = asyncio.get_running_loop()
         waiter: asyncio.Future[bool] = loop.create_future()
         self._waiter = waiter
         timer = loop.call_later(timeout, _settle, waiter, False)
-        watch = asyncio.ensure_future(self._watch(waiter, timeout)) if self._store.shared else None
+        # A task not made yet is made by this process's hub, whose offer wakes the stream.
+        shared = self._store.shared and self._exists
+        watch = asyncio.ensure_future(self._watch(waiter, timeout)) if shared else None
         try:
             woken = await waiter
         finally:
