@@ -110,8 +110,7 @@ class PostgresEventLog(PostgresCancels, PostgresRetention, PostgresPushStore, Ev
             between the keeper's checks for cancel requests.
         recover: Run the takeover scan on ``open`` (failing the running tasks of dead
             processes); the keeper runs it later either way.
-        page_token_key: HMAC key for page tokens (give every process the same one); random
-            when ``None``.
+        page_token_key: HMAC key for page tokens (the same in every process); random if ``None``.
         history_limit: Most messages a task keeps (``ServerSettings.max_history_per_task``).
         clock: Seconds since the epoch, for the state-change times retention reads.
         process_id: This store's process id in leases and claims; random when ``None``.
