@@ -1,7 +1,7 @@
 """The servers that benchmarks/server.py measures, one per process.
 
-Run as ``python benchmarks/_servers.py MODE --port P [--core C] [--db PATH] [--agent A]``. MODE
-is one of:
+Run as ``python benchmarks/_servers.py MODE --port P [--core C] [--db PATH] [--agent A]
+[--dsn DSN --schema S] [--gate-dir D]``. MODE is one of:
 
 ``ours-sqlite``
     a2a_wire's server (:func:`a2a_wire.server.create_app`) on the default durable store,
@@ -14,6 +14,9 @@ is one of:
 ``sdk-sqlite``
     the same on the SDK's own durable store, ``DatabaseTaskStore`` (SQLAlchemy on aiosqlite) at
     ``--db`` (the ``a2a-sdk[sqlite]`` extra).
+``sdk-postgresql``
+    the SDK's cluster mode on PostgreSQL ``--dsn``, its tables in the existing schema
+    ``--schema`` (benchmarks/_sdk_servers.py says what that mode is).
 ``ceiling``
     a bare aiohttp handler: it reads the JSON-RPC body, parses it, and answers a fixed result
     (a completed task, or a fixed three-event SSE stream for SendStreamingMessage). Nothing built
@@ -21,10 +24,12 @@ is one of:
 
 Both agents do the same work: take the user's message, add one text artifact, complete the task.
 A stream therefore carries three events: the task, the artifact update and the final status.
+The agents are in benchmarks/_agents.py (ours) and benchmarks/_sdk_servers.py (the SDK's).
 With ``--agent chunks`` (benchmarks/stream_chunks.py) they instead read a number N from the
 message's text and stream one artifact of N chunks of 32 bytes (:func:`chunk_text`: chunk ``i``
 starts with ``i``; the first creates the artifact, the others have ``append`` set, the last
-``lastChunk``), then complete the task.
+``lastChunk``), then complete the task. ``--agent ticks`` is the gated steady source of
+benchmarks/scale_latency.py (benchmarks/_ticks.py, gate files in ``--gate-dir``).
 They yield to the event loop after each chunk, as an agent that awaits its model's output does
 (without it, a2a_wire's in-memory store never suspends the agent, so the stream's writer cannot
 run and the stream is closed once ``stream_queue_size`` events are queued).
@@ -37,7 +42,6 @@ its own mode: it loads its own compiled ``a2a.proto`` descriptors.
 from __future__ import annotations
 
 import argparse
-import asyncio
 import logging
 import os
 from typing import Any
@@ -45,8 +49,8 @@ from typing import Any
 HOST = "127.0.0.1"
 ARTIFACT_TEXT = "done"
 CHUNK = "0123456789abcdefghijklmnopqrstuv"  # 32 bytes
-MODES = ("ours-sqlite", "ours-memory", "sdk", "sdk-sqlite", "ceiling")
-AGENTS = ("done", "chunks")
+MODES = ("ours-sqlite", "ours-memory", "sdk", "sdk-sqlite", "sdk-postgresql", "ceiling")
+AGENTS = ("done", "chunks", "ticks")
 
 
 def chunk_text(i: int) -> str:
@@ -66,29 +70,12 @@ def _pin(core: int | None) -> None:
 
 
 def run_ours(port: int, db: str | None, agent: str) -> None:
+    from _agents import ChunkAgent, TrivialAgent
     from aiohttp import web
 
-    from a2a_wire.server import AgentExecutor, EventQueue, RequestContext, TaskUpdater, create_app
+    from a2a_wire.server import AgentExecutor, create_app
     from a2a_wire.server.store import EventLogStore, InMemoryTaskStore, SQLiteTaskStore
     from a2a_wire.types import AgentCapabilities, AgentCard, AgentSkill
-
-    class TrivialAgent(AgentExecutor):
-        async def execute(self, context: RequestContext, events: EventQueue) -> None:
-            updater = TaskUpdater(events, context)
-            await updater.add_artifact(ARTIFACT_TEXT)
-            await updater.complete()
-
-    class ChunkAgent(AgentExecutor):
-        async def execute(self, context: RequestContext, events: EventQueue) -> None:
-            assert context.message is not None
-            n = int(context.message.parts[0].text or "0")
-            updater = TaskUpdater(events, context)
-            for i in range(n):
-                await updater.add_artifact(
-                    chunk_text(i), artifact_id="out", append=i > 0, last_chunk=i == n - 1
-                )
-                await asyncio.sleep(0)  # as an agent awaiting its model's next token would
-            await updater.complete()
 
     card = AgentCard(
         name="bench",
@@ -100,77 +87,12 @@ def run_ours(port: int, db: str | None, agent: str) -> None:
         skills=[AgentSkill(id="done", name="done", description="answers done", tags=["bench"])],
     )
     store: EventLogStore = SQLiteTaskStore(db) if db else InMemoryTaskStore()
-    executor = ChunkAgent() if agent == "chunks" else TrivialAgent()
+    executor: AgentExecutor = ChunkAgent() if agent == "chunks" else TrivialAgent()
     app = create_app(card, executor, store=store)
     web.run_app(app, host=HOST, port=port, access_log=None, print=None, handle_signals=True)
 
 
 # --- the official SDK ---------------------------------------------------------------------------
-
-
-def run_sdk(port: int, db: str | None, agent: str) -> None:
-    import uvicorn
-    from a2a.helpers import new_task_from_user_message, new_text_part
-    from a2a.server.agent_execution import AgentExecutor, RequestContext
-    from a2a.server.events import EventQueue
-    from a2a.server.request_handlers import DefaultRequestHandler
-    from a2a.server.routes import create_agent_card_routes, create_jsonrpc_routes
-    from a2a.server.tasks import InMemoryTaskStore, TaskStore, TaskUpdater
-    from a2a.types.a2a_pb2 import AgentCapabilities, AgentCard, AgentInterface, AgentSkill
-    from starlette.applications import Starlette
-
-    class TrivialAgent(AgentExecutor):
-        async def execute(self, context: RequestContext, event_queue: EventQueue) -> None:
-            task = context.current_task
-            if task is None:
-                assert context.message is not None
-                task = new_task_from_user_message(context.message)
-                await event_queue.enqueue_event(task)
-            updater = TaskUpdater(event_queue, task.id, task.context_id)
-            if agent != "chunks":
-                await updater.add_artifact([new_text_part(ARTIFACT_TEXT)])
-                await updater.complete()
-                return
-            n = int(context.message.parts[0].text) if context.message is not None else 0
-            for i in range(n):
-                await updater.add_artifact(
-                    [new_text_part(chunk_text(i))],
-                    artifact_id="out",
-                    append=i > 0,
-                    last_chunk=i == n - 1,
-                )
-                await asyncio.sleep(0)  # as an agent awaiting its model's next token would
-            await updater.complete()
-
-        async def cancel(self, context: RequestContext, event_queue: EventQueue) -> None:
-            raise NotImplementedError
-
-    card = AgentCard(
-        name="bench",
-        description="benchmark agent",
-        version="1.0.0",
-        supported_interfaces=[
-            AgentInterface(
-                url=f"http://{HOST}:{port}/", protocol_binding="JSONRPC", protocol_version="1.0"
-            )
-        ],
-        capabilities=AgentCapabilities(streaming=True),
-        default_input_modes=["text/plain"],
-        default_output_modes=["text/plain"],
-        skills=[AgentSkill(id="done", name="done", description="answers done", tags=["bench"])],
-    )
-    store: TaskStore = InMemoryTaskStore()
-    if db:
-        from a2a.server.tasks import DatabaseTaskStore
-        from sqlalchemy.ext.asyncio import create_async_engine
-
-        store = DatabaseTaskStore(create_async_engine(f"sqlite+aiosqlite:///{db}"))
-    handler = DefaultRequestHandler(
-        agent_executor=TrivialAgent(), task_store=store, agent_card=card
-    )
-    routes = [*create_agent_card_routes(card), *create_jsonrpc_routes(handler, "/")]
-    app = Starlette(routes=routes)
-    uvicorn.run(app, host=HOST, port=port, workers=1, access_log=False, log_level="warning")
 
 
 # --- the ceiling ---------------------------------------------------------------------------------
@@ -225,15 +147,24 @@ def main() -> None:
     parser.add_argument("--core", type=int, default=None, help="CPU to pin this process to")
     parser.add_argument("--db", default=None, help="SQLite file (ours-sqlite, sdk-sqlite)")
     parser.add_argument("--agent", choices=AGENTS, default="done", help="what the agent does")
+    parser.add_argument("--dsn", default=None, help="PostgreSQL (sdk-postgresql)")
+    parser.add_argument("--schema", default=None, help="its schema, made by the caller")
+    parser.add_argument("--gate-dir", default=None, help="gate files of the ticks agent")
     args = parser.parse_args()
     _pin(args.core)
     logging.basicConfig(level=logging.WARNING)
     if args.mode.endswith("-sqlite") and not args.db:
         parser.error(f"{args.mode} needs --db")
+    if args.mode.endswith("-postgresql") and not (args.dsn and args.schema):
+        parser.error(f"{args.mode} needs --dsn and --schema")
     if args.mode in ("ours-sqlite", "ours-memory"):
         run_ours(args.port, args.db if args.mode == "ours-sqlite" else None, args.agent)
-    elif args.mode in ("sdk", "sdk-sqlite"):
-        run_sdk(args.port, args.db if args.mode == "sdk-sqlite" else None, args.agent)
+    elif args.mode.startswith("sdk"):
+        from _sdk_servers import run_sdk
+
+        db = args.db if args.mode == "sdk-sqlite" else None
+        dsn = args.dsn if args.mode == "sdk-postgresql" else None
+        run_sdk(args.port, args.agent, db=db, dsn=dsn, schema=args.schema, gate_dir=args.gate_dir)
     else:
         run_ceiling(args.port)
 

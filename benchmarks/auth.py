@@ -43,7 +43,6 @@ import logging
 import os
 import platform
 import secrets
-import socket
 import subprocess
 import sys
 import tempfile
@@ -55,6 +54,7 @@ from pathlib import Path
 from typing import Any
 
 import aiohttp
+from _pg import free_port, stop, wait_port
 
 HOST = "127.0.0.1"
 HERE = Path(__file__).resolve().parent
@@ -188,29 +188,10 @@ class Cell:
     wall: float
 
 
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind((HOST, 0))
-        return int(sock.getsockname()[1])
-
-
-def _wait_ready(process: subprocess.Popen[bytes], port: int, timeout: float = 60.0) -> None:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if process.poll() is not None:
-            raise RuntimeError(f"server exited with status {process.returncode} during startup")
-        try:
-            with socket.create_connection((HOST, port), timeout=0.2):
-                return
-        except OSError:
-            time.sleep(0.05)
-    raise RuntimeError(f"server did not listen on port {port} within {timeout:.0f} s")
-
-
 @contextmanager
 def running(way: str, hashes: list[str]) -> Iterator[str]:
     """A fresh server for one cell; its base URL. Always stopped on exit."""
-    port = _free_port()
+    port = free_port()
     with tempfile.TemporaryDirectory(prefix="a2a-auth-bench-") as tmp:
         hashes_file = Path(tmp, "hashes.json")
         hashes_file.write_text(json.dumps(hashes))
@@ -218,15 +199,10 @@ def running(way: str, hashes: list[str]) -> Iterator[str]:
         cmd += ["--hashes", str(hashes_file)]
         process = subprocess.Popen(cmd, cwd=HERE.parent, stdin=subprocess.DEVNULL)
         try:
-            _wait_ready(process, port)
+            wait_port(process, port, 60.0)
             yield f"http://{HOST}:{port}"
         finally:
-            process.terminate()
-            try:
-                process.wait(timeout=15)
-            except subprocess.TimeoutExpired:
-                process.kill()
-                process.wait()
+            stop(process)
 
 
 async def _get_task(session: aiohttp.ClientSession, url: str, token: str, rid: int) -> float:

@@ -34,7 +34,6 @@ from __future__ import annotations
 import argparse
 import asyncio
 import os
-import socket
 import subprocess
 import sys
 import tempfile
@@ -44,6 +43,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
+import _pg
 from server_load import new_session, run_load
 from server_report import (
     KINDS,
@@ -62,28 +62,12 @@ HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent
 HOST = "127.0.0.1"
 SERVERS = ("ours-sqlite", "ours-memory", "sdk", "ceiling")
+PG_SERVERS = ("ours-postgresql", "ours-postgresql-x2", "sdk-postgresql")  # benchmarks/scale_send.py
 SERVER_CORE, LOAD_CORE = 0, 1
 TICK = os.sysconf("SC_CLK_TCK")
-PAGE = os.sysconf("SC_PAGE_SIZE")
 
 
 # --- server processes ----------------------------------------------------------------------------
-
-
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind((HOST, 0))
-        return int(sock.getsockname()[1])
-
-
-def _cpu_seconds(pid: int) -> float | None:
-    """User + system CPU time of a process (all its threads), from /proc."""
-    try:
-        text = Path(f"/proc/{pid}/stat").read_text()
-    except OSError:
-        return None
-    fields = text.rsplit(")", 1)[1].split()
-    return (int(fields[11]) + int(fields[12])) / TICK
 
 
 def _core_busy(core: int) -> float | None:
@@ -100,46 +84,25 @@ def _core_busy(core: int) -> float | None:
     return None
 
 
-def _rss_bytes(pid: int) -> int | None:
-    try:
-        return int(Path(f"/proc/{pid}/statm").read_text().split()[1]) * PAGE
-    except OSError:
-        return None
-
-
 @dataclass
 class Server:
-    """One running server process."""
+    """One running server process (with its children: the workers of ``serve --workers``).
+
+    ``database`` is the DSN and schema of a PostgreSQL server's tables, whose backends' CPU
+    time is counted as well (:func:`_pg.backend_cpu`).
+    """
 
     mode: str
     process: subprocess.Popen[bytes]
     url: str
+    database: tuple[str, str] | None = None
 
     def stats(self) -> tuple[float | None, int | None]:
-        return _cpu_seconds(self.process.pid), _rss_bytes(self.process.pid)
+        """CPU seconds and RSS bytes of the process and its descendants."""
+        return _pg.tree_stats(self.process.pid)
 
-
-def _wait_ready(process: subprocess.Popen[bytes], port: int, timeout: float = 30.0) -> None:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if process.poll() is not None:
-            raise RuntimeError(f"server exited with status {process.returncode} during startup")
-        try:
-            with socket.create_connection((HOST, port), timeout=0.2):
-                return
-        except OSError:
-            time.sleep(0.05)
-    raise RuntimeError(f"server did not listen on port {port} within {timeout:.0f} s")
-
-
-def _stop(process: subprocess.Popen[bytes]) -> None:
-    if process.poll() is None:
-        process.terminate()
-        try:
-            process.wait(timeout=15)
-        except subprocess.TimeoutExpired:
-            process.kill()
-            process.wait()
+    async def db_cpu(self) -> dict[int, float]:
+        return await _pg.backend_cpu(*self.database) if self.database else {}
 
 
 @contextmanager
@@ -150,8 +113,13 @@ def running(
 
     ``ours-sqlite`` and ``sdk-sqlite`` use the file ``db``, or one in a temporary directory
     removed afterwards; ``extra`` goes to benchmarks/_servers.py (e.g. ``--agent chunks``).
+    The :data:`PG_SERVERS` run on a schema of their own (:func:`running_postgresql`).
     """
-    port = _free_port()
+    if mode in PG_SERVERS:
+        with running_postgresql(mode, pin) as server:
+            yield server
+        return
+    port = _pg.free_port()
     with tempfile.TemporaryDirectory(prefix="a2a-bench-") as tmp:
         cmd = [sys.executable, str(HERE / "_servers.py"), mode, "--port", str(port), *extra]
         if pin:
@@ -160,10 +128,33 @@ def running(
             cmd += ["--db", str(db or Path(tmp, "tasks.db"))]
         process = subprocess.Popen(cmd, cwd=ROOT, stdin=subprocess.DEVNULL)
         try:
-            _wait_ready(process, port)
+            _pg.wait_port(process, port, 30.0)
             yield Server(mode, process, f"http://{HOST}:{port}/")
         finally:
-            _stop(process)
+            _pg.stop(process)
+
+
+@contextmanager
+def running_postgresql(mode: str, pin: bool) -> Iterator[Server]:
+    """A :data:`PG_SERVERS` server on a new schema of ``_pg.dsn()``, dropped after it stops.
+
+    ``ours-postgresql`` is ``a2a-wire serve`` on ``storage = "postgresql"``, one process;
+    ``ours-postgresql-x2`` the same with ``--workers 2`` (supervisor and both workers pinned to
+    the server's CPU); ``sdk-postgresql`` the SDK's cluster mode, one uvicorn process.
+    """
+    address = _pg.dsn()
+    with (
+        tempfile.TemporaryDirectory(prefix="a2a-bench-") as tmp,
+        _pg.schema(address, create=mode.startswith("sdk")) as name,
+    ):
+        if mode.startswith("sdk"):
+            serving = _pg.serve_sdk(address, name, core=SERVER_CORE if pin else None)
+        else:
+            workers = 2 if mode.endswith("-x2") else 1
+            cores = [SERVER_CORE] if pin else None
+            serving = _pg.serve_ours(Path(tmp), address, name, workers=workers, cores=cores)
+        with serving as (process, url):
+            yield Server(mode, process, url, database=(address, name))
 
 
 # --- measurement ---------------------------------------------------------------------------------
@@ -175,6 +166,7 @@ async def measure(
     """Warm up, then run one measured load against ``server``."""
     async with new_session(concurrency) as session:
         warm = await run_load(session, server.url, kind, concurrency, warmup)
+        db0 = await server.db_cpu()
         cpu0, rss0 = server.stats()
         busy0, lbusy0 = _core_busy(SERVER_CORE), _core_busy(LOAD_CORE)
         client0 = time.process_time()
@@ -182,9 +174,10 @@ async def measure(
         client1 = time.process_time()
         busy1, lbusy1 = _core_busy(SERVER_CORE), _core_busy(LOAD_CORE)
         cpu1, rss1 = server.stats()
+        db1 = await server.db_cpu()
     load.errors += warm.errors
     load.samples = (warm.samples + load.samples)[:5]
-    cell = Cell(load=load, client_cpu=client1 - client0)
+    cell = Cell(load=load, client_cpu=client1 - client0, db_cpu=_pg.cpu_delta(db0, db1))
     if cpu0 is not None and cpu1 is not None:
         cell.server_cpu = cpu1 - cpu0
     if busy0 is not None and busy1 is not None:
@@ -202,7 +195,7 @@ def run_all(args: argparse.Namespace, pin: bool) -> Cells:
         for mode in order:
             print(f"round {r + 1}/{args.rounds}: {mode} ...", file=sys.stderr, flush=True)
             with running(mode, pin) as server:
-                for kind in KINDS:
+                for kind in args.kinds:
                     for c in args.concurrency:
                         cell = measure_quietly(server, kind, c, args)
                         pool(cells.setdefault((mode, kind, c), Cell()), cell)
@@ -261,12 +254,13 @@ def run_codec(quick: bool) -> int:
     return done.returncode
 
 
-def parse_args() -> argparse.Namespace:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+def parse_args(servers: Sequence[str] = SERVERS, doc: str = __doc__) -> argparse.Namespace:
+    """The options; ``servers`` is the default of ``--servers`` (benchmarks/scale_send.py's own)."""
+    parser = argparse.ArgumentParser(description=doc.splitlines()[0])
     parser.add_argument(
         "--quick", action="store_true", help="concurrency 16, 1 s per cell, 1 round"
     )
-    parser.add_argument("--servers", default=",".join(SERVERS), help="comma-separated subset")
+    parser.add_argument("--servers", default=",".join(servers), help="comma-separated subset")
     parser.add_argument("--concurrency", default=None, help="comma-separated, default 1,16,64")
     parser.add_argument("--duration", type=float, default=None, help="measured seconds per cell")
     parser.add_argument("--warmup", type=float, default=None, help="warm-up seconds per cell")
@@ -283,9 +277,10 @@ def parse_args() -> argparse.Namespace:
     args = parser.parse_args()
     quick = args.quick
     args.servers = [s for s in args.servers.split(",") if s]
-    unknown = set(args.servers) - set(SERVERS)
+    args.kinds = KINDS
+    unknown = set(args.servers) - set(SERVERS + PG_SERVERS)
     if unknown:
-        parser.error(f"unknown servers: {sorted(unknown)}; choose from {SERVERS}")
+        parser.error(f"unknown servers: {sorted(unknown)}; choose from {SERVERS + PG_SERVERS}")
     default_c = "16" if quick else "1,16,64"
     args.concurrency = [int(c) for c in (args.concurrency or default_c).split(",")]
     args.duration = args.duration or (1.0 if quick else 3.0)

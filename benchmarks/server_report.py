@@ -36,6 +36,7 @@ class Cell:
     client_cpu: float = 0.0
     rss_before: int = 0
     rss_after: int = 0
+    db_cpu: float = 0.0  # CPU seconds of the PostgreSQL backends serving the server
 
 
 def pool(into: Cell, cell: Cell) -> None:
@@ -45,13 +46,21 @@ def pool(into: Cell, cell: Cell) -> None:
     into.retries += cell.retries
     into.load_core_busy += cell.load_core_busy
     into.client_cpu += cell.client_cpu
+    into.db_cpu += cell.db_cpu
     into.rss_before = cell.rss_before  # the last round's, like rss_after
     into.rss_after = cell.rss_after
 
 
 def disturbance(cell: Cell) -> float:
-    """The larger share of a CPU that other processes took from the server's or the client's."""
+    """The larger share of a CPU that other processes took from the server's or the client's.
+
+    With a database on the machine (not pinned: its backends run on either CPU), the CPU time
+    of both CPUs that neither the server, the client nor the database used, per second.
+    """
     elapsed = cell.load.elapsed or 1.0
+    if cell.db_cpu:
+        ours = cell.server_cpu + cell.client_cpu + cell.db_cpu
+        return max(0.0, cell.core_busy + cell.load_core_busy - ours) / elapsed
     server = max(0.0, cell.core_busy - cell.server_cpu)
     client = max(0.0, cell.load_core_busy - cell.client_cpu)
     return max(server, client) / elapsed
