@@ -10,6 +10,7 @@ reproduces exactly, has no deadline (shared runners are slow) and prints the rep
 
 from __future__ import annotations
 
+import asyncio
 import os
 from collections.abc import AsyncIterator, Generator, Iterator
 
@@ -90,6 +91,7 @@ def postgres_dsn() -> Iterator[str]:
     dsn = os.environ.get(pg_support.DSN_VARIABLE)
     if dsn:
         yield dsn
+        asyncio.run(pg_support.drop_spare_schemas(dsn))
         return
     reason = pg_support.Cluster.unavailable()
     if reason is not None:
@@ -99,6 +101,7 @@ def postgres_dsn() -> Iterator[str]:
     cluster = pg_support.Cluster.start()
     try:
         yield cluster.dsn
+        asyncio.run(pg_support.drop_spare_schemas(cluster.dsn))
     finally:
         cluster.stop()
 

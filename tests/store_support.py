@@ -16,12 +16,11 @@ from a2a_wire.server.store._base import RESTART_MESSAGE
 from a2a_wire.server.store._log_postgres import PostgresEventLog
 from a2a_wire.server.store._log_postgres_lease import PROCESS_LOST_MESSAGE
 
-BACKENDS = ["memory", "sqlite"]
+BACKENDS = ["memory", "sqlite", "postgresql"]
 """Every task store the store suites run on; the one place a new backend is added."""
 
-LOG_BACKENDS = [*BACKENDS, "postgresql"]
-"""The backends of the event-log contract (tests/server/store/test_event_log.py). PostgreSQL
-joins :data:`BACKENDS` once the server's other store suites pass on it (issue 14)."""
+LOG_BACKENDS = BACKENDS
+"""The backends of the event-log contract (tests/server/store/test_event_log.py)."""
 
 _POSTGRES = {"dsn": ""}
 
@@ -48,6 +47,8 @@ class Backend:
         self.options = options
         self.opened: list[EventLogStore] = []
         self.schema = pg_support.new_schema() if kind == "postgresql" else ""
+        self._prepared = False
+        self._files: set[str] = set()  # schemas of ``file=`` stores
 
     @property
     def restart_message(self) -> str:
@@ -61,11 +62,14 @@ class Backend:
             return SQLiteTaskStore(self.directory / file, **chosen)
         if self.kind == "postgresql":
             schema = self.schema if file == "log.sqlite3" else f"{self.schema}_{file.split('.')[0]}"
+            if schema != self.schema:
+                self._files.add(schema)
             return PostgresEventLog(_POSTGRES["dsn"], schema=schema, **chosen)
         return InMemoryTaskStore(**chosen)
 
     async def open(self, *, file: str = "log.sqlite3", **options: Any) -> EventLogStore:
         """A new store, opened; it must have recovered nothing."""
+        await self._prepare()
         store = self.new(file=file, **options)
         failed = await store.open()
         self.opened.append(store)  # closed by the fixture even if a check below fails
@@ -75,13 +79,22 @@ class Backend:
     async def reopen(self, store: EventLogStore) -> tuple[EventLogStore, list[str]]:
         """Close ``store`` and open it again (the same instance for memory), with recovery."""
         await store.close()
+        await self._prepare()
         again = store if self.kind == "memory" else self.new()
         failed = await again.open()
         self.opened.append(again)
         return again, failed
 
+    async def _prepare(self) -> None:
+        """Before the first store on the schema: a spare emptied schema takes its name."""
+        if self.kind == "postgresql" and not self._prepared:
+            self._prepared = True
+            await pg_support.take_spare_schema(_POSTGRES["dsn"], self.schema)
+
     async def close_all(self) -> None:
         for store in self.opened:
             await store.close()
         if self.kind == "postgresql":
-            await pg_support.drop_schema(_POSTGRES["dsn"], self.schema)
+            for extra in sorted(self._files):  # other files' (``file=``) are not recycled
+                await pg_support.drop_schema(_POSTGRES["dsn"], extra)
+            await pg_support.recycle_schema(_POSTGRES["dsn"], self.schema)
