@@ -8,6 +8,7 @@ from collections.abc import AsyncIterator
 import pytest
 from aiohttp import web
 from aiohttp.test_utils import TestServer
+from store_support import store_kind  # noqa: F401  (each test of ``app`` on every server store)
 
 from a2a_wire.client import A2AClient, ClientSettings
 
