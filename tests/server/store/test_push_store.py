@@ -233,3 +233,13 @@ async def test_recovery_pushes_the_failed_status(backend: Backend) -> None:
     event = codec.loads(head.body)["statusUpdate"]
     assert event["taskId"] == "t1" and event["status"]["state"] == "TASK_STATE_FAILED"
     assert event["status"]["message"]["parts"][0]["text"] == backend.restart_message
+
+
+async def test_a_limit_refuses_new_configs_but_not_replacements(store: EventLogStore) -> None:
+    await store.create(task())
+    assert await store.put_push_config(config("a"), limit=2)
+    assert await store.put_push_config(config("b"), limit=2)
+    assert not await store.put_push_config(config("c"), limit=2)
+    assert await store.put_push_config(config("a", url="https://h/new"), limit=2)
+    assert [c.id for _, c in await store.list_push_configs("t1")] == ["a", "b"]
+    assert await store.put_push_config(config("c"))  # no limit given: none applies
