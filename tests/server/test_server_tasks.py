@@ -22,6 +22,7 @@ from server_support import (
     send_params,
     violations,
 )
+from store_support import ServerStores
 
 from a2a_wire.server import RUNTIME_KEY, create_app
 from a2a_wire.server.store import InMemoryTaskStore, SQLiteTaskStore
@@ -344,9 +345,9 @@ async def test_sqlite_store_recovery_at_startup(aiohttp_client: Any, tmp_path: P
     )
 
 
-async def test_shutdown_cancels_pending_runs(aiohttp_client: Any) -> None:
+async def test_shutdown_cancels_pending_runs(aiohttp_client: Any, store_for: ServerStores) -> None:
     agent = ScriptedAgent()
-    app = create_app(make_card(), agent)
+    app = create_app(make_card(), agent, store=store_for())
     client = await aiohttp_client(app)
     await send(client, "wait", {"returnImmediately": True})
     runtime = app[RUNTIME_KEY]
@@ -356,8 +357,8 @@ async def test_shutdown_cancels_pending_runs(aiohttp_client: Any) -> None:
     assert agent.cancelled_runs == 1
 
 
-async def test_hubs_are_released(aiohttp_client: Any) -> None:
-    app = create_app(make_card(), ScriptedAgent())
+async def test_hubs_are_released(aiohttp_client: Any, store_for: ServerStores) -> None:
+    app = create_app(make_card(), ScriptedAgent(), store=store_for())
     client = await aiohttp_client(app)
     first = (await send(client, "input"))["task"]
     await send(client, "more", taskId=first["id"])
