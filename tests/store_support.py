@@ -9,6 +9,7 @@ fixture of ``tests/conftest.py``).
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -194,3 +195,40 @@ def store_kind(request: pytest.FixtureRequest) -> str:
     """Runs every test whose ``app`` takes a store from ``store_for`` on each server backend
     (imported by the conftest.py of tests/server and tests/functional)."""
     return str(request.param)
+
+
+_SERVE_POSTGRES = """
+[postgresql]
+dsn = "{dsn}"
+schema = "{schema}"
+lease_seconds = 2.0
+heartbeat_seconds = 0.5
+"""
+
+
+@dataclass
+class ServeStorage:
+    """The storage of an ``a2a-wire serve`` configuration in an end-to-end test.
+
+    On SQLite a restarted server fails the tasks that were running on open, with
+    :data:`RESTART_MESSAGE`. On PostgreSQL ``serve`` opens its store without recovery (other
+    processes may share the schema), so the restarted process fails them only once the dead
+    one's leases have expired (2 s here) and its keeper takes them over, with
+    :data:`PROCESS_LOST_MESSAGE` (docs/scale-out.md, "Failover"): a test waits for that.
+    """
+
+    kind: str
+    dsn: str = ""
+    schema: str = ""
+
+    @property
+    def lost_message(self) -> str:
+        """The status message of a task that was running when its server was killed."""
+        return PROCESS_LOST_MESSAGE if self.kind == "postgresql" else RESTART_MESSAGE
+
+    def config(self, text: str) -> str:
+        """``text`` (a configuration template with a ``[server]`` table) on this storage."""
+        if self.kind == "sqlite":
+            return text
+        server = text.replace("[server]\n", '[server]\nstorage = "postgresql"\n', 1)
+        return server + _SERVE_POSTGRES.format(dsn=self.dsn, schema=self.schema)

@@ -10,11 +10,9 @@ others finished before the kill. Both kinds are there whatever the timing: the k
 once an acknowledged task is seen COMPLETED, and one task (``e2e_support:GatedEcho`` behind a
 gate never opened) is still running by construction.
 
-On PostgreSQL the rule differs by design (docs/scale-out.md, "Failover"): ``serve`` opens its
-store without recovery, since other processes may share the schema, so the restarted process
-does not fail the dead one's tasks on start. Its keeper does, once the dead process's leases
-have expired (``lease_seconds``, short here), with the message that the process was lost; the
-test waits for the held task to be FAILED before it reads the others.
+On PostgreSQL the rule differs by design (``store_support.ServeStorage``): the restarted
+process fails the dead one's tasks by lease takeover, not on open, with the message that the
+process was lost; the test waits until no acknowledged task is running any more.
 """
 
 from __future__ import annotations
@@ -22,17 +20,13 @@ from __future__ import annotations
 import asyncio
 import signal
 import uuid
-from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
 import aiohttp
-import pg_support
 import pytest
 from e2e_support import ServerProcess, free_port, write_config
-
-from a2a_wire.server.store import RESTART_MESSAGE
-from a2a_wire.server.store._log_postgres_lease import PROCESS_LOST_MESSAGE
+from store_support import ServeStorage
 
 pytestmark = pytest.mark.timeout(60)
 
@@ -51,13 +45,6 @@ options = {{ chunk_size = 1, chunk_delay_seconds = 0.04 }}
 id = "held"
 executor = "e2e_support:GatedEcho"
 options = {{ gate = "{gate}" }}
-"""
-POSTGRES = """
-[postgresql]
-dsn = "{dsn}"
-schema = "{schema}"
-lease_seconds = 2.0
-heartbeat_seconds = 0.5
 """
 PATIENCE = 30.0  # seconds; only a failing test waits that long
 
@@ -126,32 +113,29 @@ async def _send_held(session: aiohttp.ClientSession, url: str, acked: dict[str, 
     return str(task["id"])
 
 
-async def _until_failed(session: aiohttp.ClientSession, url: str, task_id: str) -> None:
-    """Wait until the task is FAILED (on PostgreSQL: the takeover after the lease)."""
+async def _settled(
+    session: aiohttp.ClientSession, url: str, acked: dict[str, str]
+) -> list[dict[str, Any]]:
+    """Every acknowledged task once none is running (at once on SQLite: recovery on open; on
+    PostgreSQL once the takeover after the lease has failed them)."""
     async with asyncio.timeout(PATIENCE):
-        while (await _get(session, url, task_id))["status"]["state"] != "TASK_STATE_FAILED":
+        while True:
+            found = await asyncio.gather(*(_get(session, url, task_id) for task_id in acked))
+            if all(RANK[t["status"]["state"]] == 3 for t in found):
+                return found
             await asyncio.sleep(0.05)
 
 
-@pytest.fixture(params=["sqlite", "postgresql"])
-async def storage(request: pytest.FixtureRequest) -> AsyncIterator[str]:
-    """The configuration's storage lines: SQLite in the data directory, or PostgreSQL."""
-    if request.param == "sqlite":
-        yield ""
-        return
-    dsn = str(request.getfixturevalue("postgres_dsn"))
-    schema = pg_support.new_schema()
-    yield 'storage = "postgresql"\n' + POSTGRES.format(dsn=dsn, schema=schema)
-    await pg_support.drop_schema(dsn, schema)
-
-
 async def test_sigkill_under_load_keeps_every_acknowledged_task(
-    tmp_path: Path, storage: str
+    tmp_path: Path, serve_storage: ServeStorage
 ) -> None:
     port = free_port()
-    text = CONFIG.replace('log_level = "warning"\n', 'log_level = "warning"\n' + storage, 1)
     config = write_config(
-        tmp_path / "d.toml", text, port=port, data=tmp_path / "data", gate=tmp_path / "never"
+        tmp_path / "d.toml",
+        serve_storage.config(CONFIG),
+        port=port,
+        data=tmp_path / "data",
+        gate=tmp_path / "never",
     )
     server = ServerProcess(["--config", str(config)], tmp_path / "server.log", port)
     url = server.url + "/"
@@ -172,12 +156,11 @@ async def test_sigkill_under_load_keeps_every_acknowledged_task(
 
         await asyncio.to_thread(server.start)
         async with aiohttp.ClientSession() as session:
-            await _until_failed(session, url, held)
-            found = await asyncio.gather(*(_get(session, url, task_id) for task_id in acked))
+            found = await _settled(session, url, acked)
     finally:
         stop.set()
         server.close()
-    lost = PROCESS_LOST_MESSAGE if storage else RESTART_MESSAGE
+    lost = serve_storage.lost_message
     outcomes = {"TASK_STATE_COMPLETED": 0, "TASK_STATE_FAILED": 0}
     for task in found:
         state = task["status"]["state"]

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Awaitable, Callable
 from typing import Any
 
 import pytest
@@ -17,6 +18,7 @@ from push_support import (
     wait_until,
 )
 from server_support import ScriptedAgent, make_card, result, send_params, stream
+from store_support import ServerStores
 
 from a2a_wire import codec
 from a2a_wire.client import A2AClient, ClientSettings, register_webhook, remove_webhook
@@ -25,13 +27,21 @@ from a2a_wire.server import STORE_KEY, ServerSettings, create_app
 from a2a_wire.server.push import PUSH_DELIVERER_KEY, PushSettings, retry_after_seconds
 from a2a_wire.types import ListTaskPushNotificationConfigsRequest, TaskPushNotificationConfig
 
+Start = Callable[..., Awaitable[Any]]
+"""Starts the server under test: ``start(push=None, agent=None)`` gives its test client."""
 
-async def start(
-    aiohttp_client: Any, push: PushSettings | None = None, agent: ScriptedAgent | None = None
-) -> Any:
-    settings = ServerSettings(push=push or local_settings())
-    app = create_app(make_card(push=True), agent or ScriptedAgent(), settings=settings)
-    return await aiohttp_client(app)
+
+@pytest.fixture
+def start(aiohttp_client: Any, store_for: ServerStores) -> Start:
+    """The server with push delivery on a store of ``store_kind`` (every server store)."""
+
+    async def started(push: PushSettings | None = None, agent: ScriptedAgent | None = None) -> Any:
+        settings = ServerSettings(push=push or local_settings())
+        agent = agent or ScriptedAgent()
+        app = create_app(make_card(push=True), agent, settings=settings, store=store_for(settings))
+        return await aiohttp_client(app)
+
+    return started
 
 
 async def serve(aiohttp_server: Any, hook: Hook) -> str:
@@ -44,12 +54,10 @@ def inline(url: str, **extra: Any) -> dict[str, Any]:
     return {"taskPushNotificationConfig": config}
 
 
-async def test_every_event_in_order_with_the_headers(
-    aiohttp_client: Any, aiohttp_server: Any
-) -> None:
+async def test_every_event_in_order_with_the_headers(start: Start, aiohttp_server: Any) -> None:
     hook = Hook(expected=None)
     url = await serve(aiohttp_server, hook)
-    client = await start(aiohttp_client)
+    client = await start()
     events = await stream(client, "SendStreamingMessage", send_params("echo", inline(url)))
     await wait_until(lambda: len(hook.events) == 4)
     assert hook.kinds() == ECHO_EVENTS
@@ -64,9 +72,9 @@ async def test_every_event_in_order_with_the_headers(
 
 
 async def test_a_config_created_later_gets_the_later_events(
-    aiohttp_client: Any, aiohttp_server: Any
+    start: Start, aiohttp_server: Any
 ) -> None:
-    client = await start(aiohttp_client)
+    client = await start()
     task = (await result(client, "SendMessage", send_params("input")))["task"]
     hook = Hook(expected=[task["id"]])
     url = await serve(aiohttp_server, hook)
@@ -78,9 +86,9 @@ async def test_a_config_created_later_gets_the_later_events(
 
 
 async def test_deliveries_after_a_get_still_send_the_stored_secrets(
-    aiohttp_client: Any, aiohttp_server: Any
+    start: Start, aiohttp_server: Any
 ) -> None:
-    client = await start(aiohttp_client)
+    client = await start()
     task = (await result(client, "SendMessage", send_params("input")))["task"]
     hook = Hook(expected=[task["id"]])  # refuses a request without the token and credentials
     url = await serve(aiohttp_server, hook)
@@ -99,11 +107,11 @@ async def test_deliveries_after_a_get_still_send_the_stored_secrets(
 
 
 async def test_a_receiver_failing_three_times_still_gets_everything_once(
-    aiohttp_client: Any, aiohttp_server: Any
+    start: Start, aiohttp_server: Any
 ) -> None:
     hook = Hook(expected=None, script=[500, 429, "drop"])
     url = await serve(aiohttp_server, hook)
-    client = await start(aiohttp_client)
+    client = await start()
     await result(client, "SendMessage", send_params("echo", inline(url)))
     await wait_until(lambda: len(hook.events) == 4)
     await asyncio.sleep(0.1)
@@ -114,12 +122,12 @@ async def test_a_receiver_failing_three_times_still_gets_everything_once(
 
 
 async def test_a_timed_out_delivery_that_arrived_is_not_handed_over_twice(
-    aiohttp_client: Any, aiohttp_server: Any
+    start: Start, aiohttp_server: Any
 ) -> None:
     hook = Hook(expected=None)
     hook.hold_first = hold = asyncio.Event()  # the first delivery stays in its callback until set
     url = await serve(aiohttp_server, hook)
-    client = await start(aiohttp_client, local_settings(timeout_seconds=0.25))
+    client = await start(local_settings(timeout_seconds=0.25))
     await result(client, "SendMessage", send_params("echo", inline(url)))
     await wait_until(lambda: len(hook.requests) >= 2)  # it timed out, and was sent again
     hold.set()
@@ -130,11 +138,11 @@ async def test_a_timed_out_delivery_that_arrived_is_not_handed_over_twice(
 
 
 async def test_giving_up_is_recorded_and_the_lane_moves_on(
-    aiohttp_client: Any, aiohttp_server: Any
+    start: Start, aiohttp_server: Any
 ) -> None:
     hook = Hook(expected=None, script=[500] * 3 + [404])
     url = await serve(aiohttp_server, hook)
-    client = await start(aiohttp_client, local_settings(max_attempts=3))
+    client = await start(local_settings(max_attempts=3))
     task = (await result(client, "SendMessage", send_params("echo", inline(url))))["task"]
     await wait_until(lambda: len(hook.events) == 2)
     assert hook.kinds() == ECHO_EVENTS[2:]
@@ -146,14 +154,14 @@ async def test_giving_up_is_recorded_and_the_lane_moves_on(
 
 
 async def test_a_hanging_receiver_slows_neither_the_agent_nor_other_receivers(
-    aiohttp_client: Any, aiohttp_server: Any
+    start: Start, aiohttp_server: Any
 ) -> None:
     stuck = Hook(expected=None, script=["hang"] * 10)
     stuck_url = await serve(aiohttp_server, stuck)
     hook = Hook(expected=None)
     url = await serve(aiohttp_server, hook)
     # The stuck delivery would time out after an hour: everything below happens while it hangs.
-    client = await start(aiohttp_client, local_settings(timeout_seconds=3600))
+    client = await start(local_settings(timeout_seconds=3600))
     task = (await result(client, "SendMessage", send_params("input", inline(stuck_url))))["task"]
     config = {"taskId": task["id"], "url": url, "token": TOKEN, "authentication": AUTH.to_dict()}
     await result(client, "CreateTaskPushNotificationConfig", config)
@@ -164,10 +172,10 @@ async def test_a_hanging_receiver_slows_neither_the_agent_nor_other_receivers(
     await client.close()
 
 
-async def test_a_deleted_config_gets_nothing_more(aiohttp_client: Any, aiohttp_server: Any) -> None:
+async def test_a_deleted_config_gets_nothing_more(start: Start, aiohttp_server: Any) -> None:
     hook = Hook(expected=None, script=[503] * 1000)
     url = await serve(aiohttp_server, hook)
-    client = await start(aiohttp_client)
+    client = await start()
     task = (await result(client, "SendMessage", send_params("echo", inline(url, id="c1"))))["task"]
     await wait_until(lambda: len(hook.requests) >= 2)
     await result(client, "DeleteTaskPushNotificationConfig", {"taskId": task["id"], "id": "c1"})
@@ -179,11 +187,11 @@ async def test_a_deleted_config_gets_nothing_more(aiohttp_client: Any, aiohttp_s
 
 
 async def test_a_forbidden_address_is_refused_at_delivery(
-    aiohttp_client: Any, aiohttp_server: Any
+    start: Start, aiohttp_server: Any
 ) -> None:
     hook = Hook(expected=None)
     url = await serve(aiohttp_server, hook)
-    client = await start(aiohttp_client, local_settings(allowlist=AddressPolicy()))
+    client = await start(local_settings(allowlist=AddressPolicy()))
     task = (await result(client, "SendMessage", send_params("input")))["task"]
     store = client.app[STORE_KEY]
     # Stored behind the validation's back (e.g. by an older version): the connect is refused.
@@ -197,13 +205,13 @@ async def test_a_forbidden_address_is_refused_at_delivery(
 
 
 async def test_a_name_rebound_to_a_private_address_is_refused_at_delivery(
-    aiohttp_client: Any, aiohttp_server: Any
+    start: Start, aiohttp_server: Any
 ) -> None:
     hook = Hook(expected=None)
     server = await aiohttp_server(hook.app)
     resolver = FakeResolver({"hooks.example": [[PUBLIC_IP], ["127.0.0.1"]]})
     push = local_settings(allowlist=AddressPolicy(), resolver=resolver)
-    client = await start(aiohttp_client, push)
+    client = await start(push)
     url = f"http://hooks.example:{server.port}/webhook"
     task = (await result(client, "SendMessage", send_params("echo", inline(url))))["task"]
     await wait_until(lambda: len(resolver.lookups) >= 2)

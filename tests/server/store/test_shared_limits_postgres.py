@@ -13,7 +13,7 @@ from __future__ import annotations
 import asyncio
 
 import pytest
-from pg_stores import Stores
+from pg_stores import LeaseClock, Stores
 
 from a2a_wire.errors import InvalidParamsError
 from a2a_wire.server import ServerSettings
@@ -31,16 +31,6 @@ from a2a_wire.types import (
 )
 
 DAY = 86400.0
-
-
-class Clock:
-    """State-change times both stores and the sweepers read, moved by the test."""
-
-    def __init__(self) -> None:
-        self.now = 1_000_000.0
-
-    def __call__(self) -> float:
-        return self.now
 
 
 def task(task_id: str, state: TaskState = TaskState.WORKING) -> Task:
@@ -88,7 +78,7 @@ async def test_history_limit_holds_whichever_process_appends(stores: Stores) -> 
 
 
 async def test_either_process_sweeper_applies_retention(stores: Stores) -> None:
-    clock = Clock()
+    clock = LeaseClock()  # state-change times of both stores and sweepers, moved by hand
     a, b = await stores(clock=clock), await stores(clock=clock)
     await a.create(task("done-a"))
     await a.append("done-a", [TaskStatusUpdateEvent(status=TaskStatus(state=TaskState.COMPLETED))])
