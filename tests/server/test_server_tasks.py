@@ -123,6 +123,18 @@ async def test_new_context_is_made_when_none_is_given(client: Any) -> None:
     assert first["contextId"] != second["contextId"]
 
 
+@pytest.mark.parametrize("context", ["nul\u0000inside", "\u0001\u0000\u0001", "plain"])
+async def test_any_client_context_id_is_kept_and_found(client: Any, context: str) -> None:
+    """A context id is any JSON string, U+0000 included (PostgreSQL's text refuses it: the
+    store escapes it, see ``_log_postgres_text``)."""
+    task = (await send(client, "echo", contextId=context))["task"]
+    assert task["contextId"] == context
+    got = await result(client, "GetTask", {"id": task["id"]})
+    assert got["contextId"] == context
+    found = await result(client, "ListTasks", {"contextId": context})
+    assert [t["id"] for t in found["tasks"]] == [task["id"]]
+
+
 async def test_client_context_is_kept_for_a_new_task(client: Any) -> None:
     first = (await send(client, "echo"))["task"]
     second = (await send(client, "echo", contextId=first["contextId"]))["task"]
