@@ -3,7 +3,8 @@
 Two stores on the test's schema stand for two server processes (``pg_stores.py``). Shown here:
 ``push.max_configs_per_task`` counted in the database, atomically (concurrent creates from both
 stores never go past it), ``max_history_per_task`` applied whichever store appends, retention
-applied by either process's sweeper to tasks the other wrote, and ListTasks page tokens made by
+applied by either process's sweeper to tasks the other wrote (and never to a task another
+process holds the lease of), and ListTasks page tokens made by
 one store accepted by the other when they share the key (refused when they do not). The limits
 kept per process are documented as such and not tested across processes.
 """
@@ -92,6 +93,23 @@ async def test_either_process_sweeper_applies_retention(stores: Stores) -> None:
     assert (await sweep_b.sweep()).deleted == 2  # B's sweeper deletes A's task too
     assert await a.get("done-a") is None and await a.get("done-b") is None
     assert (await sweep_a.sweep()).deleted == 0  # and A's finds nothing left to do
+
+
+async def test_a_task_resumed_on_one_process_is_busy_for_the_others_sweeper(
+    stores: Stores,
+) -> None:
+    clock = LeaseClock()
+    a, b = await stores(clock=clock), await stores(clock=clock)
+    await a.create(task("asks", TaskState.INPUT_REQUIRED))
+    settings = ServerSettings(interrupted_retention_seconds=DAY)
+    nothing_runs: set[str] = set()  # B's own runs: none
+    sweep_b = Retention(b, settings, nothing_runs.__contains__, clock=clock)
+    clock.now += DAY + 1
+    assert await a.acquire("asks")  # A takes the lease for a follow-up it starts to run
+    assert (await sweep_b.sweep()).deleted == 0
+    assert await a.get("asks") is not None
+    assert await a.release("asks")  # the follow-up did not start after all
+    assert (await sweep_b.sweep()).deleted == 1
 
 
 @pytest.mark.parametrize("shared", [True, False])
