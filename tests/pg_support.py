@@ -61,19 +61,24 @@ async def drop_schema(dsn: str, schema: str) -> None:
 _SPARE: list[str] = []
 """Emptied schemas of the current layout, ready for the next :func:`migrated_schema` (this process)."""
 
-_EMPTY = """
-DO $$
-DECLARE name text;
-BEGIN
-  FOR name IN SELECT tablename FROM pg_tables WHERE schemaname = '{s}'
-      AND tablename <> 'schema_version' LOOP
-    EXECUTE format('DELETE FROM {s}.%I', name);
-  END LOOP;
-  FOR name IN SELECT sequencename FROM pg_sequences WHERE schemaname = '{s}' LOOP
-    EXECUTE format('ALTER SEQUENCE {s}.%I RESTART', name);
-  END LOOP;
-END $$
-"""
+_EMPTYING: list[str] = []
+"""The statements that empty a schema of the current layout, ``{s}`` for its name (made once
+from the catalog: every schema of one layout has the same tables and sequences)."""
+
+
+async def _emptying(conn: asyncpg.Connection, schema: str) -> str:
+    if not _EMPTYING:
+        tables = await conn.fetch(
+            "SELECT tablename FROM pg_tables WHERE schemaname = $1"
+            " AND tablename <> 'schema_version' ORDER BY tablename",
+            schema,
+        )
+        numbers = await conn.fetch(
+            "SELECT sequencename FROM pg_sequences WHERE schemaname = $1", schema
+        )
+        _EMPTYING.extend(f"DELETE FROM {{s}}.{name}" for (name,) in tables)
+        _EMPTYING.extend(f"SELECT setval('{{s}}.{name}', 1, false)" for (name,) in numbers)
+    return ";".join(_EMPTYING).format(s=schema)
 
 
 async def take_spare_schema(dsn: str, schema: str) -> None:
@@ -100,7 +105,7 @@ async def recycle_schema(dsn: str, schema: str) -> None:
         table = await conn.fetchval("SELECT to_regclass($1)::text", f"{schema}.schema_version")
         version = table and await conn.fetchval(f"SELECT version FROM {table}")
         if version == SCHEMA_VERSION:
-            await conn.execute(_EMPTY.format(s=schema))
+            await conn.execute(await _emptying(conn, schema))
             _SPARE.append(schema)
         else:
             await conn.execute(f"DROP SCHEMA IF EXISTS {schema} CASCADE")
