@@ -58,8 +58,8 @@ class PostgresRetention:
     ) -> builtins.list[str]:
         """Tasks in ``states`` unchanged since ``before``, oldest first (see the protocol).
 
-        A task leased to any process (a follow-up resuming it) is left out: it is busy for
-        every process's sweeper, not only for the one running it.
+        A task that is not running but leased to a process (a follow-up resuming it there)
+        is left out: it is busy for every process's sweeper, not only for the holder's.
         """
         keys = sorted(state_key(state) for state in states)
         found = await self._pool.fetch(self._sql.expired, keys, before, limit, logged)
