@@ -36,6 +36,7 @@ from a2a_wire.server import (
     create_app,
 )
 from a2a_wire.server.push import PushSettings
+from a2a_wire.server.store import EventLogStore
 from a2a_wire.types import (
     AgentCapabilities,
     AgentCard,
@@ -256,17 +257,19 @@ def conformance_push_settings() -> PushSettings:
     return PushSettings(allow_http=True, allowlist=loopback)
 
 
-def conformance_app(**agent_options: Any) -> web.Application:
-    """The conformance server: JSON-RPC at ``/``, in-memory tasks.
+def conformance_app(store: EventLogStore | None = None, **agent_options: Any) -> web.Application:
+    """The conformance server: JSON-RPC at ``/``, in-memory tasks unless ``store`` is given.
 
     Args:
+        store: The task store (``create_app``'s); in memory when ``None``.
         **agent_options: Passed to :class:`ConformanceAgent`.
 
     Returns:
         The aiohttp application.
     """
     settings = ServerSettings(rpc_path="/", push=conformance_push_settings())
-    return create_app(conformance_card(), ConformanceAgent(**agent_options), settings=settings)
+    agent = ConformanceAgent(**agent_options)
+    return create_app(conformance_card(), agent, store=store, settings=settings)
 
 
 def main(argv: list[str] | None = None) -> None:

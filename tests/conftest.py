@@ -10,14 +10,17 @@ reproduces exactly, has no deadline (shared runners are slow) and prints the rep
 
 from __future__ import annotations
 
+import asyncio
 import os
 from collections.abc import AsyncIterator, Generator, Iterator
 
 import pg_support
 import pytest
+import store_support
 from aiohttp import web
 from hypothesis import HealthCheck, settings
 from server_support import ScriptedAgent, make_card
+from store_support import ServerStores
 
 from a2a_wire.server import create_app
 
@@ -67,10 +70,29 @@ def agent() -> ScriptedAgent:
 
 
 @pytest.fixture
-def app(agent: ScriptedAgent) -> web.Application:
-    """The server under test: ``agent`` behind the default card and settings. A module that needs
-    other settings, a security config or another executor overrides this fixture."""
-    return create_app(make_card(), agent)
+def store_kind() -> str:
+    """The task store of the apps a test builds with ``store_for``: memory here; the folders of
+    the server's method tests run theirs on each of ``store_support.SERVER_BACKENDS``."""
+    return "memory"
+
+
+@pytest.fixture
+async def store_for(store_kind: str, request: pytest.FixtureRequest) -> AsyncIterator[ServerStores]:
+    """``store_for(settings)``: the store of an app under test, of ``store_kind`` (``None`` for
+    memory, ``create_app``'s default), closed and its schema recycled after the test."""
+    dsn = str(request.getfixturevalue("postgres_dsn")) if store_kind == "postgresql" else ""
+    stores = ServerStores(store_kind, dsn)
+    await stores.prepare()
+    yield stores
+    await stores.close_all()
+
+
+@pytest.fixture
+def app(agent: ScriptedAgent, store_for: ServerStores) -> web.Application:
+    """The server under test: ``agent`` behind the default card and settings, on a store of
+    ``store_kind``. A module that needs other settings, a security config or another executor
+    overrides this fixture."""
+    return create_app(make_card(), agent, store=store_for())
 
 
 @pytest.hookimpl(wrapper=True, tryfirst=True)
@@ -89,7 +111,9 @@ def postgres_dsn() -> Iterator[str]:
     """A PostgreSQL server for the session (see tests/pg_support.py for where it comes from)."""
     dsn = os.environ.get(pg_support.DSN_VARIABLE)
     if dsn:
+        store_support.use_postgres(dsn)
         yield dsn
+        asyncio.run(pg_support.drop_spare_schemas(dsn))
         return
     reason = pg_support.Cluster.unavailable()
     if reason is not None:
@@ -98,7 +122,9 @@ def postgres_dsn() -> Iterator[str]:
         pytest.skip(reason)
     cluster = pg_support.Cluster.start()
     try:
+        store_support.use_postgres(cluster.dsn)
         yield cluster.dsn
+        asyncio.run(pg_support.drop_spare_schemas(cluster.dsn))
     finally:
         cluster.stop()
 

@@ -5,9 +5,11 @@ from __future__ import annotations
 
 from collections.abc import AsyncIterator
 
+import pg_support
 import pytest
 from aiohttp import web
 from aiohttp.test_utils import TestServer
+from store_support import ServeStorage, store_kind  # noqa: F401  (store_kind: every server store)
 
 from a2a_wire.client import A2AClient, ClientSettings
 
@@ -32,3 +34,16 @@ async def client(server: TestServer, client_settings: ClientSettings) -> AsyncIt
     """Our client, connected through the card ``server`` serves; closed at teardown."""
     async with await A2AClient.connect(str(server.make_url("/")), settings=client_settings) as a2a:
         yield a2a
+
+
+@pytest.fixture(params=["sqlite", "postgresql"])
+async def serve_storage(request: pytest.FixtureRequest) -> AsyncIterator[ServeStorage]:
+    """The storage of an ``a2a-wire serve`` test: SQLite in its data directory, or PostgreSQL
+    in a schema of the test's own, dropped after it."""
+    if request.param == "sqlite":
+        yield ServeStorage("sqlite")
+        return
+    dsn = str(request.getfixturevalue("postgres_dsn"))
+    storage = ServeStorage("postgresql", dsn, pg_support.new_schema())
+    yield storage
+    await pg_support.drop_schema(dsn, storage.schema)

@@ -18,6 +18,7 @@ import pytest
 from aiohttp import web
 from aiohttp.test_utils import TestServer
 from push_support import wait_until
+from store_support import ServerStores
 
 from a2a_wire import codec
 from a2a_wire.client import A2AClient, ClientSettings
@@ -50,8 +51,8 @@ S = TaskState
 
 
 @pytest.fixture
-def app() -> web.Application:
-    return conformance_app(resubscribe_hold_seconds=0.2)
+def app(store_for: ServerStores) -> web.Application:
+    return conformance_app(store_for(), resubscribe_hold_seconds=0.2)
 
 
 @pytest.fixture

@@ -8,6 +8,9 @@ SIGKILL (no shutdown code runs) and restarted on the same data directory. Then t
 artifact (GetTask) is a prefix of the chunks sent and holds at least every chunk any stream
 received (no stream shows an event before it is committed), and the task, running at the kill,
 is FAILED with the restart message (recovery, docs/server.md).
+
+It runs on PostgreSQL too, where the restarted process fails the task by lease takeover rather
+than on open (``store_support.ServeStorage``): the test waits for the FAILED state.
 """
 
 from __future__ import annotations
@@ -19,10 +22,11 @@ from pathlib import Path
 
 import pytest
 from e2e_support import ServerProcess, free_port, write_config
+from patience import PATIENCE
+from store_support import ServeStorage
 
 from a2a_wire.client import A2AClient, ClientError, ClientSettings, EventStream
-from a2a_wire.server.store import RESTART_MESSAGE
-from a2a_wire.types import GetTaskRequest, StreamResponse, SubscribeToTaskRequest, TaskState
+from a2a_wire.types import GetTaskRequest, StreamResponse, SubscribeToTaskRequest, Task, TaskState
 
 pytestmark = pytest.mark.timeout(90)
 
@@ -76,10 +80,26 @@ class Recorder:
             pass  # the server died under the stream
 
 
-async def test_sigkill_mid_artifact_keeps_every_streamed_chunk(tmp_path: Path) -> None:
+async def _final(client: A2AClient, task_id: str) -> Task:
+    """The task once it is FAILED (at once on SQLite; after the lease on PostgreSQL)."""
+    async with asyncio.timeout(PATIENCE):
+        while True:
+            task = await client.get_task(GetTaskRequest(id=task_id))
+            if task.status is not None and task.status.state is TaskState.FAILED:
+                return task
+            await asyncio.sleep(0.05)
+
+
+async def test_sigkill_mid_artifact_keeps_every_streamed_chunk(
+    tmp_path: Path, serve_storage: ServeStorage
+) -> None:
     port = free_port()
     config = write_config(
-        tmp_path / "k.toml", CONFIG, port=port, data=tmp_path / "data", chunks=CHUNKS
+        tmp_path / "k.toml",
+        serve_storage.config(CONFIG),
+        port=port,
+        data=tmp_path / "data",
+        chunks=CHUNKS,
     )
     server = ServerProcess(["--config", str(config)], tmp_path / "server.log", port)
     sender, subscriber = Recorder(), Recorder()
@@ -101,13 +121,13 @@ async def test_sigkill_mid_artifact_keeps_every_streamed_chunk(tmp_path: Path) -
 
         await asyncio.to_thread(server.start)
         async with A2AClient(server.url + "/", settings=LOCAL) as client:
-            task = await client.get_task(GetTaskRequest(id=sender.task_id))
+            task = await _final(client, sender.task_id)
     finally:
         server.close()
 
     assert task.status is not None and task.status.state is TaskState.FAILED
     assert task.status.message is not None
-    assert [p.text for p in task.status.message.parts] == [RESTART_MESSAGE]
+    assert [p.text for p in task.status.message.parts] == [serve_storage.lost_message]
     assert len(task.artifacts) == 1
     stored = [p.text for p in task.artifacts[0].parts]
     assert stored == SENT[: len(stored)]  # a prefix of what the agent sent, in order

@@ -1,13 +1,13 @@
 """Push delivery end to end: our server POSTs to real webhooks on 127.0.0.1 (spec 4.3.3, 13.2).
 
-The server tests run on the in-memory store (its outbox read by lanes) and on PostgreSQL (read by
-claims, as several processes share it; see also test_push_claims.py).
+The server tests run on every server store (``store_kind``): in memory the outbox is read by
+lanes, on PostgreSQL by claims, as several processes share it (see also test_push_claims.py).
 """
 
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from typing import Any
 
 import pytest
@@ -22,39 +22,31 @@ from push_support import (
     wait_until,
 )
 from server_support import ScriptedAgent, make_card, result, send_params, stream
+from store_support import ServerStores
 
 from a2a_wire import codec
 from a2a_wire.client import A2AClient, ClientSettings, register_webhook, remove_webhook
 from a2a_wire.netguard import AddressPolicy
 from a2a_wire.server import STORE_KEY, ServerSettings, create_app
 from a2a_wire.server.push import PUSH_DELIVERER_KEY, PushSettings, retry_after_seconds
-from a2a_wire.server.store import EventLogStore
 from a2a_wire.server.store._log_postgres import PostgresEventLog
 from a2a_wire.types import ListTaskPushNotificationConfigsRequest, TaskPushNotificationConfig
 
-StoreMaker = Callable[[], EventLogStore | None]
+Start = Callable[..., Awaitable[Any]]
+"""Starts the server under test: ``start(push=None, agent=None)`` gives its test client."""
 
 
-@pytest.fixture(params=["memory", "postgresql"])
-def stores(request: pytest.FixtureRequest) -> StoreMaker:
-    """The server's store: in memory (read by lanes), or PostgreSQL (read by claims)."""
-    if request.param == "memory":
-        return lambda: None
-    dsn = request.getfixturevalue("postgres_dsn")
-    schema = request.getfixturevalue("postgres_schema")
-    return lambda: PostgresEventLog(dsn, schema=schema)
+@pytest.fixture
+def start(aiohttp_client: Any, store_for: ServerStores) -> Start:
+    """The server with push delivery on a store of ``store_kind`` (every server store)."""
 
+    async def started(push: PushSettings | None = None, agent: ScriptedAgent | None = None) -> Any:
+        settings = ServerSettings(push=push or local_settings())
+        agent = agent or ScriptedAgent()
+        app = create_app(make_card(push=True), agent, settings=settings, store=store_for(settings))
+        return await aiohttp_client(app)
 
-async def start(
-    stores: StoreMaker,
-    aiohttp_client: Any,
-    push: PushSettings | None = None,
-    agent: ScriptedAgent | None = None,
-) -> Any:
-    settings = ServerSettings(push=push or local_settings())
-    card, agent = make_card(push=True), agent or ScriptedAgent()
-    app = create_app(card, agent, store=stores(), settings=settings)
-    return await aiohttp_client(app)
+    return started
 
 
 async def serve(aiohttp_server: Any, hook: Hook) -> str:
@@ -67,12 +59,10 @@ def inline(url: str, **extra: Any) -> dict[str, Any]:
     return {"taskPushNotificationConfig": config}
 
 
-async def test_every_event_in_order_with_the_headers(
-    stores: StoreMaker, aiohttp_client: Any, aiohttp_server: Any
-) -> None:
+async def test_every_event_in_order_with_the_headers(start: Start, aiohttp_server: Any) -> None:
     hook = Hook(expected=None)
     url = await serve(aiohttp_server, hook)
-    client = await start(stores, aiohttp_client)
+    client = await start()
     shared = isinstance(client.app[STORE_KEY], PostgresEventLog)
     assert client.app[PUSH_DELIVERER_KEY].claims == shared  # by claims on PostgreSQL only
     events = await stream(client, "SendStreamingMessage", send_params("echo", inline(url)))
@@ -89,9 +79,9 @@ async def test_every_event_in_order_with_the_headers(
 
 
 async def test_a_config_created_later_gets_the_later_events(
-    stores: StoreMaker, aiohttp_client: Any, aiohttp_server: Any
+    start: Start, aiohttp_server: Any
 ) -> None:
-    client = await start(stores, aiohttp_client)
+    client = await start()
     task = (await result(client, "SendMessage", send_params("input")))["task"]
     hook = Hook(expected=[task["id"]])
     url = await serve(aiohttp_server, hook)
@@ -103,9 +93,9 @@ async def test_a_config_created_later_gets_the_later_events(
 
 
 async def test_deliveries_after_a_get_still_send_the_stored_secrets(
-    stores: StoreMaker, aiohttp_client: Any, aiohttp_server: Any
+    start: Start, aiohttp_server: Any
 ) -> None:
-    client = await start(stores, aiohttp_client)
+    client = await start()
     task = (await result(client, "SendMessage", send_params("input")))["task"]
     hook = Hook(expected=[task["id"]])  # refuses a request without the token and credentials
     url = await serve(aiohttp_server, hook)
@@ -124,11 +114,11 @@ async def test_deliveries_after_a_get_still_send_the_stored_secrets(
 
 
 async def test_a_receiver_failing_three_times_still_gets_everything_once(
-    stores: StoreMaker, aiohttp_client: Any, aiohttp_server: Any
+    start: Start, aiohttp_server: Any
 ) -> None:
     hook = Hook(expected=None, script=[500, 429, "drop"])
     url = await serve(aiohttp_server, hook)
-    client = await start(stores, aiohttp_client)
+    client = await start()
     await result(client, "SendMessage", send_params("echo", inline(url)))
     await wait_until(lambda: len(hook.events) == 4)
     await asyncio.sleep(0.1)
@@ -139,12 +129,12 @@ async def test_a_receiver_failing_three_times_still_gets_everything_once(
 
 
 async def test_a_timed_out_delivery_that_arrived_is_not_handed_over_twice(
-    stores: StoreMaker, aiohttp_client: Any, aiohttp_server: Any
+    start: Start, aiohttp_server: Any
 ) -> None:
     hook = Hook(expected=None)
     hook.hold_first = hold = asyncio.Event()  # the first delivery stays in its callback until set
     url = await serve(aiohttp_server, hook)
-    client = await start(stores, aiohttp_client, local_settings(timeout_seconds=0.25))
+    client = await start(local_settings(timeout_seconds=0.25))
     await result(client, "SendMessage", send_params("echo", inline(url)))
     await wait_until(lambda: len(hook.requests) >= 2)  # it timed out, and was sent again
     hold.set()
@@ -155,11 +145,11 @@ async def test_a_timed_out_delivery_that_arrived_is_not_handed_over_twice(
 
 
 async def test_giving_up_is_recorded_and_the_lane_moves_on(
-    stores: StoreMaker, aiohttp_client: Any, aiohttp_server: Any
+    start: Start, aiohttp_server: Any
 ) -> None:
     hook = Hook(expected=None, script=[500] * 3 + [404])
     url = await serve(aiohttp_server, hook)
-    client = await start(stores, aiohttp_client, local_settings(max_attempts=3))
+    client = await start(local_settings(max_attempts=3))
     task = (await result(client, "SendMessage", send_params("echo", inline(url))))["task"]
     await wait_until(lambda: len(hook.events) == 2)
     assert hook.kinds() == ECHO_EVENTS[2:]
@@ -171,14 +161,14 @@ async def test_giving_up_is_recorded_and_the_lane_moves_on(
 
 
 async def test_a_hanging_receiver_slows_neither_the_agent_nor_other_receivers(
-    stores: StoreMaker, aiohttp_client: Any, aiohttp_server: Any
+    start: Start, aiohttp_server: Any
 ) -> None:
     stuck = Hook(expected=None, script=["hang"] * 10)
     stuck_url = await serve(aiohttp_server, stuck)
     hook = Hook(expected=None)
     url = await serve(aiohttp_server, hook)
     # The stuck delivery would time out after an hour: everything below happens while it hangs.
-    client = await start(stores, aiohttp_client, local_settings(timeout_seconds=3600))
+    client = await start(local_settings(timeout_seconds=3600))
     task = (await result(client, "SendMessage", send_params("input", inline(stuck_url))))["task"]
     config = {"taskId": task["id"], "url": url, "token": TOKEN, "authentication": AUTH.to_dict()}
     await result(client, "CreateTaskPushNotificationConfig", config)
@@ -189,12 +179,10 @@ async def test_a_hanging_receiver_slows_neither_the_agent_nor_other_receivers(
     await client.close()
 
 
-async def test_a_deleted_config_gets_nothing_more(
-    stores: StoreMaker, aiohttp_client: Any, aiohttp_server: Any
-) -> None:
+async def test_a_deleted_config_gets_nothing_more(start: Start, aiohttp_server: Any) -> None:
     hook = Hook(expected=None, script=[503] * 1000)
     url = await serve(aiohttp_server, hook)
-    client = await start(stores, aiohttp_client)
+    client = await start()
     task = (await result(client, "SendMessage", send_params("echo", inline(url, id="c1"))))["task"]
     await wait_until(lambda: len(hook.requests) >= 2)
     await result(client, "DeleteTaskPushNotificationConfig", {"taskId": task["id"], "id": "c1"})
@@ -206,11 +194,11 @@ async def test_a_deleted_config_gets_nothing_more(
 
 
 async def test_a_forbidden_address_is_refused_at_delivery(
-    stores: StoreMaker, aiohttp_client: Any, aiohttp_server: Any
+    start: Start, aiohttp_server: Any
 ) -> None:
     hook = Hook(expected=None)
     url = await serve(aiohttp_server, hook)
-    client = await start(stores, aiohttp_client, local_settings(allowlist=AddressPolicy()))
+    client = await start(local_settings(allowlist=AddressPolicy()))
     task = (await result(client, "SendMessage", send_params("input")))["task"]
     store = client.app[STORE_KEY]
     # Stored behind the validation's back (e.g. by an older version): the connect is refused.
@@ -224,13 +212,13 @@ async def test_a_forbidden_address_is_refused_at_delivery(
 
 
 async def test_a_name_rebound_to_a_private_address_is_refused_at_delivery(
-    stores: StoreMaker, aiohttp_client: Any, aiohttp_server: Any
+    start: Start, aiohttp_server: Any
 ) -> None:
     hook = Hook(expected=None)
     server = await aiohttp_server(hook.app)
     resolver = FakeResolver({"hooks.example": [[PUBLIC_IP], ["127.0.0.1"]]})
     push = local_settings(allowlist=AddressPolicy(), resolver=resolver)
-    client = await start(stores, aiohttp_client, push)
+    client = await start(push)
     url = f"http://hooks.example:{server.port}/webhook"
     task = (await result(client, "SendMessage", send_params("echo", inline(url))))["task"]
     await wait_until(lambda: len(resolver.lookups) >= 2)

@@ -7,6 +7,7 @@ from typing import Any
 
 import pytest
 from aiohttp import web
+from store_support import store_kind  # noqa: F401  (each test of ``app`` on every server store)
 
 
 @pytest.fixture

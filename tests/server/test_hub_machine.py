@@ -266,8 +266,12 @@ def settles_seq(log: list[LogEvent], seq: int) -> bool:
 
 
 @pytest.mark.parametrize("kind", BACKENDS)
-def test_hub_machine(kind: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_hub_machine(
+    kind: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, request: pytest.FixtureRequest
+) -> None:
     """Random steps; a small fold threshold makes folds on size happen between reads too."""
+    if kind == "postgresql":
+        request.getfixturevalue("postgres_dsn")
     monkeypatch.setattr(_log_fold, "FOLD_MIN_BYTES", 300)
     run_state_machine_as_test(
         lambda: HubMachine(kind, Path(tempfile.mkdtemp(dir=tmp_path))),

@@ -17,6 +17,7 @@ from server_support import (
     send_params,
     violations,
 )
+from store_support import ServerStores
 
 from a2a_wire.server import (
     AgentExecutor,
@@ -75,9 +76,12 @@ class AlwaysAsks(AgentExecutor):
         await TaskUpdater(events, context).require_input(f"after {text}")
 
 
-async def test_history_is_capped_keeping_the_first_message(aiohttp_client: Any) -> None:
+async def test_history_is_capped_keeping_the_first_message(
+    aiohttp_client: Any, store_for: ServerStores
+) -> None:
     settings = ServerSettings(max_history_per_task=3)
-    client = await aiohttp_client(create_app(make_card(), AlwaysAsks(), settings=settings))
+    app = create_app(make_card(), AlwaysAsks(), settings=settings, store=store_for(settings))
+    client = await aiohttp_client(app)
     task = (await result(client, "SendMessage", send_params("u1")))["task"]
     for turn in ("u2", "u3"):
         task = (await result(client, "SendMessage", send_params(turn, taskId=task["id"])))["task"]

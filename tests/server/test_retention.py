@@ -56,6 +56,8 @@ def clock() -> Clock:
 async def backend(
     request: pytest.FixtureRequest, tmp_path: Path, clock: Clock
 ) -> AsyncIterator[Backend]:
+    if request.param == "postgresql":
+        request.getfixturevalue("postgres_dsn")
     helper = Backend(str(request.param), tmp_path, clock=clock)
     yield helper
     await helper.close_all()

@@ -21,6 +21,7 @@ from server_support import (
     send_params,
     violations,
 )
+from store_support import ServerStores
 
 from a2a_wire.server import (
     RUNTIME_KEY,
@@ -47,9 +48,10 @@ def clients() -> list[RegisteredClient]:
 
 
 @pytest.fixture
-def app(agent: ScriptedAgent) -> web.Application:
+def app(agent: ScriptedAgent, store_for: ServerStores) -> web.Application:
     security = SecurityConfig(clients=clients(), extended_card=True)
-    return create_app(make_card(push=True, extended=True), agent, security=security)
+    card = make_card(push=True, extended=True)
+    return create_app(card, agent, security=security, store=store_for())
 
 
 # -- authentication -------------------------------------------------------------------------------

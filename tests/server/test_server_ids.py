@@ -11,6 +11,7 @@ from typing import Any
 
 import pytest
 from server_support import V1, ScriptedAgent, make_card, send_params
+from store_support import ServerStores
 
 from a2a_wire import codec
 from a2a_wire.server import create_app
@@ -36,8 +37,8 @@ ANSWER_ID = re.compile(rb'"id":((?:"(?:[^"\\]|\\.)*")|[^,}]+)')
 
 
 @pytest.fixture
-def app(agent: ScriptedAgent) -> Any:
-    return create_app(make_card(), agent)
+def app(agent: ScriptedAgent, store_for: ServerStores) -> Any:
+    return create_app(make_card(), agent, store=store_for())
 
 
 async def raw_post(client: Any, body: bytes) -> tuple[int, str, bytes]:

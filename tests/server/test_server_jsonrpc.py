@@ -20,6 +20,7 @@ from server_support import (
     send_params,
     violations,
 )
+from store_support import ServerStores
 
 from a2a_wire.server import ServerSettings, create_app
 from a2a_wire.server import _admission as guard_module
@@ -28,9 +29,9 @@ from a2a_wire.types import Task
 
 
 @pytest.fixture
-def app(agent: ScriptedAgent) -> web.Application:
+def app(agent: ScriptedAgent, store_for: ServerStores) -> web.Application:
     settings = ServerSettings(max_body_bytes=4096, max_batch_size=6)
-    return create_app(make_card(), agent, settings=settings)
+    return create_app(make_card(), agent, settings=settings, store=store_for(settings))
 
 
 async def answer(client: Any, body: Any, **kwargs: Any) -> Any:

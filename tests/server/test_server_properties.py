@@ -11,6 +11,7 @@ from aiohttp import web
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from server_support import V1, make_card, post, result, send_params
+from store_support import ServerStores
 
 from a2a_wire import codec
 from a2a_wire._protocol.sse import SSEDecoder
@@ -49,8 +50,9 @@ class QuickAgent(AgentExecutor):
 
 
 @pytest.fixture
-def app() -> web.Application:
-    return create_app(make_card(), QuickAgent(), settings=ServerSettings(max_batch_size=8))
+def app(store_for: ServerStores) -> web.Application:
+    settings = ServerSettings(max_batch_size=8)
+    return create_app(make_card(), QuickAgent(), settings=settings, store=store_for(settings))
 
 
 JSON = st.recursive(

@@ -24,6 +24,7 @@ from server_support import (
     states,
     violations,
 )
+from store_support import ServerStores
 
 from a2a_wire.server import STORE_KEY, create_app
 from a2a_wire.server._report import ERROR_CODES_KEY
@@ -150,7 +151,7 @@ async def test_resume_of_an_unknown_task_is_not_found(client: Any) -> None:
 
 
 async def test_plain_answers_of_streaming_calls_name_their_error_code(
-    aiohttp_client: Any, agent: ScriptedAgent
+    aiohttp_client: Any, agent: ScriptedAgent, store_for: ServerStores
 ) -> None:
     seen: list[tuple[int, ...]] = []
 
@@ -160,7 +161,7 @@ async def test_plain_answers_of_streaming_calls_name_their_error_code(
         seen.append(response[ERROR_CODES_KEY])
         return response
 
-    app = create_app(make_card(), agent)
+    app = create_app(make_card(), agent, store=store_for())
     app.middlewares.insert(0, record)
     client = await aiohttp_client(app)
     await plain_error(client, "SubscribeToTask", {"id": "nope"})

@@ -12,6 +12,7 @@ from typing import Any
 
 from patience import PATIENCE, poll
 from server_support import ScriptedAgent, make_card, message, result
+from store_support import ServerStores
 
 from a2a_wire.server import (
     AgentExecutor,
@@ -21,6 +22,8 @@ from a2a_wire.server import (
     TaskUpdater,
     create_app,
 )
+
+FINAL = ("TASK_STATE_COMPLETED", "TASK_STATE_FAILED", "TASK_STATE_CANCELED")
 
 
 class SlowStarter(AgentExecutor):
@@ -37,10 +40,13 @@ class SlowStarter(AgentExecutor):
         await updater.complete()
 
 
-async def test_a_silent_agent_still_gets_a_submitted_task_answered(aiohttp_client: Any) -> None:
+async def test_a_silent_agent_still_gets_a_submitted_task_answered(
+    aiohttp_client: Any, store_for: ServerStores
+) -> None:
     agent = SlowStarter()
     settings = ServerSettings(first_event_seconds=0.05)
-    client = await aiohttp_client(create_app(make_card(), agent, settings=settings))
+    app = create_app(make_card(), agent, settings=settings, store=store_for(settings))
+    client = await aiohttp_client(app)
     params = {"message": message("hi"), "configuration": {"returnImmediately": True}}
     sent = await asyncio.wait_for(result(client, "SendMessage", params), PATIENCE)
     task = sent["task"]
@@ -50,14 +56,16 @@ async def test_a_silent_agent_still_gets_a_submitted_task_answered(aiohttp_clien
     agent.gate.set()
     done = await poll(
         lambda: result(client, "GetTask", {"id": task["id"]}),
-        lambda t: t["status"]["state"] != "TASK_STATE_SUBMITTED",
+        lambda t: t["status"]["state"] in FINAL,  # WORKING may be seen on the way
     )
     assert done["status"]["state"] == "TASK_STATE_COMPLETED"
     assert done["artifacts"][0]["parts"][0]["text"] == "late"
 
 
-async def test_a_quick_direct_reply_is_still_a_message(aiohttp_client: Any) -> None:
-    client = await aiohttp_client(create_app(make_card(), ScriptedAgent()))
+async def test_a_quick_direct_reply_is_still_a_message(
+    aiohttp_client: Any, store_for: ServerStores
+) -> None:
+    client = await aiohttp_client(create_app(make_card(), ScriptedAgent(), store=store_for()))
     params = {"message": message("reply"), "configuration": {"returnImmediately": True}}
     sent = await result(client, "SendMessage", params)
     assert "message" in sent and "task" not in sent

@@ -22,6 +22,7 @@ from server_support import (
     states,
     stream,
 )
+from store_support import ServerStores
 
 from a2a_wire.errors import InternalError
 from a2a_wire.server import (
@@ -174,10 +175,10 @@ class GatedAgent(AgentExecutor):
 
 
 async def test_a_stream_ended_before_its_first_event_is_a_plain_answer(
-    aiohttp_client: Any,
+    aiohttp_client: Any, store_for: ServerStores
 ) -> None:
     agent = GatedAgent()
-    client = await aiohttp_client(create_app(make_card(), agent))
+    client = await aiohttp_client(create_app(make_card(), agent, store=store_for()))
     call = asyncio.create_task(plain_error(client, "SendStreamingMessage", send_params("x")))
     await agent.started.wait()
     for hub in list(client.server.app[RUNTIME_KEY].hubs.values()):
@@ -187,8 +188,10 @@ async def test_a_stream_ended_before_its_first_event_is_a_plain_answer(
     agent.gate.set()
 
 
-async def test_an_error_after_the_first_event_is_an_event(aiohttp_client: Any) -> None:
-    client = await aiohttp_client(create_app(make_card(), ScriptedAgent()))
+async def test_an_error_after_the_first_event_is_an_event(
+    aiohttp_client: Any, store_for: ServerStores
+) -> None:
+    client = await aiohttp_client(create_app(make_card(), ScriptedAgent(), store=store_for()))
     runtime = client.server.app[RUNTIME_KEY]
     reader = await open_stream(client, "SendStreamingMessage", send_params("wait"))
     first = await reader.next()
@@ -207,10 +210,11 @@ async def test_streaming_not_declared(aiohttp_client: Any, method: str) -> None:
     assert (await result(client, "ListTasks", {}))["totalSize"] == 0
 
 
-async def test_keepalive_comments(aiohttp_client: Any) -> None:
+async def test_keepalive_comments(aiohttp_client: Any, store_for: ServerStores) -> None:
     agent = ScriptedAgent()
     settings = ServerSettings(keepalive_seconds=0.02)
-    client = await aiohttp_client(create_app(make_card(), agent, settings=settings))
+    app = create_app(make_card(), agent, settings=settings, store=store_for(settings))
+    client = await aiohttp_client(app)
     reader = await open_stream(client, "SendStreamingMessage", send_params("wait"))
     assert kinds([e for e in [await reader.next(), await reader.next()] if e]) == [
         "task",
@@ -235,10 +239,11 @@ class BurstAgent(AgentExecutor):
 
 
 async def test_reader_that_falls_behind_reads_the_rest_from_the_store(
-    aiohttp_client: Any,
+    aiohttp_client: Any, store_for: ServerStores
 ) -> None:
     settings = ServerSettings(stream_queue_size=5)
-    client = await aiohttp_client(create_app(make_card(), BurstAgent(), settings=settings))
+    app = create_app(make_card(), BurstAgent(), settings=settings, store=store_for(settings))
+    client = await aiohttp_client(app)
     reader = await open_stream(client, "SendStreamingMessage", send_params("go"))
     events = await reader.rest()
     assert kinds(events) == ["task", "statusUpdate", *["artifactUpdate"] * 20, "statusUpdate"]

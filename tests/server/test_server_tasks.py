@@ -22,6 +22,7 @@ from server_support import (
     send_params,
     violations,
 )
+from store_support import ServerStores
 
 from a2a_wire.server import RUNTIME_KEY, create_app
 from a2a_wire.server.store import InMemoryTaskStore, SQLiteTaskStore
@@ -120,6 +121,18 @@ async def test_new_context_is_made_when_none_is_given(client: Any) -> None:
     second = (await send(client, "echo"))["task"]
     assert first["contextId"] and second["contextId"]
     assert first["contextId"] != second["contextId"]
+
+
+@pytest.mark.parametrize("context", ["nul\u0000inside", "\u0001\u0000\u0001", "plain"])
+async def test_any_client_context_id_is_kept_and_found(client: Any, context: str) -> None:
+    """A context id is any JSON string, U+0000 included (PostgreSQL's text refuses it: the
+    store escapes it, see ``_log_postgres_text``)."""
+    task = (await send(client, "echo", contextId=context))["task"]
+    assert task["contextId"] == context
+    got = await result(client, "GetTask", {"id": task["id"]})
+    assert got["contextId"] == context
+    found = await result(client, "ListTasks", {"contextId": context})
+    assert [t["id"] for t in found["tasks"]] == [task["id"]]
 
 
 async def test_client_context_is_kept_for_a_new_task(client: Any) -> None:
@@ -344,9 +357,9 @@ async def test_sqlite_store_recovery_at_startup(aiohttp_client: Any, tmp_path: P
     )
 
 
-async def test_shutdown_cancels_pending_runs(aiohttp_client: Any) -> None:
+async def test_shutdown_cancels_pending_runs(aiohttp_client: Any, store_for: ServerStores) -> None:
     agent = ScriptedAgent()
-    app = create_app(make_card(), agent)
+    app = create_app(make_card(), agent, store=store_for())
     client = await aiohttp_client(app)
     await send(client, "wait", {"returnImmediately": True})
     runtime = app[RUNTIME_KEY]
@@ -356,8 +369,8 @@ async def test_shutdown_cancels_pending_runs(aiohttp_client: Any) -> None:
     assert agent.cancelled_runs == 1
 
 
-async def test_hubs_are_released(aiohttp_client: Any) -> None:
-    app = create_app(make_card(), ScriptedAgent())
+async def test_hubs_are_released(aiohttp_client: Any, store_for: ServerStores) -> None:
+    app = create_app(make_card(), ScriptedAgent(), store=store_for())
     client = await aiohttp_client(app)
     first = (await send(client, "input"))["task"]
     await send(client, "more", taskId=first["id"])

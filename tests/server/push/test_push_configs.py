@@ -19,6 +19,7 @@ from server_support import (
     send_params,
     violations,
 )
+from store_support import ServerStores
 
 from a2a_wire.netguard import AddressPolicy
 from a2a_wire.server import STORE_KEY, ServerSettings, create_app
@@ -48,8 +49,8 @@ async def start(aiohttp_client: Any, push: PushSettings | None = None, **kwargs:
 
 
 @pytest.fixture
-def app() -> web.Application:
-    return push_app()
+def app(store_for: ServerStores) -> web.Application:
+    return push_app(store=store_for())
 
 
 async def new_task(client: Any) -> str:

@@ -16,6 +16,8 @@ from a2a_wire.server.store import EventLogStore
 
 @pytest.fixture(params=BACKENDS)
 def backend_kind(request: pytest.FixtureRequest) -> str:
+    if request.param == "postgresql":
+        request.getfixturevalue("postgres_dsn")  # skips, or names the server of the backend
     return str(request.param)
 
 

@@ -1,9 +1,8 @@
 """The contract of every event log store (a2a_wire.server.store._log), run on each backend.
 
 A new backend is done when it passes this file (and the other suites of this folder): add it to
-``BACKENDS`` and to ``Backend.new`` in ``tests/store_support.py``. This file also runs on the
-PostgreSQL store (``LOG_BACKENDS``; each backend in a schema of its own, on the server of the
-``postgres_dsn`` fixture). The Hypothesis state machine at the end drives
+``BACKENDS`` and to ``Backend.new`` in ``tests/store_support.py`` (PostgreSQL works in a schema
+of its own per test, on the server of the ``postgres_dsn`` fixture). The Hypothesis state machine at the end drives
 random appends, reads, compactions, deletions and reopenings against a model that keeps every
 committed event, and checks after each step that the snapshot equals the plain sequential fold
 of the log and that reading after any number gives exactly the rest of the log.
@@ -19,11 +18,10 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-import store_support
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, invariant, rule, run_state_machine_as_test
-from store_support import LOG_BACKENDS, Backend
+from store_support import Backend
 
 from a2a_wire import codec
 from a2a_wire._protocol.states import is_settled
@@ -53,14 +51,6 @@ from a2a_wire.types import (
 S = TaskState
 BASE = 1_700_000_000
 EPOCH = Timestamp()
-
-
-@pytest.fixture(params=LOG_BACKENDS)
-def backend_kind(request: pytest.FixtureRequest) -> str:
-    """Every event log store, PostgreSQL included (it overrides the folder's fixture)."""
-    if request.param == "postgresql":
-        store_support.use_postgres(request.getfixturevalue("postgres_dsn"))
-    return str(request.param)
 
 
 def ts(seconds: int) -> Timestamp:

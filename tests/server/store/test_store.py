@@ -24,7 +24,6 @@ from a2a_wire._protocol.tasks import apply
 from a2a_wire.errors import InvalidParamsError, TaskNotFoundError
 from a2a_wire.server.store import (
     MAX_PAGE_SIZE,
-    RESTART_MESSAGE,
     EventLogStore,
     SQLiteTaskStore,
     TaskPage,
@@ -343,6 +342,8 @@ async def test_shared_key_keeps_tokens_valid_after_reopen(backend: Backend) -> N
 
 
 async def test_recovery_fails_running_tasks_only(backend: Backend, store: EventLogStore) -> None:
+    """On PostgreSQL (by design) the failing is the takeover of the leases ``close`` expired, and
+    its message says the process was lost (``Backend.restart_message``)."""
     states = [S.SUBMITTED, S.WORKING, S.INPUT_REQUIRED, S.AUTH_REQUIRED, S.COMPLETED, PAUSED]
     originals = {}
     for i, state in enumerate(states):
@@ -357,7 +358,7 @@ async def test_recovery_fails_running_tasks_only(backend: Backend, store: EventL
         assert task.status.state == S.FAILED
         note = task.status.message
         assert note is not None and note.role == Role.AGENT
-        assert [p.text for p in note.parts] == [RESTART_MESSAGE]
+        assert [p.text for p in note.parts] == [backend.restart_message]
         assert (note.task_id, note.context_id) == (task_id, "c1")
         assert task.history[-1] == note and len(task.history) == 2
         assert task.status.timestamp is not None and task.status.timestamp > ts(10)

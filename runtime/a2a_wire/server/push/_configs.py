@@ -211,13 +211,11 @@ async def _store(call: MethodCall[Any], config: TaskPushNotificationConfig) -> N
     """Give the config an id if it has none, and store it within the per-task limit."""
     config.id = config.id or new_uuid()
     limit = call.settings.push.max_configs_per_task
-    existing = await call.store.list_push_configs(config.task_id)
-    if len(existing) >= limit and all(c.id != config.id for _, c in existing):
+    if not await call.store.put_push_config(config, limit=limit):  # atomic, across processes
         raise InvalidParamsError(
             f"Task {config.task_id} has {limit} push notification configs; delete one first",
             violations=[("taskId", f"at most {limit} push notification configs per task")],
         )
-    await call.store.put_push_config(config)
 
 
 async def create_push_config(

@@ -68,6 +68,7 @@ from a2a_wire.server.store._log_postgres_sql import (
     load_driver,
     migrate_schema,
 )
+from a2a_wire.server.store._log_postgres_text import setup_connection
 from a2a_wire.server.store._log_postgres_write import (
     DROP,
     TAKE,
@@ -183,7 +184,7 @@ class PostgresEventLog(PostgresCancels, PostgresRetention, PostgresPushStore, Ev
         if self._db is not None:
             raise RuntimeError("the task store is already open")
         self._db = pool = await load_driver().create_pool(
-            self._dsn, min_size=1, max_size=self._pool_size
+            self._dsn, min_size=1, max_size=self._pool_size, init=setup_connection
         )
         try:
             async with pool.acquire() as conn:

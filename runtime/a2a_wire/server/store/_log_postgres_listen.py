@@ -26,6 +26,7 @@ from typing import TYPE_CHECKING, Any
 
 from a2a_wire.server.store._log_fold import Waiters
 from a2a_wire.server.store._log_postgres_sql import load_driver
+from a2a_wire.server.store._log_postgres_text import escape, unescape
 
 if TYPE_CHECKING:
     import asyncpg
@@ -43,7 +44,8 @@ NOTIFY_ID_LIMIT = 4000
 
 def payload(task_id: str, seq: int) -> str | None:
     """The notification for ``task_id`` at ``seq``; ``None`` for an id too long to send."""
-    return f"{seq} {task_id}" if len(task_id.encode()) <= NOTIFY_ID_LIMIT else None
+    sent = escape(task_id)  # as the pool's text codec sends it (:mod:`._log_postgres_text`)
+    return f"{seq} {task_id}" if len(sent.encode()) <= NOTIFY_ID_LIMIT else None
 
 
 class GapWaiters(Waiters):
@@ -134,12 +136,12 @@ class Listener:
             self._lost.set()
 
     def _notified(self, conn: Any, pid: int, channel: str, payload: object) -> None:
-        seq, _, task_id = str(payload).partition(" ")
+        seq, _, task_id = unescape(str(payload)).partition(" ")
         if seq.isdigit() and task_id:
             self._on_event(task_id)
 
     def _notified_extra(self, conn: Any, pid: int, channel: str, payload: object) -> None:
-        self._extra[channel](str(payload))
+        self._extra[channel](unescape(str(payload)))
 
     async def _watch(self) -> None:
         while True:

@@ -39,7 +39,7 @@ from collections.abc import Callable, Collection, Sequence
 from typing import TYPE_CHECKING, Any
 
 from a2a_wire import codec
-from a2a_wire.server.store._log_postgres_sql import NOW
+from a2a_wire.server.store._log_postgres_sql import NOW, lock_key
 from a2a_wire.server.store._push import Delivery, LaneKey, PushClaims, PushStore
 from a2a_wire.types import TaskPushNotificationConfig
 
@@ -124,10 +124,31 @@ class PostgresPushStore(PushStore, PushClaims):
     def _table(self, name: str) -> str:
         return f"{self._schema}.{name}"
 
-    async def put_push_config(self, config: TaskPushNotificationConfig) -> None:
-        """Store a config, replacing one with the same task and id."""
-        async with self._pool.acquire() as conn:
+    async def put_push_config(
+        self, config: TaskPushNotificationConfig, *, limit: int | None = None
+    ) -> bool:
+        """Store a config, replacing one with the same task and id, within ``limit``.
+
+        With a limit, one transaction first takes a transaction-level advisory lock on the
+        task's configs, then counts them on a snapshot taken after the lock and inserts: two
+        processes adding configs to one task take turns, so the limit holds across them.
+        """
+        if limit is None:
+            async with self._pool.acquire() as conn:
+                await put_configs(conn, self._schema, [config])
+            return True
+        count = (
+            f"SELECT count(*) FROM {self._table('push_configs')} WHERE task_id = $1 AND id <> $2"
+        )
+        async with self._pool.acquire() as conn, conn.transaction():
+            key = lock_key(self._schema, "push-configs")
+            await conn.execute(
+                "SELECT pg_advisory_xact_lock(hashtextextended($1, $2))", config.task_id, key
+            )
+            if await conn.fetchval(count, config.task_id, config.id) >= limit:
+                return False
             await put_configs(conn, self._schema, [config])
+        return True
 
     async def get_push_config(
         self, task_id: str, config_id: str

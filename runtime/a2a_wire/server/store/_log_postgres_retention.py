@@ -56,7 +56,11 @@ class PostgresRetention:
     async def expired(
         self, states: Collection[TaskState], before: float, *, limit: int, logged: bool = False
     ) -> builtins.list[str]:
-        """Tasks in ``states`` unchanged since ``before``, oldest first (see the protocol)."""
+        """Tasks in ``states`` unchanged since ``before``, oldest first (see the protocol).
+
+        A task that is not running but leased to a process (a follow-up resuming it there)
+        is left out: it is busy for every process's sweeper, not only for the holder's.
+        """
         keys = sorted(state_key(state) for state in states)
         found = await self._pool.fetch(self._sql.expired, keys, before, limit, logged)
         return [task_id for (task_id,) in found]

@@ -314,8 +314,13 @@ class Statements:
             "bounds_seq": "SELECT seq FROM {s}.task_snapshots WHERE task_id = $1",
             "last_seq": "SELECT last_seq FROM {s}.tasks WHERE id = $1 AND NOT deleted",
             "count": "SELECT count(*) FROM {s}.tasks t",
-            "expired": "SELECT id FROM {s}.tasks WHERE state = ANY($1::text[])"
+            # A lease on a task that is not running (a follow-up resuming an interrupted
+            # task, on any process) makes it busy for every process's sweeper.
+            "expired": "SELECT id FROM {s}.tasks t WHERE state = ANY($1::text[])"
             " AND changed_at < $2 AND NOT deleted AND (NOT $4 OR first_seq <= last_seq)"
+            " AND (state IN ('TASK_STATE_SUBMITTED', 'TASK_STATE_WORKING') OR NOT EXISTS"
+            " (SELECT 1 FROM {s}.task_leases l"
+            " WHERE l.task_id = t.id AND l.expires_at > '-infinity'))"
             " ORDER BY changed_at, id LIMIT $3",
         }
         assert set(texts) == {f.name for f in fields(cls)}

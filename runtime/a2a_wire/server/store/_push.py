@@ -87,8 +87,18 @@ class Delivery:
 class PushStore(Protocol):
     """Push configs and the outbox; see the module docstring for the rules."""
 
-    async def put_push_config(self, config: TaskPushNotificationConfig) -> None:
-        """Store a config under ``(config.task_id, config.id)``, replacing one with that id."""
+    async def put_push_config(
+        self, config: TaskPushNotificationConfig, *, limit: int | None = None
+    ) -> bool:
+        """Store a config under ``(config.task_id, config.id)``, replacing one with that id.
+
+        With ``limit``, a new config is stored only while the task has fewer than ``limit``
+        others (a replacement always is), checked and written atomically, also against other
+        processes on a shared store (``PushSettings.max_configs_per_task``).
+
+        Returns:
+            Whether it was stored.
+        """
         ...
 
     async def get_push_config(
@@ -237,9 +247,15 @@ class InMemoryPushStore(PushStore):
                 self._lanes.pop((row.task_id, row.config_id), None)
         return row
 
-    async def put_push_config(self, config: TaskPushNotificationConfig) -> None:
-        """Store a config, replacing one with the same task and id."""
+    async def put_push_config(
+        self, config: TaskPushNotificationConfig, *, limit: int | None = None
+    ) -> bool:
+        """Store a config, replacing one with the same task and id, within ``limit``."""
+        others = [i for i in self._push_configs.get(config.task_id, {}) if i != config.id]
+        if limit is not None and len(others) >= limit:
+            return False
         self._put_configs([config])
+        return True
 
     async def get_push_config(
         self, task_id: str, config_id: str

@@ -176,10 +176,24 @@ class SQLitePushStore(PushStore):
     async def _run(self, work: Callable[[sqlite3.Connection], T]) -> T:
         return await hop(self._conn, work)
 
-    async def put_push_config(self, config: TaskPushNotificationConfig) -> None:
-        """Store a config, replacing one with the same task and id."""
-        await self._run(lambda con: put_configs(con, [config]))
-        self._push_tasks.add(config.task_id)
+    async def put_push_config(
+        self, config: TaskPushNotificationConfig, *, limit: int | None = None
+    ) -> bool:
+        """Store a config, replacing one with the same task and id, within ``limit`` (one hop)."""
+
+        def put(con: sqlite3.Connection) -> bool:
+            sql = "SELECT count(*) FROM push_configs WHERE task_id = ? AND id <> ?"
+            if limit is not None:
+                (others,) = con.execute(sql, (config.task_id, config.id)).fetchone()
+                if others >= limit:
+                    return False
+            put_configs(con, [config])
+            return True
+
+        stored = await self._run(put)
+        if stored:
+            self._push_tasks.add(config.task_id)
+        return stored
 
     async def get_push_config(
         self, task_id: str, config_id: str
