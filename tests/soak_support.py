@@ -241,7 +241,6 @@ class StreamRecord:
         finished: The stream reached its end (an event leaving the task settled).
         refused: The JSON-RPC error answered instead of a stream, if any.
         problems: Anything the reader found wrong.
-        first: Set once the first event arrived.
         ended: Set once :func:`follow` returned.
         received_at: The ``time.monotonic()`` at which each event arrived.
     """
@@ -255,7 +254,6 @@ class StreamRecord:
     finished: bool = False
     refused: dict[str, Any] | None = None
     problems: list[str] = field(default_factory=list)
-    first: asyncio.Event = field(default_factory=asyncio.Event)
     ended: bool = False
     received_at: list[float] = field(default_factory=list)
 
@@ -286,41 +284,30 @@ async def follow(
         ``record``, finished, refused, or with a problem noted.
     """
     try:
-        return await _follow(session, urls, start, record, body, patience)
+        index = start
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + patience
+        while not record.finished and record.refused is None and not record.problems:
+            headers = {**HEADERS, "Accept": "text/event-stream"}
+            if record.ids:
+                headers["Last-Event-ID"] = str(record.ids[-1])
+            try:
+                await _read(session, urls[index], index, record, body, headers, patience)
+                deadline = loop.time() + patience
+            except aiohttp.SocketTimeoutError:
+                record.problems.append(f"no event for {patience} s on process {index}")
+            except (aiohttp.ClientError, ConnectionError):
+                pass  # the process is down or went down: resume on the next one
+            if not record.task_id:
+                return record  # dropped before the task was acknowledged
+            if loop.time() > deadline:
+                record.problems.append("no process answered")
+            body = rpc("SubscribeToTask", {"id": record.task_id})
+            index = (index + 1) % len(urls)
+            await asyncio.sleep(0.02)
+        return record
     finally:
         record.ended = True
-
-
-async def _follow(
-    session: aiohttp.ClientSession,
-    urls: list[str],
-    start: int,
-    record: StreamRecord,
-    body: dict[str, Any],
-    patience: float,
-) -> StreamRecord:
-    index = start
-    loop = asyncio.get_running_loop()
-    deadline = loop.time() + patience
-    while not record.finished and record.refused is None and not record.problems:
-        headers = {**HEADERS, "Accept": "text/event-stream"}
-        if record.ids:
-            headers["Last-Event-ID"] = str(record.ids[-1])
-        try:
-            await _read(session, urls[index], index, record, body, headers, patience)
-            deadline = loop.time() + patience
-        except aiohttp.SocketTimeoutError:
-            record.problems.append(f"no event for {patience} s on process {index}")
-        except (aiohttp.ClientError, ConnectionError):
-            pass  # the process is down or went down: resume on the next one
-        if not record.task_id:
-            return record  # dropped before the task was acknowledged
-        if loop.time() > deadline:
-            record.problems.append("no process answered")
-        body = rpc("SubscribeToTask", {"id": record.task_id})
-        index = (index + 1) % len(urls)
-        await asyncio.sleep(0.02)
-    return record
 
 
 async def _read(
@@ -368,7 +355,6 @@ def _event(record: StreamRecord, sse_id: str | None, data: str, plain_subscribe:
         task = result.get("task") or {}
         update = result.get("statusUpdate") or result.get("artifactUpdate") or {}
         record.task_id = str(task.get("id") or update.get("taskId") or "")
-    record.first.set()
     if state_of(result) in SETTLED and not plain_subscribe:
         record.finished = True
     return record.finished
