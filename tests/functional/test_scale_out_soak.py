@@ -30,10 +30,6 @@ At the end, checked against the API and the schema's tables:
   those that were on the victim); a task whose cancel answered CANCELED stays CANCELED, and its
   run, if its process lives, has stopped; a follow-up that was answered completed the task.
 
-Two pieces of issue 14 were on other branches when this was written; each is named where it is
-expected (:data:`STREAMS_WAKE_ACROSS_PROCESSES`, :data:`CANCEL_REACHES_THE_RUNNER`), and the
-test xfails strictly on it alone.
-
 Run it alone: ``A2A_WIRE_TEST_POSTGRES_DSN=postgresql://postgres@127.0.0.1:5432/test
 .venv/bin/pytest -q -s -rxX tests/functional/test_scale_out_soak.py`` (``-s`` prints the
 summary: kills, tasks by state, streams resumed, seconds from a kill to the FAILED event on a
@@ -71,7 +67,6 @@ from a2a_wire.client import (
     TransportError,
 )
 from a2a_wire.errors import ProtocolError, TaskNotCancelableError
-from a2a_wire.server.store._log_postgres import PostgresEventLog
 from a2a_wire.types import (
     CancelTaskRequest,
     GetTaskRequest,
@@ -88,26 +83,7 @@ HEARTBEAT_SECONDS = 0.5
 KILL_EVERY = 2.0  # seconds between a restart and the next kill
 MARGIN = 20.0  # seconds past lease + heartbeat for the last takeover, on a busy machine
 
-STREAMS_WAKE_ACROSS_PROCESSES = bool(getattr(PostgresEventLog, "shared", False))
-"""Whether a stream is woken by another process's commit (``EventLogStore.shared``, branch
-l-bench, "Streams on a shared store also wait on the store"). Without it a stream on one
-process of a task another process writes to waits for its keep-alive, which this soak sets
-beyond its patience so that only ``NOTIFY`` and the store's poll can wake it."""
-
-CANCEL_REACHES_THE_RUNNER = False
-"""Whether CancelTask on one process ends the run on the process holding the lease (issue 14,
-"Cancel from anywhere"; the server's side of it was being wired on branch l-wire when this test
-was written). Until then the check of it fails, on its own, and the test xfails there once
-everything else has passed; once the check passes, the test fails until this is set True."""
-
-pytestmark = [
-    pytest.mark.timeout(SOAK_SECONDS + 360),
-    pytest.mark.xfail(
-        not STREAMS_WAKE_ACROSS_PROCESSES,
-        reason="streams are not woken by another process's commits (fix on branch l-bench)",
-        strict=True,
-    ),
-]
+pytestmark = pytest.mark.timeout(SOAK_SECONDS + 360)
 
 
 async def _rpc(load: Load, index: int, method: str, params: dict[str, Any]) -> dict[str, Any]:
@@ -340,19 +316,6 @@ async def _kills(load: Load) -> None:
         victim = (victim + 1) % len(load.clients)
 
 
-def _expect_cancels_to_reach_the_runner(going_on: list[str]) -> None:
-    """The cancel check, expected to fail until :data:`CANCEL_REACHES_THE_RUNNER` (strictly)."""
-    if CANCEL_REACHES_THE_RUNNER:
-        assert not going_on, "\n".join(going_on[:40])
-    elif going_on:
-        pytest.xfail(
-            f"{len(going_on)} CancelTask calls answered CANCELED on another process than the"
-            " one running the task, and the run went on (cross-process cancel, branch l-wire)"
-        )
-    else:
-        pytest.fail("cancels now end the run on its process: set CANCEL_REACHES_THE_RUNNER")
-
-
 WORKERS = (
     _blocking_sends,
     _raw_streams,
@@ -395,7 +358,7 @@ async def test_soak_three_processes_with_one_killed_every_few_seconds(
         if problems:
             print("\n".join(problems))
         assert not problems, "\n".join(problems[:40])
-        _expect_cancels_to_reach_the_runner(going_on)
+        assert not going_on, "\n".join(going_on[:40])  # each cancel ended the run where it ran
     except Exception:
         print(cluster.logs())  # the end of each server's log, for the failure's report
         raise
