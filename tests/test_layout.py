@@ -249,6 +249,8 @@ EXPORTED = {
         "RECOVERED_STATES",
         "RESTART_MESSAGE",
         "Appended",
+        "CancelReply",
+        "CancelRequest",
         "Delivery",
         "EventKind",
         "EventLogStore",

@@ -34,11 +34,12 @@ from server_support import (
     states,
 )
 
+from a2a_wire.errors import TaskNotCancelableError
 from a2a_wire.server import ServerSettings, create_app
 from a2a_wire.server.store import InMemoryTaskStore, SQLiteTaskStore
 from a2a_wire.server.store._log_postgres import PostgresEventLog
 from a2a_wire.server.store._shared import shared_store
-from a2a_wire.types import TaskState, TaskStatus, TaskStatusUpdateEvent
+from a2a_wire.types import Task, TaskState, TaskStatus, TaskStatusUpdateEvent
 
 QUIET = 3600.0
 """A keep-alive period no test waits out: streams must be woken by events."""
@@ -54,6 +55,14 @@ class DeafAgent(ScriptedAgent):
     async def cancel(self, context: Any, events: Any) -> None:
         self.cancels.append(context)
         await self.hook_gate.wait()
+
+
+class RefusingAgent(ScriptedAgent):
+    """A :class:`ScriptedAgent` whose cancel hook refuses (spec 3.1.5: the task goes on)."""
+
+    async def cancel(self, context: Any, events: Any) -> None:
+        self.cancels.append(context)
+        raise TaskNotCancelableError("this task cannot stop now", metadata={"why": "busy"})
 
 
 @dataclass
@@ -137,15 +146,56 @@ async def test_a_cancel_sent_to_another_server_stops_the_run_where_it_runs(
 ) -> None:
     a, c = await cluster(), await cluster()
     blocked, task_id = await blocked_wait(a)
-    canceled = await result(c.client, "CancelTask", {"id": task_id})
+    asked = {"id": task_id, "metadata": {"reason": "user", "n": 2}}
+    canceled = await result(c.client, "CancelTask", asked)
     assert canceled["status"]["state"] == "TASK_STATE_CANCELED"
     assert canceled["status"]["message"]["parts"] == [{"text": "stopped on request"}]
     assert len(a.agent.cancels) == 1 and c.agent.cancels == []  # the hook ran where the task ran
+    assert a.agent.cancels[0].metadata == {"reason": "user", "n": 2}  # with the request's metadata
     await poll(lambda: _now(a.agent.cancelled_runs), lambda n: n == 1)  # and its run stopped
     answer = await blocked  # the blocked SendMessage there answers with the CANCELED task
     assert answer["task"]["status"]["state"] == "TASK_STATE_CANCELED"
     again = await error(c.client, "CancelTask", {"id": task_id})
     assert again["code"] == -32002
+
+
+async def test_a_refusal_by_the_holders_hook_is_the_answer_of_the_asking_server(
+    cluster: Cluster,
+) -> None:
+    """As on one process: -32002 with the hook's message, and the task goes on where it runs."""
+    a, c = await cluster(RefusingAgent()), await cluster()
+    blocked, task_id = await blocked_wait(a)
+    refused = await error(c.client, "CancelTask", {"id": task_id, "metadata": {"k": "v"}})
+    assert refused["code"] == -32002 and refused["message"] == "this task cannot stop now"
+    assert [d.get("metadata") for d in refused["data"]] == [{"why": "busy"}]
+    assert len(a.agent.cancels) == 1 and a.agent.cancels[0].metadata == {"k": "v"}
+    assert c.agent.cancels == []
+    task = await result(c.client, "GetTask", {"id": task_id})
+    assert task["status"]["state"] == "TASK_STATE_WORKING"
+    assert a.agent.cancelled_runs == 0  # the run there goes on
+    await blocked  # released by the cancel's end, as on one process (with the task as it is)
+    a.agent.gate.set()
+
+    async def state() -> str:
+        task = await result(c.client, "GetTask", {"id": task_id})
+        return str(task["status"]["state"])
+
+    await poll(state, lambda s: s == "TASK_STATE_COMPLETED")
+    assert a.agent.cancelled_runs == 0
+
+
+async def test_a_task_without_a_run_at_its_holder_is_canceled_by_the_asking_server(
+    cluster: Cluster,
+) -> None:
+    """The holder answers at once that nothing runs there; the asker cancels as one process."""
+    a, c = await cluster(), await cluster()
+    await a.store.create(Task(id="t1", context_id="c1", status=TaskStatus(state=TaskState.WORKING)))
+    assert await c.store.lease_holder("t1") == a.store.process_id
+    canceled = await result(c.client, "CancelTask", {"id": "t1", "metadata": {"k": "v"}})
+    assert canceled["status"]["state"] == "TASK_STATE_CANCELED"
+    assert canceled["status"]["message"]["parts"] == [{"text": "stopped on request"}]
+    assert a.agent.cancels == [] and [x.metadata for x in c.agent.cancels] == [{"k": "v"}]
+    assert await c.store.lease_holder("t1") is None
 
 
 async def test_a_holder_that_does_not_act_in_time_is_canceled_by_the_asking_server(

@@ -17,29 +17,33 @@ Rules kept:
 
 Across processes (a store shared with other server processes, :mod:`a2a_wire.server._peers`):
 when the task has no run in this process and another live process holds its lease, the cancel
-is sent there (``request_cancel``), and that process follows the rules above
-(:func:`cancel_here`) with its own run, its blocked SendMessage and its streams. This process
-waits for the task to end, ``cancel_grace_seconds`` plus :data:`CANCEL_REACH_SECONDS` at most,
-and answers the same way: the CANCELED task, or -32002 if it ended otherwise. If it is still
-running by then (the holder is stalled, or its hook refused: a refusal does not travel back),
-this process records CANCELED itself; the holder's later events are refused, and the append
-that ends the task ends the holder's lease, which stops its run there.
+is sent there with the request's ``metadata`` (``request_cancel``), and that process follows
+the rules above (:func:`cancel_here`) with its own run, its blocked SendMessage and its
+streams, then replies. This process waits for the reply, ``cancel_grace_seconds`` plus
+:data:`CANCEL_REACH_SECONDS` at most, and answers as the holder would have: the CANCELED task,
+or the holder's error (-32002 with the holder's message when its agent refused or the task
+ended otherwise; the task then goes on, or stays as it ended). A holder that replies that the
+task has no run there leaves the cancel to this process, which makes it as for a task without
+a run (the rules above, with this process's hook). A holder that does not reply in time (it is
+stalled or died) is overruled: unless the task is terminal by then, this process records
+CANCELED itself; the holder's later events are refused, and the append that ends the task
+ends the holder's lease, which stops its run there.
 """
 
 from __future__ import annotations
 
-import asyncio
 import logging
 from collections.abc import Callable
 
 from a2a_wire._protocol.states import is_terminal
-from a2a_wire.errors import ProtocolError, TaskNotCancelableError, TaskNotFoundError
+from a2a_wire.errors import ProtocolError, TaskNotCancelableError, TaskNotFoundError, from_wire
 from a2a_wire.server import _history
 from a2a_wire.server._call import MethodCall, request_context
 from a2a_wire.server._executor import AgentExecutor, RequestContext
 from a2a_wire.server._hub import TaskHub
 from a2a_wire.server._run import Run
 from a2a_wire.server.store._log import EventLogStore
+from a2a_wire.server.store._shared import CancelReply
 from a2a_wire.types import CancelTaskRequest, Task, TaskState, TaskStatus, TaskStatusUpdateEvent
 
 __all__ = ["CANCEL_REACH_SECONDS", "cancel_here", "cancel_task"]
@@ -47,10 +51,10 @@ __all__ = ["CANCEL_REACH_SECONDS", "cancel_here", "cancel_task"]
 log = logging.getLogger("a2a_wire.server")
 
 CANCEL_REACH_SECONDS = 2.0
-"""Seconds on top of ``cancel_grace_seconds`` a process waits for another to cancel a task.
+"""Seconds on top of ``cancel_grace_seconds`` a process waits for another's cancel reply.
 
-They cover the request's way there: a notification, or at worst the holder's check every
-``poll_interval_seconds`` (1 s by default; keep it below this).
+They cover the request's way there and the reply's way back: a notification each, or at worst
+a check every ``poll_interval_seconds`` (1 s by default; keep it below this).
 """
 
 
@@ -70,8 +74,8 @@ async def cancel_task(call: MethodCall[CancelTaskRequest]) -> Task:
     """CancelTask (spec 3.1.5): cancel a task and return it as it ends up.
 
     Args:
-        call: The call; ``request.metadata`` is handed to the agent's hook (in this process;
-            a cancel sent to another process carries no metadata).
+        call: The call; ``request.metadata`` is handed to the agent's hook (in this process,
+            or in the one running the task).
 
     Returns:
         The CANCELED task.
@@ -79,18 +83,24 @@ async def cancel_task(call: MethodCall[CancelTaskRequest]) -> Task:
     Raises:
         TaskNotFoundError: no such task is visible to the caller.
         TaskNotCancelableError: the task is terminal, ended otherwise meanwhile, or the agent
-            refused.
+            (here, or in the process running the task) refused.
+        ProtocolError: another error the process running the task answered.
     """
     runtime, caller = call.runtime, call.caller
     grace = call.settings.cancel_grace_seconds
+    metadata = call.request.metadata
     async with runtime.hub(call.request.id, caller.owner) as hub:
         peers = runtime.peers
-        if peers is not None and hub.run_task is None and await peers.ask_holder(hub.task_id):
-            return await _cancelled_elsewhere(hub, call.store, grace + CANCEL_REACH_SECONDS)
+        if peers is not None and hub.run_task is None:
+            request = await peers.ask_holder(hub.task_id, metadata)
+            if request is not None:
+                timeout = grace + CANCEL_REACH_SECONDS
+                reply = await peers.store.wait_cancel_reply(request.id, timeout=timeout)
+                if reply is None or reply.outcome != "absent":
+                    return await _cancelled_elsewhere(hub, call.store, reply, timeout)
 
         def context_for(task: Task) -> RequestContext:
             skill_id = runtime.skill_for_task(task, caller)
-            metadata = call.request.metadata
             return request_context(
                 caller, task.id, task.context_id, task=task, metadata=metadata, skill_id=skill_id
             )
@@ -154,26 +164,28 @@ async def _record_cancel(hub: TaskHub, run: Run) -> Task:
         return _history.view(task)
 
 
-async def _cancelled_elsewhere(hub: TaskHub, store: EventLogStore, timeout: float) -> Task:
-    """Wait for another process to end the task; record CANCELED after ``timeout`` seconds."""
-    loop = asyncio.get_running_loop()
-    deadline = loop.time() + timeout
-    while (now := await store.snapshot(hub.task_id, owner=hub.owner)) is not None:
-        if is_terminal(_state(now.task)):
-            if _state(now.task) != TaskState.CANCELED:
-                raise _not_cancelable(now.task)
-            return _history.view(now.task)
-        left = deadline - loop.time()
-        if left <= 0:
-            log.warning(
-                "task %s: the process running it did not cancel it in %.1f s; canceling here",
-                hub.task_id,
-                timeout,
-            )
-            run = Run(hub, None, now.task.context_id, hub.owner)
-            try:
-                return await _record_cancel(hub, run)
-            finally:
-                run.close()
-        await store.wait_events(hub.task_id, now.seq, timeout=left)
-    raise TaskNotFoundError(f"Task not found: {hub.task_id!r}", metadata={"taskId": hub.task_id})
+async def _cancelled_elsewhere(
+    hub: TaskHub, store: EventLogStore, reply: CancelReply | None, timeout: float
+) -> Task:
+    """Answer from the holder's reply; with none in ``timeout`` seconds, record CANCELED here."""
+    if reply is not None and reply.outcome == "error":
+        raise from_wire(reply.error)
+    now = await store.snapshot(hub.task_id, owner=hub.owner)
+    if now is None:
+        raise TaskNotFoundError(
+            f"Task not found: {hub.task_id!r}", metadata={"taskId": hub.task_id}
+        )
+    if is_terminal(_state(now.task)):
+        if _state(now.task) != TaskState.CANCELED:
+            raise _not_cancelable(now.task)
+        return _history.view(now.task)
+    log.warning(
+        "task %s: the process running it did not answer the cancel in %.1f s; canceling here",
+        hub.task_id,
+        timeout,
+    )
+    run = Run(hub, None, now.task.context_id, hub.owner)
+    try:
+        return await _record_cancel(hub, run)
+    finally:
+        run.close()

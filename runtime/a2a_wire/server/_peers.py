@@ -12,13 +12,17 @@ keeps the server's runs in step with them.
   (:meth:`~a2a_wire.server._hub.TaskHub.drop_run`); nothing is recorded, since the task has
   moved on without it. One warning is logged.
 * **Cancel from anywhere** (spec 3.1.5). The process that gets a CancelTask for a task running
-  elsewhere sends the request (:meth:`Peers.ask_holder`, then :mod:`a2a_wire.server._cancel`
-  waits for the outcome). The holder gets it through the store and cancels its own run as a
-  local CancelTask would (:func:`~a2a_wire.server._cancel.cancel_here`): the agent's hook with
-  the context its ``execute`` was given (the request's metadata does not travel), the run
-  stopped within ``cancel_grace_seconds``, CANCELED recorded unless the task is terminal, and
-  a blocked SendMessage released with the CANCELED task. That work is an asyncio task kept in
-  :attr:`~a2a_wire.server._engine.Runtime.runs`, so shutdown cancels and awaits it.
+  elsewhere sends the request with the CancelTask's ``metadata`` (:meth:`Peers.ask_holder`,
+  then :mod:`a2a_wire.server._cancel` waits for the answer). The holder gets it through the
+  store and cancels its own run as a local CancelTask would
+  (:func:`~a2a_wire.server._cancel.cancel_here`): the agent's hook with the context its
+  ``execute`` was given and the request's metadata, the run stopped within
+  ``cancel_grace_seconds``, CANCELED recorded unless the task is terminal, and a blocked
+  SendMessage released with the CANCELED task. Then it replies: done, or the error it would
+  have answered (the hook refused, or the task ended otherwise or is gone), or, when the task
+  has no run here, absent. That work is an asyncio task kept in
+  :attr:`~a2a_wire.server._engine.Runtime.runs`, so shutdown cancels and awaits it (and no
+  reply is sent: the asker's bound applies).
 * **Follow-ups anywhere** (spec 3.4). A message continuing an interrupted task may reach any
   process: before it is recorded, that process takes the task's lease
   (:meth:`Peers.take_lease`); while another live process holds it, the task is still being
@@ -35,7 +39,9 @@ from __future__ import annotations
 import asyncio
 import dataclasses
 import logging
-from typing import TYPE_CHECKING
+import uuid
+from collections.abc import Coroutine
+from typing import TYPE_CHECKING, Any
 
 from a2a_wire._protocol.states import is_settled
 from a2a_wire.errors import ProtocolError
@@ -43,7 +49,7 @@ from a2a_wire.server import _history
 from a2a_wire.server._cancel import cancel_here
 from a2a_wire.server._executor import RequestContext
 from a2a_wire.server._hub import TaskHub
-from a2a_wire.server.store._shared import SharedTaskStore
+from a2a_wire.server.store._shared import CancelReply, CancelRequest, SharedTaskStore
 from a2a_wire.types import Task
 
 if TYPE_CHECKING:  # the runtime makes its Peers; this module only calls back into it
@@ -71,18 +77,26 @@ class Peers:
 
     # -- this process asks ----------------------------------------------------------------------
 
-    async def ask_holder(self, task_id: str) -> bool:
+    async def ask_holder(
+        self, task_id: str, metadata: dict[str, Any] | None
+    ) -> CancelRequest | None:
         """Send a cancel to the other live process holding the task's lease, if one does.
 
+        Args:
+            task_id: The task to cancel.
+            metadata: The CancelTask's ``metadata``, for the holder's agent hook.
+
         Returns:
-            Whether it was sent; ``False`` when no lease is live or this process holds it (the
-            cancel is then this process's to make).
+            The request sent (wait for its reply with the store's ``wait_cancel_reply``), or
+            ``None`` when no lease is live or this process holds it (the cancel is then this
+            process's to make).
         """
         holder = await self.store.lease_holder(task_id)
         if holder is None or holder == self.store.process_id:
-            return False
-        sent = await self.store.request_cancel(task_id)
-        return sent is not None and sent != self.store.process_id
+            return None
+        request = CancelRequest(uuid.uuid4().hex, task_id, self.store.process_id, metadata)
+        sent = await self.store.request_cancel(request)
+        return request if sent is not None and sent != self.store.process_id else None
 
     async def take_lease(self, task_id: str) -> bool:
         """Take the task's lease for a follow-up's run here; ``False`` if another holds it."""
@@ -111,28 +125,44 @@ class Peers:
                 task_id,
             )
 
-    def _cancel_requested(self, task_id: str) -> None:
-        hub = self.runtime.hubs.get(task_id)
+    def _cancel_requested(self, request: CancelRequest) -> None:
+        hub = self.runtime.hubs.get(request.task_id)
         run = hub.active_run if hub is not None else None
-        if self.closed or hub is None or run is None or run.context is None:
-            log.info("task %s: a cancel request came, but it does not run here", task_id)
+        if self.closed:
+            return  # shutting down: the asker's bound applies
+        if hub is None or run is None or run.context is None:
+            log.info("task %s: a cancel request came, but it does not run here", request.task_id)
+            self._spawn(self._reply(request, CancelReply("absent")))
             return
-        work = asyncio.create_task(self._cancel(hub, run.context))
-        self.runtime.runs.add(work)
-        work.add_done_callback(self.runtime.runs.discard)
+        self._spawn(self._cancel(hub, run.context, request))
 
-    async def _cancel(self, hub: TaskHub, started: RequestContext) -> None:
-        """A local CancelTask for another process; its answer is that process's to give."""
+    def _spawn(self, work: Coroutine[Any, Any, None]) -> None:
+        task = asyncio.create_task(work)
+        self.runtime.runs.add(task)
+        task.add_done_callback(self.runtime.runs.discard)
+
+    async def _cancel(self, hub: TaskHub, started: RequestContext, request: CancelRequest) -> None:
+        """A local CancelTask for another process, whose answer is sent back as a reply."""
 
         def context_for(task: Task) -> RequestContext:
             view = _history.view(task)
             return dataclasses.replace(
-                started, message=None, task=view, configuration=None, metadata=None
+                started, message=None, task=view, configuration=None, metadata=request.metadata
             )
 
         grace = self.runtime.settings.cancel_grace_seconds
         with hub.hold():
             try:
                 await cancel_here(self.runtime.executor, hub, grace, context_for)
-            except ProtocolError as exc:  # refused, ended otherwise, or gone: nothing to do
+            except ProtocolError as exc:  # refused, ended otherwise, or gone: the asker says so
                 log.info("task %s: cancel request from another process: %s", hub.task_id, exc)
+                reply = CancelReply("error", exc.to_wire())
+            else:
+                reply = CancelReply("done")
+        await self._reply(request, reply)
+
+    async def _reply(self, request: CancelRequest, reply: CancelReply) -> None:
+        try:
+            await self.store.reply_cancel(request, reply)
+        except Exception as exc:  # a background task's boundary: the asker's bound applies
+            log.warning("task %s: the cancel reply was not sent (%s)", request.task_id, exc)

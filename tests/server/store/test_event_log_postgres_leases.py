@@ -225,7 +225,7 @@ async def test_upgrading_a_version_1_schema_fails_its_running_tasks_once(
     await old.close()
     s = postgres_schema
     await admin.execute(
-        f"DROP TABLE {s}.processes, {s}.task_leases, {s}.cancel_requests;"
+        f"DROP TABLE {s}.processes, {s}.task_leases, {s}.cancel_requests, {s}.cancel_replies;"
         f" ALTER TABLE {s}.push_outbox DROP COLUMN claimed_by, DROP COLUMN claim_until;"
         f" DROP INDEX {s}.push_outbox_pending;"
         f" UPDATE {s}.schema_version SET version = 1"

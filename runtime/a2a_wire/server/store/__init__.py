@@ -38,7 +38,7 @@ from a2a_wire.server.store._push import (
     PushClaims,
     PushStore,
 )
-from a2a_wire.server.store._shared import SharedTaskStore
+from a2a_wire.server.store._shared import CancelReply, CancelRequest, SharedTaskStore
 
 __all__ = [
     "DEFAULT_PAGE_SIZE",
@@ -48,6 +48,8 @@ __all__ = [
     "RECOVERED_STATES",
     "RESTART_MESSAGE",
     "Appended",
+    "CancelReply",
+    "CancelRequest",
     "Delivery",
     "EventKind",
     "EventLogStore",

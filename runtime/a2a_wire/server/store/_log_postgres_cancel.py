@@ -4,16 +4,27 @@ Cancel requests
 ---------------
 CancelTask (spec 3.1.5) may reach any process, while the executor runs in the one holding the
 task's lease (:mod:`._log_postgres_lease`). :meth:`PostgresCancels.request_cancel` writes a row
-of ``cancel_requests`` naming the task and the live lease holder, and in the same statement
-sends ``NOTIFY <schema>_cancels, '<holder's process id>'``. Every store listens on that channel
-too (:class:`~._log_postgres_listen.Listener`); the holder's keeper wakes and
-:meth:`PostgresCancels.poll_cancels` deletes its rows and hands each task id to the
-:meth:`PostgresCancels.on_cancel` callbacks. A lost notification costs one ``poll_interval``:
-the keeper also takes its rows on every tick. The answer to the client and the race with the
-executor's own final status are the server's rules, as on one process
-(:mod:`a2a_wire.server._cancel`, :mod:`a2a_wire.server._peers`); the store only carries the
-request. A request whose lease ended meanwhile (the task finished, or was taken over) is
-deleted by the next takeover scan.
+of ``cancel_requests`` (the request's id, the task, the live lease holder, the asking process
+and the CancelTask's ``metadata`` as ``jsonb``), and in the same statement sends
+``NOTIFY <schema>_cancels, '<holder's process id>'``. Every store listens on that channel too
+(:class:`~._log_postgres_listen.Listener`); the holder's keeper wakes and
+:meth:`PostgresCancels.poll_cancels` deletes its rows and hands each
+:class:`~._shared.CancelRequest` to the :meth:`PostgresCancels.on_cancel` callbacks. A lost
+notification costs one ``poll_interval``: the keeper also takes its rows on every tick. A
+request whose lease ended meanwhile (the task finished, or was taken over) is deleted by the
+next takeover scan.
+
+Cancel replies
+--------------
+Once the holder has acted on a request, it answers (:meth:`PostgresCancels.reply_cancel`): a
+row of ``cancel_replies`` keyed by the request's id, with ``NOTIFY <schema>_cancels,
+'reply:<request id>'`` in the same statement. The asker waits in
+:meth:`PostgresCancels.wait_cancel_reply`, woken by that notification or checking every
+``poll_interval``, and deletes the reply it takes. A reply nobody takes (its asker gave up or
+died) is deleted by a takeover scan once its asker is no longer a live process, or an hour
+after it was written. What the answer means for the client, and the race with the executor's
+own final status, are the server's rules, as on one process (:mod:`a2a_wire.server._cancel`,
+:mod:`a2a_wire.server._peers`); the store only carries the request and the reply.
 
 The keeper
 ----------
@@ -30,98 +41,188 @@ from __future__ import annotations
 
 import asyncio
 import builtins
+import json
 import logging
 import math
 from collections.abc import Callable
 
 from a2a_wire.server.store._log_postgres_lease import PostgresLeases
 from a2a_wire.server.store._log_postgres_sql import NOW
+from a2a_wire.server.store._shared import CancelReply, CancelRequest
 
 __all__ = ["PostgresCancels"]
 
 log = logging.getLogger("a2a_wire.server.store")
 
+_REPLY_MARK = "reply:"
+"""The start of a reply's notification payload on the cancel channel (the request id follows)."""
+
 _REQUEST = f"""
 WITH now AS (SELECT {NOW.replace("{n}", "2")} AS t), holder AS (
   SELECT l.process_id FROM {{s}}.task_leases l, now WHERE l.task_id = $1 AND l.expires_at >= now.t
 ), asked AS (
-  INSERT INTO {{s}}.cancel_requests (task_id, process_id, requested_at)
-  SELECT $1, holder.process_id, now.t FROM holder, now
-  ON CONFLICT (task_id) DO UPDATE SET process_id = excluded.process_id,
-    requested_at = excluded.requested_at
+  INSERT INTO {{s}}.cancel_requests (id, task_id, process_id, requested_at, asker, metadata)
+  SELECT $4, $1, holder.process_id, now.t, $5, $6::jsonb FROM holder, now
+  ON CONFLICT (id) DO NOTHING
   RETURNING process_id
 )
 SELECT process_id, pg_notify($3, process_id) FROM asked
 """
 
-_TAKE = "DELETE FROM {s}.cancel_requests WHERE process_id = $1 RETURNING task_id"
+_TAKE = """
+WITH taken AS (
+  DELETE FROM {s}.cancel_requests WHERE process_id = $1
+  RETURNING id, task_id, asker, metadata, requested_at
+)
+SELECT id, task_id, asker, metadata FROM taken ORDER BY requested_at, id
+"""
+
+_REPLY = f"""
+WITH replied AS (
+  INSERT INTO {{s}}.cancel_replies (request_id, task_id, asker, outcome, error, replied_at)
+  VALUES ($1, $2, $3, $4, $5::jsonb, {NOW.replace("{n}", "6")})
+  ON CONFLICT (request_id) DO NOTHING
+  RETURNING request_id
+)
+SELECT pg_notify($7, '{_REPLY_MARK}' || request_id) FROM replied
+"""
+
+_TAKE_REPLY = "DELETE FROM {s}.cancel_replies WHERE request_id = $1 RETURNING outcome, error"
 
 
 class PostgresCancels(PostgresLeases):
-    """Cancel requests and the keeper of :class:`~._log_postgres.PostgresEventLog`."""
+    """Cancel requests, their replies and the keeper of :class:`~._log_postgres.PostgresEventLog`."""
 
     _poll: float
     _heartbeat_seconds: float | None
-    _cancel_callbacks: builtins.list[Callable[[str], None]]
+    _cancel_callbacks: builtins.list[Callable[[CancelRequest], None]]
     _cancel_due: asyncio.Event
+    _replies_due: dict[str, asyncio.Event]
     _keeper: asyncio.Task[None] | None
 
     def _init_cancels(self, heartbeat_seconds: float | None) -> None:
         schema = self._target.schema
         self._request_sql = _REQUEST.strip().format(s=schema)
-        self._take_sql = _TAKE.format(s=schema)
+        self._take_sql = _TAKE.strip().format(s=schema)
+        self._reply_sql = _REPLY.strip().format(s=schema)
+        self._take_reply_sql = _TAKE_REPLY.format(s=schema)
         self._heartbeat_seconds = heartbeat_seconds
         self._cancel_callbacks = []
         self._cancel_due = asyncio.Event()
+        self._replies_due = {}
         self._keeper = None
 
-    def on_cancel(self, callback: Callable[[str], None]) -> None:
-        """Call ``callback(task_id)`` for each cancel request sent to this process."""
+    def on_cancel(self, callback: Callable[[CancelRequest], None]) -> None:
+        """Call ``callback(request)`` for each cancel request sent to this process."""
         self._cancel_callbacks.append(callback)
         self._cancel_due.set()  # requests may be waiting already
 
-    async def request_cancel(self, task_id: str) -> str | None:
-        """Ask the process holding the task's live lease to cancel the task.
+    async def request_cancel(self, request: CancelRequest) -> str | None:
+        """Send ``request`` to the process holding the task's live lease.
 
-        The holder may be this process: the request then reaches this store's callbacks.
+        The holder may be this process: the request then reaches this store's callbacks. A
+        request whose id is still waiting to be taken is not sent again.
 
         Returns:
-            The holder's process id, or ``None`` when no live process holds the lease (nothing
-            was sent: the task is not running, or its process died and the takeover scan has
-            not ended the lease yet).
+            The holder's process id, or ``None`` when nothing was sent: no live process holds
+            the lease (the task is not running, or its process died and the takeover scan has
+            not ended the lease yet), or a request with that id is waiting already.
         """
+        metadata = None if request.metadata is None else json.dumps(request.metadata)
         row = await self._pool.fetchrow(
-            self._request_sql, task_id, self._lease_now(), self._target.cancel_channel
+            self._request_sql,
+            request.task_id,
+            self._lease_now(),
+            self._target.cancel_channel,
+            request.id,
+            request.asker,
+            metadata,
         )
         return None if row is None else str(row[0])
 
-    async def poll_cancels(self) -> builtins.list[str]:
+    async def poll_cancels(self) -> builtins.list[CancelRequest]:
         """Take the cancel requests sent to this process and give them to the callbacks.
 
         Returns:
-            Their task ids; none are taken while no callback is registered.
+            The requests, oldest first; none are taken while no callback is registered.
         """
         if not self._cancel_callbacks:
             return []
         found = await self._pool.fetch(self._take_sql, self.process_id)
-        ids = [str(task_id) for (task_id,) in found]
-        for task_id in ids:
+        requests = [
+            CancelRequest(str(i), str(t), str(a), None if m is None else json.loads(m))
+            for i, t, a, m in found
+        ]
+        for request in requests:
             for callback in self._cancel_callbacks:
                 try:
-                    callback(task_id)
+                    callback(request)
                 except Exception:  # one callback's failure must not lose the others' requests
-                    log.exception("task store: cancel callback failed for task %s", task_id)
-        return ids
+                    log.exception("task store: cancel callback failed for task %s", request.task_id)
+        return requests
+
+    async def reply_cancel(self, request: CancelRequest, reply: CancelReply) -> None:
+        """Answer a request this process was sent; nothing is written if it has no asker.
+
+        A second reply to one request is ignored while the first one waits to be taken.
+        """
+        if not request.asker:
+            return
+        error = None if reply.error is None else json.dumps(reply.error)
+        await self._pool.execute(
+            self._reply_sql,
+            request.id,
+            request.task_id,
+            request.asker,
+            reply.outcome,
+            error,
+            self._lease_now(),
+            self._target.cancel_channel,
+        )
+
+    async def wait_cancel_reply(self, request_id: str, *, timeout: float) -> CancelReply | None:
+        """Take the reply to a request this process sent, waiting ``timeout`` seconds at most.
+
+        Woken by the reply's notification; a lost one costs ``poll_interval`` at most.
+
+        Returns:
+            The reply (deleted from the table as it is taken), or ``None`` after ``timeout``.
+        """
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + timeout
+        due = self._replies_due[request_id] = asyncio.Event()
+        try:
+            while True:
+                due.clear()  # before looking, so that a reply committed after it is not missed
+                row = await self._pool.fetchrow(self._take_reply_sql, request_id)
+                if row is not None:
+                    outcome, error = row
+                    return CancelReply(outcome, None if error is None else json.loads(error))
+                left = deadline - loop.time()
+                if left <= 0:
+                    return None
+                try:
+                    await asyncio.wait_for(due.wait(), min(left, self._poll))
+                except TimeoutError:
+                    pass
+        finally:
+            self._replies_due.pop(request_id, None)
 
     def _cancel_notified(self, payload: str) -> None:
         """A notification on the cancel channel (from the listener)."""
         if payload == self.process_id:
             self._cancel_due.set()
+        elif payload.startswith(_REPLY_MARK):
+            due = self._replies_due.get(payload[len(_REPLY_MARK) :])
+            if due is not None:
+                due.set()
 
     def _gap(self) -> None:
         """Notifications may have been lost (from the listener): wake readers, look for requests."""
         self._waiters.wake_all()
         self._cancel_due.set()
+        for due in self._replies_due.values():
+            due.set()
 
     def _start_keeper(self) -> None:
         self._keeper = asyncio.create_task(self._keep(), name=f"a2a-keeper-{self.process_id}")

@@ -24,7 +24,12 @@ Layout (in one PostgreSQL schema, ``a2a_wire`` unless configured; version :data:
 * ``task_leases`` (version 2): ``task_id``, ``process_id`` (the process running the task's
   executor) and ``expires_at``; see :mod:`._log_postgres_lease`.
 * ``cancel_requests`` (version 2): ``task_id``, ``process_id`` (the lease holder asked) and
-  ``requested_at``; see :mod:`._log_postgres_cancel`.
+  ``requested_at``; since version 3 also ``id`` (the request's id, the primary key, so that
+  two processes asking at once each get an answer), ``asker`` (the asking process, ``''`` for
+  none) and ``metadata`` (the CancelTask's, ``jsonb`` or null); see :mod:`._log_postgres_cancel`.
+* ``cancel_replies`` (version 3): ``request_id``, ``task_id``, ``asker``, ``outcome`` (``done``,
+  ``error`` or ``absent``), ``error`` (the JSON-RPC error object, ``jsonb`` or null) and
+  ``replied_at``: the holder's answer, taken by the asker.
 * ``schema_version``: one row, the layout's version.
 
 Times in the version 2 tables are seconds since the epoch by the lease clock (the database
@@ -32,7 +37,9 @@ server's clock unless a store is given another).
 
 Upgrading version 1 gives every SUBMITTED or WORKING task an expired lease, so the first
 takeover scan fails it as recovery on open did: its executor ran in a process of the older
-version, which held no leases. Upgrade every process of a schema together.
+version, which held no leases. Upgrading version 2 keeps the cancel requests waiting, with
+their task id as their id and no asker (no reply is sent). Upgrade every process of a schema
+together.
 """
 
 from __future__ import annotations
@@ -103,6 +110,18 @@ MIGRATIONS: dict[int, tuple[str, ...]] = {
         " WHERE claimed_by IS NOT NULL",
         "INSERT INTO {s}.task_leases (task_id, process_id, expires_at)"
         f" SELECT id, '', '-infinity' FROM {{s}}.tasks WHERE state IN {_RUNNING} AND NOT deleted",
+    ),
+    3: (
+        "ALTER TABLE {s}.cancel_requests ADD COLUMN id text, ADD COLUMN asker text NOT NULL"
+        " DEFAULT '', ADD COLUMN metadata jsonb",
+        "UPDATE {s}.cancel_requests SET id = task_id",
+        "ALTER TABLE {s}.cancel_requests DROP CONSTRAINT cancel_requests_pkey,"
+        " ALTER COLUMN id SET NOT NULL, ADD PRIMARY KEY (id)",
+        "CREATE INDEX cancel_requests_by_task ON {s}.cancel_requests (task_id)",
+        "CREATE TABLE {s}.cancel_replies (request_id text PRIMARY KEY, task_id text NOT NULL,"
+        " asker text NOT NULL, outcome text NOT NULL, error jsonb,"
+        " replied_at double precision NOT NULL)",
+        "CREATE INDEX cancel_replies_by_asker ON {s}.cancel_replies (asker)",
     ),
 }
 """Statements that bring the layout from the version before each key to that version."""

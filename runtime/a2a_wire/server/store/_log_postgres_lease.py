@@ -137,6 +137,9 @@ _TIDY = """
 WITH now AS (SELECT {now1} AS t), processes AS (
   DELETE FROM {s}.processes p USING now WHERE p.expires_at < now.t
   AND NOT EXISTS (SELECT 1 FROM {s}.task_leases l WHERE l.process_id = p.id)
+), replies AS (
+  DELETE FROM {s}.cancel_replies r USING now WHERE r.replied_at < now.t - 3600
+  OR NOT EXISTS (SELECT 1 FROM {s}.processes p WHERE p.id = r.asker AND p.expires_at >= now.t)
 )
 DELETE FROM {s}.cancel_requests c WHERE NOT EXISTS (
   SELECT 1 FROM {s}.task_leases l WHERE l.task_id = c.task_id AND l.process_id = c.process_id)

@@ -264,6 +264,8 @@ WITH t AS (
   DELETE FROM {s}.task_leases WHERE task_id IN (SELECT id FROM t)
 ), cancels AS (
   DELETE FROM {s}.cancel_requests WHERE task_id IN (SELECT id FROM t)
+), replies AS (
+  DELETE FROM {s}.cancel_replies WHERE task_id IN (SELECT id FROM t)
 )
 SELECT count(pg_notify($2, $3)) FROM t
 """

@@ -19,8 +19,13 @@ The rules a shared store keeps (the PostgreSQL store's are in :mod:`._log_postgr
 * **Lease lost.** When the store finds that a lease this process held is gone (another process
   ended the task, or took it over after this one stalled), it calls the
   :meth:`SharedTaskStore.on_lease_lost` callbacks with the task id.
-* **Cancel requests.** :meth:`SharedTaskStore.request_cancel` reaches the lease holder's
+* **Cancel requests.** :meth:`SharedTaskStore.request_cancel` carries a
+  :class:`CancelRequest` (with the CancelTask's ``metadata``) to the lease holder's
   :meth:`SharedTaskStore.on_cancel` callbacks, in whichever process it runs.
+* **Cancel replies.** The holder answers each request once it has acted on it
+  (:meth:`SharedTaskStore.reply_cancel`, a :class:`CancelReply`: done, or the error a CancelTask
+  on the holder would have answered, or "the task does not run here"), and the asking process
+  waits for that answer (:meth:`SharedTaskStore.wait_cancel_reply`) for a bounded time.
 
 Callbacks are plain functions called on the event loop; they must not block.
 """
@@ -28,9 +33,43 @@ Callbacks are plain functions called on the event loop; they must not block.
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Protocol, runtime_checkable
+from dataclasses import dataclass
+from typing import Any, Literal, Protocol, runtime_checkable
 
-__all__ = ["SharedTaskStore", "shared_store"]
+__all__ = ["CancelReply", "CancelRequest", "SharedTaskStore", "shared_store"]
+
+
+@dataclass(frozen=True, slots=True)
+class CancelRequest:
+    """A CancelTask (spec 3.1.5) sent by one process to the process holding the task's lease.
+
+    Attributes:
+        id: The request's id, unique among requests (the asker makes it); the reply names it.
+        task_id: The task to cancel.
+        asker: The asking process's id; ``""`` for a request that wants no reply.
+        metadata: The CancelTask's ``metadata``, for the holder's agent hook; ``None`` if absent.
+    """
+
+    id: str
+    task_id: str
+    asker: str
+    metadata: dict[str, Any] | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class CancelReply:
+    """The lease holder's answer to a :class:`CancelRequest`.
+
+    Attributes:
+        outcome: ``"done"`` (CANCELED is recorded), ``"error"`` (the cancel failed there, as a
+            CancelTask on the holder would have: the agent refused, or the task ended otherwise
+            or is gone) or ``"absent"`` (the task has no run in the holder's process).
+        error: With ``"error"``, the JSON-RPC error object the holder would have answered
+            (``{"code", "message", "data"?}``); otherwise ``None``.
+    """
+
+    outcome: Literal["done", "error", "absent"]
+    error: dict[str, Any] | None = None
 
 
 @runtime_checkable
@@ -59,16 +98,24 @@ class SharedTaskStore(Protocol):
         """The process holding a live lease on the task, or ``None``."""
         ...
 
-    async def request_cancel(self, task_id: str) -> str | None:
-        """Ask the live lease holder to cancel the task; its process id, or ``None`` if none."""
+    async def request_cancel(self, request: CancelRequest) -> str | None:
+        """Send ``request`` to the task's live lease holder; its process id, or ``None`` if none."""
+        ...
+
+    async def reply_cancel(self, request: CancelRequest, reply: CancelReply) -> None:
+        """Answer a request this process was sent (nothing is sent if it wants no reply)."""
+        ...
+
+    async def wait_cancel_reply(self, request_id: str, *, timeout: float) -> CancelReply | None:
+        """Take the reply to a request this process sent; ``None`` if none came in ``timeout`` s."""
         ...
 
     def on_lease_lost(self, callback: Callable[[str], None]) -> None:
         """Call ``callback(task_id)`` when a lease this process held is found gone."""
         ...
 
-    def on_cancel(self, callback: Callable[[str], None]) -> None:
-        """Call ``callback(task_id)`` for each cancel request sent to this process."""
+    def on_cancel(self, callback: Callable[[CancelRequest], None]) -> None:
+        """Call ``callback(request)`` for each cancel request sent to this process."""
         ...
 
 
