@@ -173,15 +173,27 @@ async def test_a_refusal_by_the_holders_hook_is_the_answer_of_the_asking_server(
     task = await result(c.client, "GetTask", {"id": task_id})
     assert task["status"]["state"] == "TASK_STATE_WORKING"
     assert a.agent.cancelled_runs == 0  # the run there goes on
-    await blocked  # released by the cancel's end, as on one process (with the task as it is)
+    done, _ = await asyncio.wait({blocked}, timeout=1.0)  # time for a wrong answer to arrive
+    assert not done  # the blocked SendMessage on A still waits for the run's end
     a.agent.gate.set()
-
-    async def state() -> str:
-        task = await result(c.client, "GetTask", {"id": task_id})
-        return str(task["status"]["state"])
-
-    await poll(state, lambda s: s == "TASK_STATE_COMPLETED")
+    answer = await blocked
+    assert answer["task"]["status"]["state"] == "TASK_STATE_COMPLETED"
     assert a.agent.cancelled_runs == 0
+
+
+async def test_a_refused_cancel_on_one_server_leaves_a_blocked_send_waiting(
+    cluster: Cluster,
+) -> None:
+    """A blocking SendMessage answers once the task settles, not when a refused cancel ends."""
+    a = await cluster(RefusingAgent())
+    blocked, task_id = await blocked_wait(a)
+    refused = await error(a.client, "CancelTask", {"id": task_id})
+    assert refused["code"] == -32002 and refused["message"] == "this task cannot stop now"
+    done, _ = await asyncio.wait({blocked}, timeout=1.0)  # time for a wrong answer to arrive
+    assert not done
+    a.agent.gate.set()
+    answer = await blocked
+    assert answer["task"]["status"]["state"] == "TASK_STATE_COMPLETED"
 
 
 async def test_a_task_without_a_run_at_its_holder_is_canceled_by_the_asking_server(

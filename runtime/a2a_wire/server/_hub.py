@@ -218,8 +218,8 @@ class TaskHub:
             yield
         finally:
             self._canceling = False
-            if execute_run is not None:
-                execute_run.settle()
+            if execute_run is not None and self._active_run is not execute_run:
+                execute_run.settle()  # it ended meanwhile; a refused cancel leaves it running
 
     # -- streams ------------------------------------------------------------------------------
 
