@@ -65,8 +65,8 @@ from a2a_wire.server.store._log_postgres_rows import Head
 from a2a_wire.server.store._log_postgres_sql import (
     DEFAULT_SCHEMA,
     check_schema_name,
-    load_driver,
     migrate_schema,
+    open_pool,
 )
 from a2a_wire.server.store._log_postgres_write import (
     DROP,
@@ -182,9 +182,7 @@ class PostgresEventLog(PostgresCancels, PostgresRetention, PostgresPushStore, Ev
         """
         if self._db is not None:
             raise RuntimeError("the task store is already open")
-        self._db = pool = await load_driver().create_pool(
-            self._dsn, min_size=1, max_size=self._pool_size
-        )
+        self._db = pool = await open_pool(self._dsn, self._pool_size)
         try:
             async with pool.acquire() as conn:
                 await migrate_schema(conn, self._schema)
@@ -263,7 +261,7 @@ class PostgresEventLog(PostgresCancels, PostgresRetention, PostgresPushStore, Ev
     async def append(
         self, task_id: str, events: Sequence[LogInput], *, push: bool = False
     ) -> Appended:
-        """Check and commit one turn's events (see the protocol and "Writes").
+        """Check and commit one turn's events (see the protocol and "Writes"); hand a fold over.
 
         Raises:
             TaskNotFoundError: no such task.
@@ -275,10 +273,11 @@ class PostgresEventLog(PostgresCancels, PostgresRetention, PostgresPushStore, Ev
         async with self._locks.hold(task_id):
             head, written = await self._append(task_id, events, push)
         self._waiters.wake(task_id)
+        task, seq, limit = None, written.events[-1].seq, self._history_limit
         if should_fold(written.tail_bytes, written.snap_bytes, head.state):
-            limit = self._history_limit
-            await fold_snapshot(self._pool, self._sql, task_id, head.owner, limit)
-        return Appended(written.events, written.outbox, head.state)
+            read = await fold_snapshot(self._pool, self._sql, task_id, head.owner, limit)
+            task = read.task if read is not None and read.seq == seq else None  # nothing after
+        return Appended(written.events, written.outbox, head.state, task)
 
     async def _append(
         self, task_id: str, events: Sequence[LogInput], push: bool
