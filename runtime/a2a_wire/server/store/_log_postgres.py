@@ -189,7 +189,7 @@ class PostgresEventLog(PostgresCancels, PostgresRetention, PostgresPushStore, Ev
             self._listener = Listener(
                 self._dsn,
                 self._target.channel,
-                on_event=self._waiters.wake,
+                on_event=self._waiters.notified,
                 on_gap=self._gap,
                 retry=self._poll,
                 extra={self._target.cancel_channel: self._cancel_notified},
@@ -381,18 +381,14 @@ class PostgresEventLog(PostgresCancels, PostgresRetention, PostgresPushStore, Ev
             ``True`` when woken or the table has such an event, ``False`` after ``timeout``.
         """
 
-        async def ready() -> bool:
+        def known() -> int:
             head = self._heads.get(task_id)
-            if head is not None and head.seq > after_seq:
-                return True
-            last = await self._pool.fetchval(self._sql.last_seq, task_id)
-            return last is None or last > after_seq
+            return 0 if head is None else head.seq
 
-        loop = asyncio.get_running_loop()
-        deadline = loop.time() + timeout
-        while True:
-            left = max(0.0, deadline - loop.time())
-            if await self._waiters.wait(task_id, ready, min(left, self._poll)):
-                return True
-            if loop.time() >= deadline:
-                return False
+        async def ask() -> int | None:
+            last: int | None = await self._pool.fetchval(self._sql.last_seq, task_id)
+            return last
+
+        return await self._waiters.wait_after(
+            task_id, after_seq, known=known, ask=ask, timeout=timeout, poll=self._poll
+        )
