@@ -53,6 +53,16 @@ async def one_connection(stores: Stores, **options: Any) -> PostgresEventLog:
     return store
 
 
+async def writer_and_reader(stores: Stores) -> tuple[PostgresEventLog, PostgresEventLog]:
+    """A writer and a reader (never polling) that saw the notification of task ``t1``'s 2."""
+    writer = await stores()
+    reader = await one_connection(stores, poll_interval=DEADLINE)
+    await writer.create(make_task("t1"))
+    await writer.append("t1", [chunk("a", "x")])
+    await until(lambda: reader._waiters.noted("t1") == 2)
+    return writer, reader
+
+
 async def test_each_call_is_one_statement_and_no_reset_follows(stores: Stores) -> None:
     store = await one_connection(stores)
     sql = store._sql
@@ -95,11 +105,7 @@ async def test_a_settling_append_hands_over_the_task_its_fold_read(stores: Store
 async def test_a_reader_that_knows_the_notified_number_waits_without_a_query(
     stores: Stores,
 ) -> None:
-    writer = await stores()
-    reader = await one_connection(stores, poll_interval=DEADLINE)
-    await writer.create(make_task("t1"))
-    await writer.append("t1", [chunk("a", "x")])
-    await until(lambda: reader._waiters.noted("t1") == 2)
+    writer, reader = await writer_and_reader(stores)
     async with logged(reader) as sent:
         assert await reader.wait_events("t1", 1, timeout=DEADLINE)  # 2 was notified
         waiting = asyncio.ensure_future(reader.wait_events("t1", 2, timeout=DEADLINE))
@@ -114,11 +120,7 @@ async def test_a_reader_that_knows_the_notified_number_waits_without_a_query(
 async def test_a_reader_asks_the_table_when_notifications_may_have_been_missed(
     stores: Stores,
 ) -> None:
-    writer = await stores()
-    reader = await one_connection(stores, poll_interval=DEADLINE)
-    await writer.create(make_task("t1"))
-    await writer.append("t1", [chunk("a", "x")])
-    await until(lambda: reader._waiters.noted("t1") == 2)
+    writer, reader = await writer_and_reader(stores)
     reader._waiters.wake_all()  # as after the listening connection came back
     assert reader._waiters.noted("t1") is None
     async with logged(reader) as sent:
