@@ -628,7 +628,7 @@ class LogMachine(RuleBasedStateMachine):
                 assert frame.artifact_update.append == event.append
         self.logs[task_id] += done.events
         if is_settled(done.state):  # a settled task's log is folded in the same call...
-            assert done.task is not None or self.backend.kind == "postgresql"
+            assert done.task is not None
         if done.task is not None:  # ...and the folded task handed over is the stored fold
             assert done.task == self.model(task_id)
             done.task.history.append(user("not stored"))  # the caller owns it

@@ -4,8 +4,8 @@ Several stores on one schema stand for several processes (each has its own pool 
 listening connection): migration on open under the advisory lock, appends serialised per task
 across stores, notifications between stores, the listening connection's reconnect, the polling
 fallback, recovery on open as a takeover, and outbox lanes found whatever order numbers commit
-in. Leases, cancel requests and delivery claims have files of their own
-(``test_event_log_postgres_*.py``). Every test has a schema of its own.
+in. Leases, cancel requests, delivery claims and the statements each call sends (round trips)
+have files of their own (``test_event_log_postgres_*.py``). Every test has a schema of its own.
 """
 
 from __future__ import annotations

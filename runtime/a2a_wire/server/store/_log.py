@@ -153,7 +153,8 @@ class Appended:
         state: The task's state after them (a stream ends at a terminal or interrupted one).
         task: The task as of the last of them when the store folded its log in the same call
             (the memory and SQLite stores do whenever they leave it terminal or interrupted,
-            see "When to fold"): a fresh copy owned by the caller, equal to what
+            see "When to fold"; the PostgreSQL store too unless another append came between):
+            a fresh copy owned by the caller, equal to what
             :meth:`EventLogStore.get` would read now. ``None`` otherwise (a caller reads then).
     """
 

@@ -65,8 +65,8 @@ from a2a_wire.server.store._log_postgres_rows import Head
 from a2a_wire.server.store._log_postgres_sql import (
     DEFAULT_SCHEMA,
     check_schema_name,
-    load_driver,
     migrate_schema,
+    open_pool,
 )
 from a2a_wire.server.store._log_postgres_text import setup_connection
 from a2a_wire.server.store._log_postgres_write import (
@@ -183,16 +183,14 @@ class PostgresEventLog(PostgresCancels, PostgresRetention, PostgresPushStore, Ev
         """
         if self._db is not None:
             raise RuntimeError("the task store is already open")
-        self._db = pool = await load_driver().create_pool(
-            self._dsn, min_size=1, max_size=self._pool_size, init=setup_connection
-        )
+        self._db = pool = await open_pool(self._dsn, self._pool_size, init=setup_connection)
         try:
             async with pool.acquire() as conn:
                 await migrate_schema(conn, self._schema)
             self._listener = Listener(
                 self._dsn,
                 self._target.channel,
-                on_event=self._waiters.wake,
+                on_event=self._waiters.notified,
                 on_gap=self._gap,
                 retry=self._poll,
                 extra={self._target.cancel_channel: self._cancel_notified},
@@ -264,7 +262,7 @@ class PostgresEventLog(PostgresCancels, PostgresRetention, PostgresPushStore, Ev
     async def append(
         self, task_id: str, events: Sequence[LogInput], *, push: bool = False
     ) -> Appended:
-        """Check and commit one turn's events (see the protocol and "Writes").
+        """Check and commit one turn's events (see the protocol and "Writes"); hand a fold over.
 
         Raises:
             TaskNotFoundError: no such task.
@@ -276,10 +274,11 @@ class PostgresEventLog(PostgresCancels, PostgresRetention, PostgresPushStore, Ev
         async with self._locks.hold(task_id):
             head, written = await self._append(task_id, events, push)
         self._waiters.wake(task_id)
+        task, seq, limit = None, written.events[-1].seq, self._history_limit
         if should_fold(written.tail_bytes, written.snap_bytes, head.state):
-            limit = self._history_limit
-            await fold_snapshot(self._pool, self._sql, task_id, head.owner, limit)
-        return Appended(written.events, written.outbox, head.state)
+            read = await fold_snapshot(self._pool, self._sql, task_id, head.owner, limit)
+            task = read.task if read is not None and read.seq == seq else None  # nothing after
+        return Appended(written.events, written.outbox, head.state, task)
 
     async def _append(
         self, task_id: str, events: Sequence[LogInput], push: bool
@@ -383,18 +382,14 @@ class PostgresEventLog(PostgresCancels, PostgresRetention, PostgresPushStore, Ev
             ``True`` when woken or the table has such an event, ``False`` after ``timeout``.
         """
 
-        async def ready() -> bool:
+        def known() -> int:
             head = self._heads.get(task_id)
-            if head is not None and head.seq > after_seq:
-                return True
-            last = await self._pool.fetchval(self._sql.last_seq, task_id)
-            return last is None or last > after_seq
+            return 0 if head is None else head.seq
 
-        loop = asyncio.get_running_loop()
-        deadline = loop.time() + timeout
-        while True:
-            left = max(0.0, deadline - loop.time())
-            if await self._waiters.wait(task_id, ready, min(left, self._poll)):
-                return True
-            if loop.time() >= deadline:
-                return False
+        async def ask() -> int | None:
+            last: int | None = await self._pool.fetchval(self._sql.last_seq, task_id)
+            return last
+
+        return await self._waiters.wait_after(
+            task_id, after_seq, known=known, ask=ask, timeout=timeout, poll=self._poll
+        )

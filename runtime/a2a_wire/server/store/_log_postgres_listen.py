@@ -3,8 +3,11 @@
 After each commit that adds events (or deletes or compacts a task), the writing statement sends
 ``NOTIFY <schema>_events, '<seq> <task id>'``; PostgreSQL delivers it at commit, and only then.
 Each store holds one :class:`Listener`, a connection of its own outside the pool, and wakes the
-readers waiting on that task (:class:`~._log_fold.Waiters`). The notification carries no event:
-a woken reader reads the table, which is the truth (STYLE.md section 9).
+readers waiting on that task (:class:`GapWaiters`). The notification carries no event: a woken
+reader reads the table, which is the truth (STYLE.md section 9). Its number (``seq``, the last
+one the commit added; 0 for a deletion or compaction) is remembered, so that a reader about to
+wait after number ``n`` knows without a query that it need not when a commit past ``n`` was
+notified already (:meth:`GapWaiters.noted`); any later one wakes it anyway.
 
 A notification can be late or lost (the connection dropped, the server restarted, a payload was
 too long to send); that costs latency and never an event, because a waiting reader also polls
@@ -21,7 +24,8 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Callable, Mapping
+from collections import OrderedDict
+from collections.abc import Awaitable, Callable, Mapping
 from typing import TYPE_CHECKING, Any
 
 from a2a_wire.server.store._log_fold import Waiters
@@ -31,7 +35,7 @@ from a2a_wire.server.store._log_postgres_text import escape, unescape
 if TYPE_CHECKING:
     import asyncpg
 
-__all__ = ["CHECK_SECONDS", "GapWaiters", "Listener", "payload"]
+__all__ = ["CHECK_SECONDS", "NOTED_TASKS", "GapWaiters", "Listener", "payload"]
 
 log = logging.getLogger("a2a_wire.server.store")
 
@@ -48,11 +52,84 @@ def payload(task_id: str, seq: int) -> str | None:
     return f"{seq} {task_id}" if len(sent.encode()) <= NOTIFY_ID_LIMIT else None
 
 
+NOTED_TASKS = 4096
+"""Most tasks whose last notified number :class:`GapWaiters` remembers (the latest notified)."""
+
+
 class GapWaiters(Waiters):
-    """:class:`~._log_fold.Waiters` that can also wake everyone (after notifications were lost)."""
+    """:class:`~._log_fold.Waiters` that remember notified numbers and can wake everyone."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self._noted: OrderedDict[str, int] = OrderedDict()
+
+    def notified(self, task_id: str, seq: int) -> None:
+        """A commit of ``task_id`` up to number ``seq`` was notified (0: deleted or compacted)."""
+        if seq > 0:
+            self._noted[task_id] = max(seq, self._noted.get(task_id, 0))
+            self._noted.move_to_end(task_id)
+            if len(self._noted) > NOTED_TASKS:
+                self._noted.popitem(last=False)
+        else:
+            self._noted.pop(task_id, None)  # unknown again: the reader asks the table
+        self.wake(task_id)
+
+    def noted(self, task_id: str) -> int | None:
+        """The highest number notified for ``task_id`` since the last gap; ``None``: unknown."""
+        return self._noted.get(task_id)
+
+    async def wait_after(
+        self,
+        task_id: str,
+        after_seq: int,
+        *,
+        known: Callable[[], int],
+        ask: Callable[[], Awaitable[int | None]],
+        timeout: float,
+        poll: float,
+    ) -> bool:
+        """Wait for an event of ``task_id`` above ``after_seq``: a wake, or a poll every ``poll`` s.
+
+        The first check asks the table only when the task's notified number is unknown (a
+        commit past it will wake this reader); every poll asks.
+
+        Args:
+            task_id: The task.
+            after_seq: The last number the reader has.
+            known: The last number this process committed to the task (0: none known).
+            ask: The table's last number of the task (``None``: the task is gone).
+            timeout: Most seconds to wait.
+            poll: Seconds between polls.
+
+        Returns:
+            ``True`` when woken or the table has such an event, ``False`` after ``timeout``.
+        """
+        asked = False
+
+        async def ready() -> bool:
+            nonlocal asked
+            noted = self._noted.get(task_id)
+            if max(known(), noted or 0) > after_seq:
+                return True
+            if not asked and noted is not None:
+                asked = True
+                return False
+            asked = True
+            last = await ask()
+            return last is None or last > after_seq
+
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + timeout
+        while True:
+            left = max(0.0, deadline - loop.time())
+            if await self.wait(task_id, ready, min(left, poll)):
+                return True
+            if loop.time() >= deadline:
+                return False
 
     def wake_all(self) -> None:
-        """Release every waiting reader."""
+        """Release every waiting reader and forget the numbers (notifications were lost)."""
+        self._noted.clear()
         for task_id in list(self._futures):
             self.wake(task_id)
 
@@ -63,7 +140,7 @@ class Listener:
     Args:
         dsn: Where PostgreSQL is.
         channel: The channel to listen on.
-        on_event: Called with the task id of each notification.
+        on_event: Called with the task id and number of each notification.
         on_gap: Called after a reconnect.
         retry: Seconds between attempts to connect again.
         extra: More channels to listen on, each with the callback of its payloads.
@@ -74,7 +151,7 @@ class Listener:
         dsn: str,
         channel: str,
         *,
-        on_event: Callable[[str], None],
+        on_event: Callable[[str, int], None],
         on_gap: Callable[[], None],
         retry: float,
         extra: Mapping[str, Callable[[str], None]] | None = None,
@@ -138,7 +215,7 @@ class Listener:
     def _notified(self, conn: Any, pid: int, channel: str, payload: object) -> None:
         seq, _, task_id = unescape(str(payload)).partition(" ")
         if seq.isdigit() and task_id:
-            self._on_event(task_id)
+            self._on_event(task_id, int(seq))
 
     def _notified_extra(self, conn: Any, pid: int, channel: str, payload: object) -> None:
         self._extra[channel](unescape(str(payload)))

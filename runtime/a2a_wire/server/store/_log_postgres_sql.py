@@ -13,7 +13,8 @@ layout adds a step (and never edits a released one).
 Statements
 ----------
 The texts are constants with the schema's name filled in once per store (:class:`Statements`),
-so that asyncpg's per-connection cache keeps them prepared. A write that touches several tables
+so that asyncpg's per-connection cache keeps them prepared; the pool (:func:`open_pool`) sends
+nothing between them. A write that touches several tables
 is one statement of data-modifying ``WITH`` parts where it can be, to spare round trips.
 """
 
@@ -21,6 +22,7 @@ from __future__ import annotations
 
 import hashlib
 import re
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, fields
 from types import ModuleType
 from typing import TYPE_CHECKING, TypeAlias
@@ -46,6 +48,7 @@ __all__ = [
     "load_driver",
     "migrate",
     "migrate_schema",
+    "open_pool",
 ]
 
 DEFAULT_SCHEMA = "a2a_wire"
@@ -70,6 +73,30 @@ def load_driver() -> ModuleType:
             'the PostgreSQL store needs asyncpg: pip install "a2a-wire[postgresql]"'
         ) from exc
     return asyncpg
+
+
+async def open_pool(
+    dsn: str, size: int, *, init: Callable[[asyncpg.Connection], Awaitable[None]] | None = None
+) -> asyncpg.Pool:
+    """A pool of at most ``size`` connections to ``dsn`` that skips asyncpg's reset on release.
+
+    ``init`` runs once on each new connection (the text codec of :mod:`._log_postgres_text`).
+
+    The store sets nothing on its pool's connections that outlives a statement or a transaction
+    (no ``SET``, ``LISTEN``, session advisory lock or open cursor: its listening connection is
+    outside the pool), so asyncpg's default reset query (advisory unlock, ``CLOSE ALL``,
+    ``UNLISTEN *``, ``RESET ALL``) would only cost a round trip at every release, one per
+    statement run on the pool. asyncpg still rolls back a transaction left open before it lends
+    the connection again.
+    """
+    pool: asyncpg.Pool = await load_driver().create_pool(
+        dsn, min_size=1, max_size=size, reset=_keep_session, init=init
+    )
+    return pool
+
+
+async def _keep_session(conn: asyncpg.Connection) -> None:
+    """The pool's reset: nothing to undo (see :func:`open_pool`)."""
 
 
 def check_schema_name(schema: str) -> str:

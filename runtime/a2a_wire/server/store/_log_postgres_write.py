@@ -45,7 +45,7 @@ from a2a_wire.server.store._log import EventKind, LogEvent
 from a2a_wire.server.store._log_fold import Prepared, status_instant
 from a2a_wire.server.store._log_postgres_listen import payload
 from a2a_wire.server.store._log_postgres_push import put_configs
-from a2a_wire.server.store._log_postgres_rows import read_task
+from a2a_wire.server.store._log_postgres_rows import TaskRead, read_task
 from a2a_wire.server.store._log_postgres_sql import Statements, load_driver
 from a2a_wire.types import TaskPushNotificationConfig, TaskState
 
@@ -239,13 +239,19 @@ async def insert_task(
 
 async def fold_snapshot(
     pool: asyncpg.Pool, sql: Statements, task_id: str, owner: str, history_limit: int | None
-) -> None:
-    """Write the task's folded snapshot back, unless another fold got there first."""
+) -> TaskRead | None:
+    """Write the task's folded snapshot back, unless another fold got there first.
+
+    Returns:
+        The task as read and folded (the caller's to keep: ``Appended.task`` when no append
+        came after the caller's), or ``None`` when it is gone.
+    """
     read = await read_task(pool, sql, task_id, owner, history_limit)
     if read is None or read.seq == read.base_seq:
-        return
+        return read
     body = codec.encode(read.task)
     await pool.execute(sql.fold, task_id, read.seq, body, read.base_seq, read.tail_bytes)
+    return read
 
 
 async def drop_events(
