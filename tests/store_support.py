@@ -201,7 +201,7 @@ _SERVE_POSTGRES = """
 [postgresql]
 dsn = "{dsn}"
 schema = "{schema}"
-lease_seconds = 2.0
+lease_seconds = 5.0
 heartbeat_seconds = 0.5
 """
 
@@ -213,7 +213,8 @@ class ServeStorage:
     On SQLite a restarted server fails the tasks that were running on open, with
     :data:`RESTART_MESSAGE`. On PostgreSQL ``serve`` opens its store without recovery (other
     processes may share the schema), so the restarted process fails them only once the dead
-    one's leases have expired (2 s here) and its keeper takes them over, with
+    one's leases have expired (5 s here: 2 s proved too short on a busy machine, where a live
+    but starved process lost its leases) and its keeper takes them over, with
     :data:`PROCESS_LOST_MESSAGE` (docs/scale-out.md, "Failover"): a test waits for that.
     """
 

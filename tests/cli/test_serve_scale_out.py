@@ -5,7 +5,7 @@ test picks. Their agent (tests/scale_agents.py) writes marker files naming the p
 in, and waits at files the test creates: every wait is for a file, an event or a process,
 with a generous deadline, never for a time. Streams have a keep-alive of an hour: an event that
 reaches a stream on a process the task does not run on was woken through the database. Leases
-are short (``lease_seconds = 2``), so the SIGKILL test settles quickly.
+are short (``lease_seconds = 5``), so the SIGKILL test settles quickly.
 
 The processes are started once for the module; the last test kills A.
 """
@@ -30,7 +30,7 @@ from server_support import EventReader, error, open_stream, result, send_params,
 
 from a2a_wire.server.store._log_postgres_lease import PROCESS_LOST_MESSAGE
 
-LEASE_SECONDS = 2.0
+LEASE_SECONDS = 5.0
 HEARTBEAT_SECONDS = 0.5
 MARGIN_SECONDS = 10.0
 """Allowed on top of the lease for a takeover to be seen (a scan period, a busy machine)."""

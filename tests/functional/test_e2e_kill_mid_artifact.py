@@ -111,9 +111,13 @@ async def test_sigkill_mid_artifact_keeps_every_streamed_chunk(
             await asyncio.wait_for(sender.started.wait(), 30)
             watch = client.subscribe_to_task(SubscribeToTaskRequest(id=sender.task_id))
             subscribing = asyncio.create_task(subscriber.follow(watch))
-            await asyncio.wait_for(
-                asyncio.gather(sender.enough.wait(), subscriber.enough.wait()), 60
-            )
+            try:
+                await asyncio.wait_for(
+                    asyncio.gather(sender.enough.wait(), subscriber.enough.wait()), 60
+                )
+            except TimeoutError:
+                counts = f"sender {len(sender.chunks)}, subscriber {len(subscriber.chunks)}"
+                raise AssertionError(f"chunks before the kill: {counts}\n{server.log()}") from None
             assert server.proc is not None
             os.kill(server.proc.pid, signal.SIGKILL)
             await asyncio.wait_for(asyncio.gather(sending, subscribing), 10)

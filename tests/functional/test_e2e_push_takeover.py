@@ -45,7 +45,7 @@ log_level = "warning"
 [postgresql]
 dsn_env = "TEST_TASKS_DSN"
 schema = "{schema}"
-lease_seconds = 2.0
+lease_seconds = 5.0
 heartbeat_seconds = 0.5
 
 [push]
