@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import asyncio
+import io
 import json
 import logging
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -248,3 +250,18 @@ async def test_what_aiohttp_cannot_parse_is_one_info_line(
     assert len(lines) == 1 and "status=400" in lines[0] and "remote=127.0.0.1" in lines[0]
     assert "info malformed request logger=aiohttp.server" in lines[0]
     assert "Traceback" not in err and " error " not in err
+
+
+def test_records_go_to_the_stderr_of_the_moment(
+    restore_logging: None, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A stderr replaced and closed since configure_logging ran is no logging error."""
+    first, second = io.StringIO(), io.StringIO()
+    monkeypatch.setattr(sys, "stderr", first)
+    configure_logging("info", "text")
+    logging.getLogger("a2a_wire.server").info("one")
+    monkeypatch.setattr(sys, "stderr", second)
+    first.close()
+    logging.getLogger("a2a_wire.server").info("two")
+    assert "info two logger=a2a_wire.server" in second.getvalue()
+    assert "Logging error" not in second.getvalue()

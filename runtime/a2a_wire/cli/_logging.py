@@ -35,6 +35,7 @@ import datetime
 import json
 import logging
 import re
+import sys
 import time
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -285,8 +286,31 @@ class MalformedRequests(logging.Filter):
         return logging.getLogger().isEnabledFor(record.levelno)
 
 
+class _Stderr(logging.StreamHandler):  # type: ignore[type-arg]
+    """Writes to ``sys.stderr`` as it is when a record comes, never to a stream closed since.
+
+    ``logging.StreamHandler()`` keeps the stream of the moment it was made: when that stream is
+    a stand-in that was closed since (a test's captured stderr), a record logged later, say
+    by a thread still finishing, is a logging error.
+    """
+
+    def __init__(self) -> None:
+        logging.Handler.__init__(self)
+
+    @property
+    def stream(self) -> Any:
+        """The current ``sys.stderr``."""
+        return sys.stderr
+
+    @stream.setter
+    def stream(self, value: Any) -> None:
+        """Ignored: the stream is always the current ``sys.stderr``."""
+
+
 def configure_logging(level: str, fmt: str, *, sql: bool = False) -> None:
     """Send every log record at ``level`` or above to stderr in format ``fmt``.
+
+    Records go to ``sys.stderr`` as it is when each is logged (not as it was when this ran).
 
     The server's start and stop lines are logged whatever the level. aiosqlite writes two debug
     lines per SQL statement; they are left out, even at ``debug``, unless ``sql`` asks for them.
@@ -297,7 +321,7 @@ def configure_logging(level: str, fmt: str, *, sql: bool = False) -> None:
         fmt: ``text`` or ``json``.
         sql: Also log aiosqlite's debug lines (``serve --log-sql``).
     """
-    handler = logging.StreamHandler()
+    handler = _Stderr()
     handler.setFormatter(JSONFormatter() if fmt == "json" else TextFormatter())
     root = logging.getLogger()
     for old in list(root.handlers):

@@ -372,8 +372,10 @@ async def _storage(app: web.Application) -> AsyncIterator[None]:
     try:
         yield
     finally:
-        await app[RUNTIME_KEY].close()
-        await store.close()
+        try:
+            await app[RUNTIME_KEY].close()
+        finally:  # the store closes also when stopping the runtime failed or was cancelled
+            await store.close()
 
 
 async def _stop_runtime(app: web.Application) -> None:

@@ -57,6 +57,7 @@ import aiosqlite
 
 from a2a_wire.server.store._base import TaskQuery, state_filter, timestamp_key
 from a2a_wire.server.store._push_sqlite import PUSH_SCHEMA, hop, transaction
+from a2a_wire.server.store._sqlite_thread import close_connection, open_connection
 
 __all__ = [
     "BOUNDS",
@@ -74,6 +75,7 @@ __all__ = [
     "SYNCHRONOUS_MODES",
     "UPDATE_STATUS",
     "after_cursor",
+    "close_connection",
     "connect",
     "filters",
     "migrate",
@@ -263,6 +265,10 @@ async def migrate(db: aiosqlite.Connection, now: float) -> None:
 async def connect(path: str | Path, synchronous: str, now: float) -> aiosqlite.Connection:
     """Open the file (EXCLUSIVE, WAL; module docstring) and create or migrate its schema.
 
+    On any failure the connection is closed and its worker thread has returned
+    (:mod:`a2a_wire.server.store._sqlite_thread`); close the one returned with
+    :func:`~a2a_wire.server.store._sqlite_thread.close_connection`.
+
     Args:
         path: The database file.
         synchronous: One of :data:`SYNCHRONOUS_MODES`.
@@ -272,7 +278,7 @@ async def connect(path: str | Path, synchronous: str, now: float) -> aiosqlite.C
         RuntimeError: another store holds the file, or it has a schema version this code does
             not know.
     """
-    db = await aiosqlite.connect(path, isolation_level=None)
+    db = await open_connection(path)
     try:
         await db.execute_fetchall(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
         await db.execute_fetchall("PRAGMA locking_mode = EXCLUSIVE")
@@ -280,11 +286,11 @@ async def connect(path: str | Path, synchronous: str, now: float) -> aiosqlite.C
         await db.execute_fetchall(f"PRAGMA synchronous = {synchronous}")
         await migrate(db, now)
     except sqlite3.OperationalError as exc:
-        await db.close()
+        await close_connection(db)
         if exc.sqlite_errorcode != sqlite3.SQLITE_BUSY:
             raise
         raise RuntimeError(f"task database {path} is in use by another store") from exc
     except BaseException:
-        await db.close()
+        await close_connection(db)
         raise
     return db

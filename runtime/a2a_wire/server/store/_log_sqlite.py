@@ -165,11 +165,11 @@ class SQLiteTaskStore(SQLitePushStore, EventLogStore):
         return failed
 
     async def close(self) -> None:
-        """Close the connection; the file keeps the data. Closing twice is harmless."""
+        """Close the connection and wait for its thread; the file keeps the data. Idempotent."""
         db, self._db = self._db, None
         self._heads.clear()
         if db is not None:
-            await db.close()
+            await sql.close_connection(db)
 
     async def create(
         self,
