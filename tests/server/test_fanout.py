@@ -291,3 +291,45 @@ async def test_while_cancelling_the_end_of_the_run_waits_for_the_cancel(
         hub.end_run(run, task)
         assert run.closed and not run.settled.done()
     assert run.settled.done()
+
+
+@pytest.mark.parametrize("kind", ["memory", "sqlite"])
+async def test_first_update_is_stored_with_its_task_in_one_create(
+    kind: str, tmp_path: Any, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    """A first status or artifact update goes into the create (one write), never an append;
+    one the new task refuses leaves it created alone, SUBMITTED, the update logged as refused."""
+    from a2a_wire.server.store import SQLiteTaskStore
+
+    backing = InMemoryTaskStore() if kind == "memory" else SQLiteTaskStore(tmp_path / "t.db")
+    await backing.open()
+    appends: list[str] = []
+    real_append = backing.append
+
+    async def counted(task_id: str, *args: Any, **kwargs: Any) -> Any:
+        appends.append(task_id)
+        return await real_append(task_id, *args, **kwargs)
+
+    monkeypatch.setattr(backing, "append", counted)
+    try:
+        hub = TaskHub("t1", None, "", backing, 10)
+        run = Run(hub, user_message(), "c1", "")
+        assert await run.enqueue_event(chunk("a", "x"))
+        assert appends == [] and run.first.done() and hub.state == TaskState.SUBMITTED
+        log = await backing.read_events("t1", 0)
+        assert log is not None and [e.kind for e in log.events] == [
+            EventKind.TASK,
+            EventKind.ARTIFACT,
+        ]
+        hub2 = TaskHub("t2", None, "", backing, 10)
+        run2 = Run(hub2, user_message(), "c1", "")
+        with caplog.at_level(logging.WARNING, "a2a_wire.server"):
+            assert not await run2.enqueue_event(chunk("", "x", append=True))  # no artifactId
+        assert "refused" in caplog.text and run2.first.done()
+        stored = await backing.get("t2")
+        assert stored is not None and stored.status is not None and stored.artifacts == []
+        assert stored.status.state == TaskState.SUBMITTED and hub2.state == TaskState.SUBMITTED
+        assert await run2.enqueue_event(status(TaskState.COMPLETED))
+        assert appends == ["t2"] and run2.settled.done()
+    finally:
+        await backing.close()

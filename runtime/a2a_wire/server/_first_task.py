@@ -4,18 +4,34 @@ An agent may make its task by putting a :class:`~a2a_wire.types.Task` first on i
 (:mod:`a2a_wire.server._executor`). The server keeps the ids it chose for the request: a Task
 naming another id or context is refused, as is one starting in an unknown state; a missing
 status is SUBMITTED, a missing timestamp is now, and an empty history starts with the client's
-message. Used by :mod:`a2a_wire.server._hub`.
+message. A status or artifact update as the first event makes the SUBMITTED task of the
+request's message instead (:func:`first_task`); the hub stores the task with the update in one
+write. Used by :mod:`a2a_wire.server._hub`.
 """
 
 from __future__ import annotations
 
 from a2a_wire._protocol.tasks import new_task
 from a2a_wire.server import _history
+from a2a_wire.server._executor import AgentEvent
 from a2a_wire.server._run import Run
 from a2a_wire.server.store._base import now_timestamp
 from a2a_wire.types import Task, TaskState, TaskStatus
 
-__all__ = ["adopt"]
+__all__ = ["adopt", "first_task"]
+
+
+def first_task(event: AgentEvent, task_id: str, run: Run) -> Task | str:
+    """The task an agent's first status, artifact or Task ``event`` makes, or why it makes none.
+
+    Its own Task is checked by :func:`adopt`; an update makes the SUBMITTED task of the
+    request's message (spec 3.1.1), which the update then applies to.
+    """
+    if isinstance(event, Task):
+        return adopt(event, task_id, run)
+    if run.message is None:
+        return "no task to update"
+    return new_task(run.message, task_id=task_id, context_id=run.context_id, now=now_timestamp())
 
 
 def adopt(event: Task, task_id: str, run: Run) -> Task | str:

@@ -47,7 +47,7 @@ from a2a_wire._protocol.states import is_settled
 from a2a_wire._protocol.tasks import InvalidTransitionError, new_task
 from a2a_wire.errors import InternalError, ProtocolError, TaskNotFoundError
 from a2a_wire.server._executor import AgentEvent
-from a2a_wire.server._first_task import adopt
+from a2a_wire.server._first_task import first_task
 from a2a_wire.server._run import Run
 from a2a_wire.server._subscriber import Subscriber, Subscription
 from a2a_wire.server.store._base import now_timestamp
@@ -339,21 +339,18 @@ class TaskHub:
         if isinstance(event, Message):
             self._reply(event, run)
             return True
+        task = first_task(event, self.task_id, run)
+        if isinstance(task, str):
+            return self._refuse(event, task)
         if isinstance(event, Task):
-            task_or_why = adopt(event, self.task_id, run)
-            if isinstance(task_or_why, str):
-                return self._refuse(event, task_or_why)
-            task = task_or_why
-        elif run.message is None:
-            return self._refuse(event, "no task to update")
-        else:
-            task = new_task(
-                run.message, task_id=self.task_id, context_id=run.context_id, now=now_timestamp()
-            )
-        await self._make_task(task, run)
-        if isinstance(event, Task):
+            await self._make_task(task, run)
             return True
-        return await self.publish_locked(event, run)
+        try:  # the task with its first event: one write (one commit on SQLite)
+            await self._make_task(task, run, [event])
+        except InvalidTransitionError as exc:  # nothing was stored: the task alone, then refuse
+            await self._make_task(task, run)
+            return self._refuse(event, str(exc))
+        return True
 
     async def ensure_task(self, run: Run) -> None:
         """Make the SUBMITTED task from the run's message if the agent has not made it yet.
@@ -368,11 +365,13 @@ class TaskHub:
             task = new_task(run.message, task_id=self.task_id, context_id=run.context_id, now=now)
             await self._make_task(task, run)
 
-    async def _make_task(self, task: Task, run: Run) -> None:
-        """Store a new task as event 1 of its log, offer it, release the run's first waiter."""
-        configs, self._new_push_configs = self._new_push_configs, []
-        push = self._on_push is not None
-        done = await self._store.create(task, owner=run.owner, push_configs=configs, push=push)
+    async def _make_task(self, task: Task, run: Run, events: Sequence[LogInput] = ()) -> None:
+        """Store a new task as event 1 of its log (``events`` after), offer it, release waiters."""
+        configs, push = self._new_push_configs, self._on_push is not None
+        done = await self._store.create(
+            task, owner=run.owner, push_configs=configs, push=push, events=events
+        )
+        self._new_push_configs = []
         self._state, self.folded = done.state, done.task
         if done.outbox and self._on_push is not None:
             self._on_push()

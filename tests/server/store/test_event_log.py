@@ -171,6 +171,67 @@ async def test_an_illegal_event_refuses_the_whole_batch(store: EventLogStore) ->
     assert [e.seq for e in (await store.append("t1", [chunk("a", "x")])).events] == [2]
 
 
+async def test_create_with_a_first_turn_logs_it_as_events_two_on(store: EventLogStore) -> None:
+    task = make_task("t1", S.SUBMITTED)
+    turn: list[LogInput] = [status(S.WORKING, "go"), chunk("a", "x", append=False), user("hi")]
+    done = await store.create(task, owner="alice", events=turn)
+    assert [(e.seq, e.kind) for e in done.events] == [
+        (1, EventKind.TASK),
+        (2, EventKind.STATUS),
+        (3, EventKind.ARTIFACT),
+        (4, EventKind.MESSAGE),
+    ]
+    assert done.state == S.WORKING and done.task is None  # not settled: no fold handed over
+    assert codec.loads(done.events[0].body) == {"task": task.to_dict()}
+    log = await whole_log(store, "t1", owner="alice")
+    assert log == done.events
+    snapshot = await store.snapshot("t1", owner="alice")
+    assert snapshot is not None and snapshot.seq == 4 and snapshot.task == sequential(log)
+    assert [e.seq for e in (await store.append("t1", [chunk("a", "y")])).events] == [5]
+
+
+async def test_create_with_a_settling_turn_hands_over_the_fold(store: EventLogStore) -> None:
+    done = await store.create(make_task("t1"), events=[chunk("a", "x"), status(S.COMPLETED)])
+    assert [e.seq for e in done.events] == [1, 2, 3] and done.state == S.COMPLETED
+    log = await whole_log(store, "t1")
+    assert await store.get("t1") == sequential(log)
+    if done.task is not None:  # memory and SQLite fold in the same call (see Appended.task)
+        assert done.task == sequential(log)
+        done.task.history.append(user("not stored"))  # the caller owns it
+        assert await store.get("t1") == sequential(log)
+    with pytest.raises(InvalidTransitionError):
+        await store.append("t1", [chunk("a", "late")])
+
+
+async def test_create_with_an_illegal_turn_stores_nothing(store: EventLogStore) -> None:
+    task = make_task("t1", S.SUBMITTED)
+    with pytest.raises(InvalidTransitionError):
+        await store.create(task, events=[chunk("a", "x"), status(S.SUBMITTED)])
+    with pytest.raises(InvalidTransitionError):
+        await store.create(task, push_configs=[config("p", "t1")], events=[status(S.UNSPECIFIED)])
+    assert await store.get("t1") is None and await store.read_events("t1", 0) is None
+    assert await store.get_push_config("t1", "p") is None
+    assert (await store.list(TaskQuery())).total_size == 0
+    assert [e.seq for e in (await store.create(task)).events] == [1]  # the id is still free
+
+
+async def test_create_with_a_first_turn_puts_its_events_in_the_outbox(
+    store: EventLogStore,
+) -> None:
+    turn: list[LogInput] = [chunk("a", "x"), user("q"), status(S.COMPLETED)]
+    done = await store.create(
+        make_task("t1"), push_configs=[config("p", "t1")], push=True, events=turn
+    )
+    assert done.outbox == 3  # the task, the chunk and the status; not the history message
+    bodies = []
+    while (delivery := await store.next_delivery("t1", "p")) is not None:
+        bodies.append(delivery.body)
+        await store.delivery_done(delivery.seq)
+    assert bodies == [e.body for e in done.events if e.streamed or e.seq == 1]
+    quiet = await store.create(make_task("t2"), push_configs=[config("p", "t2")], events=turn)
+    assert quiet.outbox == 0
+
+
 async def test_append_needs_a_task_and_an_event(store: EventLogStore) -> None:
     with pytest.raises(TaskNotFoundError):
         await store.append("nope", [chunk("a", "x")])
@@ -594,14 +655,29 @@ class LogMachine(RuleBasedStateMachine):
     def model(self, task_id: str) -> Task:
         return sequential(self.logs[task_id], history_limit=6)
 
-    @rule(task_id=TASK_IDS, state=st.sampled_from([S.SUBMITTED, S.WORKING, S.INPUT_REQUIRED]))
-    def create(self, task_id: str, state: TaskState) -> None:
+    @rule(
+        task_id=TASK_IDS,
+        state=st.sampled_from([S.SUBMITTED, S.WORKING, S.INPUT_REQUIRED]),
+        events=st.lists(log_inputs(), max_size=3),
+    )
+    def create(self, task_id: str, state: TaskState, events: list[LogInput]) -> None:
+        trial = make_task(task_id, state)
+        try:
+            for event in events:
+                apply(trial, event, now=EPOCH)
+        except InvalidTransitionError:  # refused before anything is stored or looked up
+            with pytest.raises(InvalidTransitionError):
+                self.run(self.store.create(make_task(task_id, state), events=events))
+            return
         if task_id in self.logs:
             with pytest.raises(ValueError):
-                self.run(self.store.create(make_task(task_id, state)))
+                self.run(self.store.create(make_task(task_id, state), events=events))
             return
-        done = self.run(self.store.create(make_task(task_id, state)))
+        done = self.run(self.store.create(make_task(task_id, state), events=events))
+        assert [e.seq for e in done.events] == list(range(1, 2 + len(events)))
         self.logs[task_id], self.first[task_id] = list(done.events), 1
+        if done.task is not None:  # a settling first turn: the fold handed over is the stored one
+            assert done.task == self.model(task_id)
 
     @rule(task_id=TASK_IDS, events=st.lists(log_inputs(), min_size=1, max_size=4))
     def append(self, task_id: str, events: list[LogInput]) -> None:

@@ -98,6 +98,7 @@ __all__ = [
     "LogEvent",
     "LogInput",
     "Snapshot",
+    "first_turn",
 ]
 
 FOLD_MIN_BYTES = 64 * 1024
@@ -221,6 +222,7 @@ class EventLogStore(PushStore, Protocol):
         owner: str = "",
         push_configs: Sequence[TaskPushNotificationConfig] = (),
         push: bool = False,
+        events: Sequence[LogInput] = (),
     ) -> Appended:
         """Store a new task as event 1 of its log, with push configs, in one transaction.
 
@@ -228,10 +230,18 @@ class EventLogStore(PushStore, Protocol):
             task: The task; its history is trimmed to the store's history limit.
             owner: The caller owning it.
             push_configs: Configs stored with it.
-            push: Put event 1 in the outbox for each of the task's configs.
+            push: Put event 1 (and each streamed event of ``events``) in the outbox for each of
+                the task's configs.
+            events: The task's first turn, logged as events 2, 3, ... as if appended right
+                after (checked, numbered, folded by the same rules). The memory and SQLite
+                stores commit them with the task, in the same transaction (on SQLite one
+                thread hop and one commit); PostgreSQL commits the task, then the events, as
+                two writes, the way a create and an append would.
 
         Raises:
             ValueError: the task has no id, or its id is taken.
+            InvalidTransitionError: an event of ``events`` is illegal; nothing was stored (the
+                caller may create the task without it). Checked before the id is looked up.
         """
         ...
 
@@ -320,3 +330,19 @@ class EventLogStore(PushStore, Protocol):
     async def purge(self, *, batch: int = PURGE_BATCH) -> int:
         """Delete up to ``batch`` rows left by deleted tasks; call again until it returns 0."""
         ...
+
+
+async def first_turn(
+    store: EventLogStore, created: Appended, task_id: str, events: Sequence[LogInput], push: bool
+) -> Appended:
+    """What a create took in, ``created``, followed by ``events`` appended as a second write.
+
+    For a store whose :meth:`EventLogStore.create` cannot take ``events`` into its own
+    transaction; the caller checked them before creating.
+    """
+    if not events:
+        return created
+    done = await store.append(task_id, events, push=push)
+    return Appended(
+        [*created.events, *done.events], created.outbox + done.outbox, done.state, done.task
+    )

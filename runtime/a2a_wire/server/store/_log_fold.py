@@ -10,8 +10,10 @@ from __future__ import annotations
 import asyncio
 import builtins
 import uuid
+from collections import OrderedDict
 from collections.abc import Awaitable, Callable, Iterable, Sequence
 from dataclasses import dataclass
+from typing import TypeVar
 
 from a2a_wire import codec
 from a2a_wire._protocol.states import is_settled
@@ -38,6 +40,7 @@ __all__ = [
     "Waiters",
     "fold",
     "prepare",
+    "remember",
     "restart_event",
     "should_fold",
     "status_instant",
@@ -45,6 +48,8 @@ __all__ = [
 ]
 
 _EPOCH = Timestamp()
+
+H = TypeVar("H")
 
 
 @dataclass(frozen=True, slots=True)
@@ -196,6 +201,14 @@ def _fold_artifact(task: Task, group: builtins.list[TaskArtifactUpdateEvent]) ->
 def _artifact(event: TaskArtifactUpdateEvent) -> Artifact:
     assert event.artifact is not None  # prepare() refuses an artifact update without one
     return event.artifact
+
+
+def remember(heads: OrderedDict[str, H], task_id: str, head: H, most: int) -> None:
+    """Keep ``head`` as the most recently used of ``heads``, dropping the least past ``most``."""
+    heads[task_id] = head
+    heads.move_to_end(task_id)
+    while len(heads) > most:
+        heads.popitem(last=False)
 
 
 class Waiters:

@@ -177,31 +177,40 @@ class InMemoryTaskStore(InMemoryPushStore, EventLogStore):
         owner: str = "",
         push_configs: Sequence[TaskPushNotificationConfig] = (),
         push: bool = False,
+        events: Sequence[LogInput] = (),
     ) -> Appended:
-        """Store a new task as event 1 of its log (see the protocol).
+        """Store a new task as event 1 of its log, then ``events``, in one step (see the protocol).
 
         Raises:
             ValueError: the task has no id, or its id is taken.
+            InvalidTransitionError: an event of ``events`` is illegal; nothing was stored.
         """
         self._require_open()
         if not task.id:
             raise ValueError("a task needs an id to be stored")
-        if task.id in self._entries:
-            raise ValueError(f"task {task.id!r} is already stored")
         stored = copy.copy(task)  # trimming replaces the history list; the caller's stays
         trim(stored, self._history_limit)
+        state = task_state(stored)
+        prepared = None
+        if events:  # checked before anything is stored (or looked up)
+            prepared = prepare(task.id, stored.context_id, state, events, now_timestamp())
+        if task.id in self._entries:
+            raise ValueError(f"task {task.id!r} is already stored")
         base = codec.encode(stored)
         first = LogEvent(1, EventKind.TASK, task_frame(base))
-        state = task_state(stored)
         self._make_room()
-        self._entries[task.id] = _Entry(
+        entry = _Entry(
             owner, stored.context_id, state, status_key(stored), self._clock(), base, 1, 1, [first]
         )
+        self._entries[task.id] = entry
         self._rest(task.id, state)
         self._put_configs(push_configs)
         outbox = self._enqueue_push(task.id, first.body) if push else 0
-        self._waiters.wake(task.id)
-        return Appended([first], outbox, state)
+        if prepared is None:
+            self._waiters.wake(task.id)
+            return Appended([first], outbox, state)
+        done = self._commit(task.id, entry, prepared, push)  # no await: one step with the create
+        return Appended([first, *done.events], outbox + done.outbox, done.state, done.task)
 
     async def append(
         self, task_id: str, events: Sequence[LogInput], *, push: bool = False

@@ -54,8 +54,9 @@ from a2a_wire.server.store._log import (
     LogEvent,
     LogInput,
     Snapshot,
+    first_turn,
 )
-from a2a_wire.server.store._log_fold import Prepared, prepare, should_fold, task_frame
+from a2a_wire.server.store._log_fold import Prepared, prepare, remember, should_fold, task_frame
 from a2a_wire.server.store._log_postgres_cancel import PostgresCancels
 from a2a_wire.server.store._log_postgres_lease import HEARTBEAT_SECONDS, LEASE_SECONDS
 from a2a_wire.server.store._log_postgres_listen import GapWaiters, Listener
@@ -230,8 +231,9 @@ class PostgresEventLog(PostgresCancels, PostgresRetention, PostgresPushStore, Ev
         owner: str = "",
         push_configs: Sequence[TaskPushNotificationConfig] = (),
         push: bool = False,
+        events: Sequence[LogInput] = (),
     ) -> Appended:
-        """Store a new task as event 1 of its log (see the protocol).
+        """Store a new task as event 1 of its log, then append ``events`` (see the protocol).
 
         A task created SUBMITTED or WORKING is leased to this process in the same statement:
         the creating process runs its executor (see :mod:`._log_postgres_lease`).
@@ -239,14 +241,17 @@ class PostgresEventLog(PostgresCancels, PostgresRetention, PostgresPushStore, Ev
         Raises:
             ValueError: the task has no id, or its id is taken (also by a deleted task that is
                 not purged yet).
+            InvalidTransitionError: an event of ``events`` is illegal; nothing was stored.
         """
         if not task.id:
             raise ValueError("a task needs an id to be stored")
         stored = copy.copy(task)  # trimming replaces the history list; the caller's stays
         trim(stored, self._history_limit)
+        state = task_state(stored)
+        if events:  # checked before anything is stored; appended after the create
+            prepare(task.id, stored.context_id, state, events, now_timestamp())
         body = codec.encode(stored)
         first = LogEvent(1, EventKind.TASK, task_frame(body))
-        state = task_state(stored)
         listing = (task.id, owner, stored.context_id, state_key(state), *status_key(stored))
         row = (*listing, self._clock(), body, first.body)
         lease = self._lease(lease_change(TaskState.UNSPECIFIED, state))
@@ -255,9 +260,9 @@ class PostgresEventLog(PostgresCancels, PostgresRetention, PostgresPushStore, Ev
         )
         if lease.op == TAKE:
             self._held.add(task.id)
-        self._remember(task.id, Head(owner, stored.context_id, state, 1))
+        remember(self._heads, task.id, Head(owner, stored.context_id, state, 1), HEAD_CACHE)
         self._waiters.wake(task.id)
-        return Appended([first], outbox, state)
+        return await first_turn(self, Appended([first], outbox, state), task.id, events, push)
 
     async def append(
         self, task_id: str, events: Sequence[LogInput], *, push: bool = False
@@ -330,14 +335,8 @@ class PostgresEventLog(PostgresCancels, PostgresRetention, PostgresPushStore, Ev
             self._held.discard(task_id)
         head.seq = written.events[-1].seq
         head.state = prepared.status.state if prepared.status is not None else head.state
-        self._remember(task_id, head)
+        remember(self._heads, task_id, head, HEAD_CACHE)
         return written
-
-    def _remember(self, task_id: str, head: Head) -> None:
-        self._heads[task_id] = head
-        self._heads.move_to_end(task_id)
-        while len(self._heads) > HEAD_CACHE:
-            self._heads.popitem(last=False)
 
     async def get(self, task_id: str, *, owner: str = "") -> Task | None:
         """A fresh copy of ``owner``'s task, or ``None``."""

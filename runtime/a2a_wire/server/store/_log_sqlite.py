@@ -15,7 +15,7 @@ EXCLUSIVE, so only this store changes them. An append checks its events against 
 reserves their numbers and the new state (which the next append is checked against) before its
 first ``await``. Then one artifact chunk without outbox rows is a single INSERT that commits by
 itself; anything else is one ``BEGIN IMMEDIATE`` transaction
-(:func:`~a2a_wire.server.store._log_sqlite_rows.write_events`). Each INSERT checks, in the same
+(:func:`~a2a_wire.server.store._log_sqlite_write.write_events`). Each INSERT checks, in the same
 statement, that its number follows the last one in the file (the snapshot's once the log is
 compacted) and that the task still exists, so a failed or concurrent write can leave neither a
 gap nor a row of a deleted task; after a failure the head is loaded again from the file. A fold
@@ -68,14 +68,21 @@ from a2a_wire.server.store._log_fold import (
     Prepared,
     Waiters,
     prepare,
+    remember,
     restart_event,
-    should_fold,
-    status_instant,
     task_frame,
 )
-from a2a_wire.server.store._log_sqlite_rows import Head
+from a2a_wire.server.store._log_sqlite_rows import Folded, Head
+from a2a_wire.server.store._log_sqlite_write import (
+    Batch,
+    absorb,
+    create_rows,
+    reserve,
+    settle,
+    write_events,
+)
 from a2a_wire.server.store._paging import PageTokens, check_page_size
-from a2a_wire.server.store._push_sqlite import SQLitePushStore, enqueue, put_configs, transaction
+from a2a_wire.server.store._push_sqlite import SQLitePushStore, transaction
 from a2a_wire.types import Task, TaskPushNotificationConfig, TaskState
 
 __all__ = ["BODY_CACHE_BYTES", "HEAD_CACHE", "SQLiteTaskStore"]
@@ -178,40 +185,46 @@ class SQLiteTaskStore(SQLitePushStore, EventLogStore):
         owner: str = "",
         push_configs: Sequence[TaskPushNotificationConfig] = (),
         push: bool = False,
+        events: Sequence[LogInput] = (),
     ) -> Appended:
-        """Store a new task as event 1 of its log (see the protocol).
+        """Store a new task as event 1 of its log, then ``events``, in one hop (see the protocol).
 
         Raises:
             ValueError: the task has no id, or its id is taken (also by a deleted task that is
                 not purged yet).
+            InvalidTransitionError: an event of ``events`` is illegal; nothing was stored.
         """
         if not task.id:
             raise ValueError("a task needs an id to be stored")
         stored = copy.copy(task)  # trimming replaces the history list; the caller's stays
         trim(stored, self._history_limit)
+        state = task_state(stored)
+        prepared = None
+        if events:  # checked before anything is stored
+            prepared = prepare(task.id, stored.context_id, state, events, now_timestamp())
         body = codec.encode(stored)
         first = LogEvent(1, EventKind.TASK, task_frame(body))
-        state = task_state(stored)
         row = (task.id, owner, stored.context_id, state_key(state), *status_key(stored))
+        head = Head(owner, stored.context_id, state, 1, 1, 1, len(body), 0, _cached(body), [])
+        batch = None
+        if prepared is not None:
+            pushing = push and (bool(push_configs) or task.id in self._push_tasks)
+            batch = self._reserve(head, task.id, prepared, pushing)
         changed = self._clock()
 
-        def work(con: sqlite3.Connection) -> int:
-            def steps() -> int:
-                rows.insert_task(con, (*row, changed), body, first.body)
-                put_configs(con, push_configs)
-                return enqueue(con, task.id, first.body) if push else 0
-
-            return transaction(con, steps)
+        def work(con: sqlite3.Connection) -> tuple[int, Folded | None]:
+            return create_rows(con, (*row, changed), body, first.body, push_configs, push, batch)
 
         try:
-            outbox = await self._run(work)
+            outbox, folded = await self._run(work)
         except sqlite3.IntegrityError:
             raise ValueError(f"task {task.id!r} is already stored") from None
         self._push_tasks.update(config.task_id for config in push_configs)
-        head = Head(owner, stored.context_id, state, 1, 1, 1, len(body), 0, _cached(body), [])
-        self._remember(task.id, head)
+        folded_task = None if batch is None else settle(head, batch, folded, BODY_CACHE_BYTES)
+        remember(self._heads, task.id, head, HEAD_CACHE)
         self._waiters.wake(task.id)
-        return Appended([first], outbox, state)
+        logged = [first] if batch is None else [first, *batch.logged]
+        return Appended(logged, outbox, head.state, folded_task)
 
     async def append(
         self, task_id: str, events: Sequence[LogInput], *, push: bool = False
@@ -231,27 +244,22 @@ class SQLiteTaskStore(SQLitePushStore, EventLogStore):
         prepared = prepare(task_id, head.context_id, head.state, events, now_timestamp())
         return await self._write(task_id, head, prepared, push)
 
+    def _reserve(self, head: Head, task_id: str, prepared: Prepared, pushing: bool) -> Batch:
+        return reserve(
+            head,
+            task_id,
+            prepared,
+            pushing=pushing,
+            changed=self._clock(),
+            history_limit=self._history_limit,
+            cache_bytes=BODY_CACHE_BYTES,
+        )
+
     async def _write(self, task_id: str, head: Head, prepared: Prepared, push: bool) -> Appended:
         """Number, write and commit a checked batch, fold if it pays; then wake readers."""
-        logged = [LogEvent(head.seq + 1 + i, k, b) for i, (k, b) in enumerate(prepared.frames)]
-        status = prepared.status
-        head.seq = logged[-1].seq  # number and state are reserved before the first await
-        head.state = status.state if status is not None else head.state
-        pushing = push and task_id in self._push_tasks
-        columns = None
-        if status is not None:
-            columns = (state_key(status.state), *status_instant(status), self._clock(), task_id)
-        known = head.reserve(logged, BODY_CACHE_BYTES)
-        tail = head.tail_bytes + sum(len(event.body) for event in logged)
-        fold = None
-        if should_fold(tail, head.snap_bytes, head.state):
-            fold = (head.owner, self._history_limit, known)
-
-        def work(con: sqlite3.Connection) -> tuple[int, rows.Folded | None]:
-            return rows.write_events(con, task_id, logged, columns, pushing, fold)
-
-        try:
-            outbox, folded = await self._run(work)
+        batch = self._reserve(head, task_id, prepared, push and task_id in self._push_tasks)
+        try:  # number and state are reserved before the first await
+            outbox, folded = await self._run(lambda con: write_events(con, task_id, batch))
         except BaseException as exc:
             self._heads.pop(task_id, None)  # reload the truth from the file next time
             if not isinstance(exc, sqlite3.IntegrityError):
@@ -259,27 +267,9 @@ class SQLiteTaskStore(SQLitePushStore, EventLogStore):
             if await self._head(task_id) is None:
                 raise TaskNotFoundError(metadata={"taskId": task_id}) from None
             raise RuntimeError(f"task {task_id!r}: concurrent appends to one log") from None
-        head.committed = max(head.committed, logged[-1].seq)
-        head.tail_bytes += sum(len(event.body) for event in logged)
-        task = None
-        if folded is not None:
-            self._folded(head, folded)
-            task = folded.task if folded.seq == logged[-1].seq else None
+        task = settle(head, batch, folded, BODY_CACHE_BYTES)
         self._waiters.wake(task_id)
-        return Appended(logged, outbox, head.state, task)
-
-    @staticmethod
-    def _folded(head: Head, folded: rows.Folded) -> None:
-        head.snap_seq, head.snap_bytes = folded.seq, len(folded.body)
-        head.tail_bytes = max(0, head.tail_bytes - folded.absorbed)
-        whole = head.seq == head.committed == folded.seq  # no append in flight or after
-        head.body = _cached(folded.body) if whole else None
-        head.tail = [] if head.body is not None else None
-
-    def _remember(self, task_id: str, head: Head) -> None:
-        self._heads[task_id] = head
-        while len(self._heads) > HEAD_CACHE:
-            self._heads.popitem(last=False)
+        return Appended(batch.logged, outbox, head.state, task)
 
     async def _head(self, task_id: str) -> Head | None:
         head = self._heads.get(task_id)
@@ -290,7 +280,7 @@ class SQLiteTaskStore(SQLitePushStore, EventLogStore):
             head = self._heads.get(task_id)  # another caller may have loaded it meanwhile
             if head is None:
                 head = loaded
-                self._remember(task_id, head)
+                remember(self._heads, task_id, head, HEAD_CACHE)
         self._heads.move_to_end(task_id)
         return head
 
@@ -299,7 +289,7 @@ class SQLiteTaskStore(SQLitePushStore, EventLogStore):
         owner, limit = head.owner, self._history_limit
         folded = await self._run(lambda con: rows.fold_task(con, task_id, owner, limit))
         if folded is not None:
-            self._folded(head, folded)
+            absorb(head, folded, BODY_CACHE_BYTES)
 
     async def get(self, task_id: str, *, owner: str = "") -> Task | None:
         """A fresh copy of ``owner``'s task, or ``None``."""

@@ -14,7 +14,6 @@ tasks that have one.
 
 from __future__ import annotations
 
-import logging
 import math
 import sqlite3
 from dataclasses import dataclass
@@ -29,36 +28,30 @@ from a2a_wire.server.store._log_sql import (
     EVENTS,
     FOLD,
     HEAD,
-    INSERT_EVENT,
     LIST,
     ORDER,
     READ,
-    UPDATE_STATUS,
     after_cursor,
     filters,
 )
-from a2a_wire.server.store._push_sqlite import enqueue, transaction
 from a2a_wire.types import Task, TaskState
 
 __all__ = [
     "Folded",
     "Head",
+    "Known",
     "TaskRead",
     "delete_rows",
     "drop_events",
+    "fold_known",
     "fold_task",
-    "insert_task",
     "list_page",
     "load_head",
     "purge_rows",
     "read_range",
     "read_task",
     "tasks_in_states",
-    "write_events",
 ]
-
-
-log = logging.getLogger("a2a_wire.server.store")
 
 
 def _all(db: sqlite3.Connection, sql: str, params: Any = ()) -> list[Any]:
@@ -81,7 +74,7 @@ class Head:
         body: The stored snapshot's JSON while it and :attr:`tail` are small, so that reading
             a task at rest right after its write needs no query.
         tail: The events reserved after the snapshot, while ``body`` is known, so that a fold
-            (:func:`_fold_known`) needs no read either.
+            (:func:`fold_known`) needs no read either.
     """
 
     owner: str
@@ -95,9 +88,9 @@ class Head:
     body: bytes | None = None
     tail: list[LogEvent] | None = None
 
-    def reserve(self, logged: list[LogEvent], limit: int) -> _Known | None:
+    def reserve(self, logged: list[LogEvent], limit: int) -> Known | None:
         """Add reserved events to the tail; forget both past ``limit`` bytes; what is known."""
-        tail = [*self.tail, *logged] if self.tail is not None else []  # new list, see _Known
+        tail = [*self.tail, *logged] if self.tail is not None else []  # new list, see Known
         size = sum(len(e.body) for e in tail) + len(self.body or b"")
         if self.body is None or self.tail is None or size > limit:
             self.body = self.tail = None
@@ -106,7 +99,7 @@ class Head:
         return self.snap_seq, self.body, tail
 
 
-_Known = tuple[int, bytes, list[LogEvent]]
+Known = tuple[int, bytes, list[LogEvent]]
 """A snapshot's number, JSON and tail, as the file has them when the hop of the last one runs."""
 
 
@@ -150,63 +143,6 @@ def read_task(
     return TaskRead(task, seq, base_seq, sum(len(event.body) for event in tail))
 
 
-def write_events(
-    db: sqlite3.Connection,
-    task_id: str,
-    logged: list[LogEvent],
-    status: tuple[Any, ...] | None,
-    pushing: bool,
-    fold: tuple[str, int | None, _Known | None] | None = None,
-) -> tuple[int, Folded | None]:
-    """Write a checked, numbered batch: its events, the status columns, its outbox rows.
-
-    One artifact chunk without push work is one INSERT, which commits by itself; anything else
-    is one transaction. Each INSERT checks that its number follows the log's last one and that
-    the task exists (``INSERT_EVENT``). A fold asked for runs after the events are written, in
-    the same transaction when there is one; a fold that fails is logged and the batch commits.
-
-    Args:
-        db: The connection.
-        task_id: The task.
-        logged: The events with their numbers.
-        status: The values of ``UPDATE_STATUS`` when the batch changes the status.
-        pushing: Put each streamed event in the outbox.
-        fold: Owner, history limit and what the head knows, to fold (:func:`_fold_known`).
-
-    Returns:
-        The number of outbox rows added, and what the fold did.
-
-    Raises:
-        sqlite3.IntegrityError: a number does not follow the log, or the task is gone; nothing
-            was written.
-    """
-
-    def steps() -> tuple[int, Folded | None]:
-        for event in logged:
-            if not _all(db, INSERT_EVENT, (task_id, event.seq, int(event.kind), event.body)):
-                raise sqlite3.IntegrityError(f"event {event.seq} does not follow the log")
-        if status is not None:
-            db.execute(UPDATE_STATUS, status)
-        outbox = sum(enqueue(db, task_id, e.body) for e in logged if e.streamed) if pushing else 0
-        return outbox, None if fold is None else _try_fold(db, task_id, *fold)
-
-    if len(logged) == 1 and status is None and not pushing:
-        return steps()
-    return transaction(db, steps)
-
-
-def _try_fold(
-    db: sqlite3.Connection, task_id: str, owner: str, limit: int | None, known: _Known | None
-) -> Folded | None:
-    try:
-        if known is not None:
-            return _fold_known(db, task_id, known, limit)
-        return fold_task(db, task_id, owner, limit)
-    except Exception:  # the events are written: a later read or fold redoes this one
-        log.exception("folding task %s failed", task_id)
-        return None
-
-
 @dataclass(frozen=True, slots=True)
 class Folded:
     """A snapshot written by a fold.
@@ -237,8 +173,8 @@ def fold_task(
     return Folded(read.seq, body, read.tail_bytes, read.task)
 
 
-def _fold_known(
-    db: sqlite3.Connection, task_id: str, known: _Known, limit: int | None
+def fold_known(
+    db: sqlite3.Connection, task_id: str, known: Known, limit: int | None
 ) -> Folded | None:
     """:func:`fold_task` from a snapshot and tail known already: one UPDATE, no read."""
     snap_seq, snapshot, tail = known
@@ -332,26 +268,6 @@ def tasks_in_states(
         sql += " AND EXISTS (SELECT 1 FROM task_events WHERE task_id = tasks.id)"
     sql += " ORDER BY changed_at, id LIMIT ?"
     return [row[0] for row in _all(db, sql, [*states, before, limit])]
-
-
-def insert_task(
-    db: sqlite3.Connection, row: tuple[Any, ...], snapshot: bytes, first: bytes
-) -> None:
-    """Insert a new task's row, snapshot and event 1; in a transaction.
-
-    Raises:
-        sqlite3.IntegrityError: the id is taken, also by a deleted task not purged yet.
-    """
-    sql = (
-        "INSERT INTO tasks SELECT ?1, ?2, ?3, ?4, ?5, ?6, ?7, 1"
-        " WHERE NOT EXISTS (SELECT 1 FROM deleted_tasks WHERE task_id = ?1) RETURNING id"
-    )
-    if not _all(db, sql, row):
-        raise sqlite3.IntegrityError("the id of a deleted task")
-    sql = "INSERT INTO task_snapshots (task_id, seq, body) VALUES (?, 1, ?)"
-    _all(db, sql, (row[0], snapshot))
-    sql = "INSERT INTO task_events (task_id, seq, kind, body) VALUES (?, 1, ?, ?)"
-    _all(db, sql, (row[0], int(EventKind.TASK), first))
 
 
 def delete_rows(db: sqlite3.Connection, task_id: str) -> bool:
