@@ -98,6 +98,13 @@ def _bash(command: str, cwd: Path) -> subprocess.CompletedProcess[str]:
     )
 
 
+def _as_in_a_terminal() -> None:
+    """SIGINT as a terminal's foreground job has it: a test run started as a background job of
+    a shell inherits SIGINT ignored (POSIX shells ignore it for their background jobs), and a
+    command that inherits it ignored rightly keeps ignoring Ctrl-C."""
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
 def _follow_then_interrupt(command: str, cwd: Path) -> tuple[int, str]:
     """Run ``subscribe`` until it shows the task, then press Ctrl-C (SIGINT) as a reader would."""
     proc = subprocess.Popen(
@@ -108,6 +115,7 @@ def _follow_then_interrupt(command: str, cwd: Path) -> tuple[int, str]:
         text=True,
         env=environment(),
         stdin=subprocess.DEVNULL,
+        preexec_fn=_as_in_a_terminal,
     )
     try:
         assert proc.stdout is not None
