@@ -1,7 +1,11 @@
 """Smoke run of benchmarks/stream_chunks.py: every store streams every N, checked, with the tables.
 
 The figures themselves are not checked (a short run on a shared machine is noise, and /proc
-counts CPU in 10 ms ticks); the full run and its results are in docs/performance.md.
+counts CPU in 10 ms ticks); the full run and its results are in docs/performance.md. Our stores
+must measure every N. The SDK's store may have its N=100 cell skipped by the benchmark's own
+``--budget`` rule (its cost grows as N^1.5, about a second a request at N=10 on a busy
+machine): the skip is printed with its reason, and the rows and ratios checked are those of the
+cells measured.
 """
 
 import json
@@ -36,7 +40,11 @@ def test_every_store_streams_every_size_without_errors(
     output, cells = run
     assert {(c["store"], c["n"]) for c in cells} == {(s, n) for s in STORES for n in SIZES}
     for cell in cells:
-        assert cell["errors"] == 0 and cell["skipped"] == "", cell
+        assert cell["errors"] == 0, cell
+        if cell["skipped"]:  # the reference only, and only by the budget rule
+            assert cell["store"] == "sdk-sqlite" and cell["n"] > SIZES[0], cell
+            assert "over --budget" in cell["skipped"], cell
+            continue
         assert cell["requests"] >= 1 and cell["seconds"] > 0, cell
         assert cell["cpu_us"] >= 0 and cell["write_bytes"] >= 0, cell
     assert re.search(r"^errors: 0$", output, re.M)
@@ -46,11 +54,12 @@ def test_every_store_streams_every_size_without_errors(
 def test_prints_the_table_the_growth_and_the_sdk_ratios(
     run: tuple[str, list[dict[str, Any]]],
 ) -> None:
-    output, _ = run
+    output, cells = run
+    measured = {(c["store"], c["n"]) for c in cells if not c["skipped"]}
     assert re.search(r"^machine:\s+\S+.*\d+ CPUs$", output, re.M)
     assert re.search(r"^pinning:\s+", output, re.M)
     printed = {(m["store"], int(m["n"])) for line in output.splitlines() if (m := ROW.match(line))}
-    assert printed == {(s, n) for s in STORES for n in SIZES}
+    assert printed == measured
     assert "growth N=100 / N=10 per chunk (target for ours: 1.5x or less):" in output
     growth = re.findall(r"^  ([\w-]+): CPU ", output, re.M)
     assert set(growth) <= set(STORES) and len(growth) >= 1
@@ -59,4 +68,5 @@ def test_prints_the_table_the_growth_and_the_sdk_ratios(
         r"^  N=[\d,]+ (ours-\w+): CPU ([\d.]+x|-), write_bytes ([\d.]+x|-)$", output, re.M
     )
     versus = [store for store, _, _ in versus]
-    assert sorted(versus) == sorted(["ours-sqlite", "ours-memory"] * len(SIZES))
+    sdk_sizes = [n for n in SIZES if ("sdk-sqlite", n) in measured]
+    assert sorted(versus) == sorted(["ours-sqlite", "ours-memory"] * len(sdk_sizes))
