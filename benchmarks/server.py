@@ -52,6 +52,7 @@ from server_report import (
     disturbance,
     dump_json,
     pool,
+    print_before,
     print_header,
     print_ratios,
     print_table,
@@ -63,6 +64,7 @@ ROOT = HERE.parent
 HOST = "127.0.0.1"
 SERVERS = ("ours-sqlite", "ours-memory", "sdk", "ceiling")
 PG_SERVERS = ("ours-postgresql", "ours-postgresql-x2", "sdk-postgresql")  # benchmarks/scale_send.py
+BEFORE_SERVERS = ("before-sqlite", "before-memory")  # an earlier checkout's (--before)
 SERVER_CORE, LOAD_CORE = 0, 1
 TICK = os.sysconf("SC_CLK_TCK")
 
@@ -105,15 +107,44 @@ class Server:
         return await _pg.backend_cpu(*self.database) if self.database else {}
 
 
+@dataclass(frozen=True)
+class Before:
+    """An earlier checkout of the project (``--before``), run beside the current one.
+
+    Its servers ``before-sqlite`` and ``before-memory`` are that checkout's own
+    benchmarks/_servers.py modes ``ours-sqlite`` and ``ours-memory``, started with ``python``
+    (an interpreter that has that checkout installed, by default ``CHECKOUT/.venv/bin/python``).
+    """
+
+    checkout: Path
+    python: str
+
+
+def _command(mode: str, port: int, before: Before | None) -> tuple[list[str], Path]:
+    """The command line that serves ``mode`` on ``port``, and the directory to run it in."""
+    if mode in BEFORE_SERVERS:
+        if before is None:
+            raise ValueError(f"{mode} needs --before")
+        script = before.checkout / "benchmarks" / "_servers.py"
+        ours = "ours-" + mode.removeprefix("before-")
+        return [before.python, str(script), ours, "--port", str(port)], before.checkout
+    return [sys.executable, str(HERE / "_servers.py"), mode, "--port", str(port)], ROOT
+
+
 @contextmanager
 def running(
-    mode: str, pin: bool, db: Path | None = None, extra: Sequence[str] = ()
+    mode: str,
+    pin: bool,
+    db: Path | None = None,
+    extra: Sequence[str] = (),
+    before: Before | None = None,
 ) -> Iterator[Server]:
     """Start the server ``mode`` in its own process; it is always stopped on exit.
 
-    ``ours-sqlite`` and ``sdk-sqlite`` use the file ``db``, or one in a temporary directory
-    removed afterwards; ``extra`` goes to benchmarks/_servers.py (e.g. ``--agent chunks``).
-    The :data:`PG_SERVERS` run on a schema of their own (:func:`running_postgresql`).
+    ``ours-sqlite``, ``before-sqlite`` and ``sdk-sqlite`` use the file ``db``, or one in a
+    temporary directory removed afterwards; ``extra`` goes to benchmarks/_servers.py (e.g.
+    ``--agent chunks``). The :data:`BEFORE_SERVERS` need ``before``. The :data:`PG_SERVERS` run
+    on a schema of their own (:func:`running_postgresql`).
     """
     if mode in PG_SERVERS:
         with running_postgresql(mode, pin) as server:
@@ -121,12 +152,13 @@ def running(
         return
     port = _pg.free_port()
     with tempfile.TemporaryDirectory(prefix="a2a-bench-") as tmp:
-        cmd = [sys.executable, str(HERE / "_servers.py"), mode, "--port", str(port), *extra]
+        cmd, cwd = _command(mode, port, before)
+        cmd += extra
         if pin:
             cmd += ["--core", str(SERVER_CORE)]
         if mode.endswith("-sqlite"):
             cmd += ["--db", str(db or Path(tmp, "tasks.db"))]
-        process = subprocess.Popen(cmd, cwd=ROOT, stdin=subprocess.DEVNULL)
+        process = subprocess.Popen(cmd, cwd=cwd, stdin=subprocess.DEVNULL)
         try:
             _pg.wait_port(process, port, 30.0)
             yield Server(mode, process, f"http://{HOST}:{port}/")
@@ -194,7 +226,7 @@ def run_all(args: argparse.Namespace, pin: bool) -> Cells:
         order = args.servers if r % 2 == 0 else args.servers[::-1]
         for mode in order:
             print(f"round {r + 1}/{args.rounds}: {mode} ...", file=sys.stderr, flush=True)
-            with running(mode, pin) as server:
+            with running(mode, pin, before=args.before) as server:
                 for kind in args.kinds:
                     for c in args.concurrency:
                         cell = measure_quietly(server, kind, c, args)
@@ -274,13 +306,26 @@ def parse_args(servers: Sequence[str] = SERVERS, doc: str = __doc__) -> argparse
     )
     parser.add_argument("--no-codec", action="store_true", help="skip benchmarks/codec.py")
     parser.add_argument("--json", default=None, help="also write the raw figures here")
+    parser.add_argument(
+        "--before",
+        default=None,
+        metavar="CHECKOUT",
+        help="also measure this earlier checkout's ours-sqlite and ours-memory (before-*)",
+    )
+    parser.add_argument(
+        "--before-python", default=None, help="its interpreter (default CHECKOUT/.venv/bin/python)"
+    )
     args = parser.parse_args()
     quick = args.quick
     args.servers = [s for s in args.servers.split(",") if s]
     args.kinds = KINDS
-    unknown = set(args.servers) - set(SERVERS + PG_SERVERS)
+    known = SERVERS + PG_SERVERS + BEFORE_SERVERS
+    unknown = set(args.servers) - set(known)
     if unknown:
-        parser.error(f"unknown servers: {sorted(unknown)}; choose from {SERVERS + PG_SERVERS}")
+        parser.error(f"unknown servers: {sorted(unknown)}; choose from {known}")
+    args.before = _before(parser, args)
+    if args.before is not None and not set(BEFORE_SERVERS) & set(args.servers):
+        args.servers = [*args.servers, *BEFORE_SERVERS]
     default_c = "16" if quick else "1,16,64"
     args.concurrency = [int(c) for c in (args.concurrency or default_c).split(",")]
     args.duration = args.duration or (1.0 if quick else 3.0)
@@ -291,6 +336,20 @@ def parse_args(servers: Sequence[str] = SERVERS, doc: str = __doc__) -> argparse
     if args.wait_quiet is None:
         args.wait_quiet = 0.0 if quick else 20.0
     return args
+
+
+def _before(parser: argparse.ArgumentParser, args: argparse.Namespace) -> Before | None:
+    if args.before is None:
+        if set(BEFORE_SERVERS) & set(args.servers):
+            parser.error(f"{BEFORE_SERVERS} need --before CHECKOUT")
+        return None
+    checkout = Path(args.before).resolve()
+    python = args.before_python or str(checkout / ".venv" / "bin" / "python")
+    if not (checkout / "benchmarks" / "_servers.py").is_file():
+        parser.error(f"--before {checkout}: no benchmarks/_servers.py there")
+    if not Path(python).is_file():
+        parser.error(f"--before-python {python}: no such interpreter")
+    return Before(checkout, python)
 
 
 def main() -> int:
@@ -311,6 +370,8 @@ def main() -> int:
     )
     print_ratios(cells, args.concurrency)
     print_targets(cells)
+    if args.before is not None:
+        print_before(cells, args.before.checkout)
     if args.json:
         dump_json(args.json, cells)
     errors = sum(cell.load.errors for cell in cells.values())

@@ -213,6 +213,27 @@ def print_targets(cells: Cells) -> None:
         )
 
 
+def print_before(cells: Cells, checkout: Path) -> None:
+    """Issue 13's bar: each ratio of ours at concurrency 16 against the earlier checkout's.
+
+    The SDK and the ceiling are the same processes for both, so "now / before" of a ratio is the
+    ratio of our own throughputs; both are printed so the table reads against the ones above.
+    """
+    print()
+    print(f"against the earlier checkout {checkout} (before-*), concurrency 16, same run:")
+    print("| workload | ratio | now | before | now / before | not lower |")
+    print("|---|---|---|---|---|---|")
+    rows = [("SQLite/SDK", "sqlite", "sdk"), ("memory/ceiling", "memory", "ceiling")]
+    for kind in KINDS:
+        for label, store, reference in rows:
+            ref = cells.get((reference, kind, 16))
+            now = _ratio(cells.get((f"ours-{store}", kind, 16)), ref)
+            then = _ratio(cells.get((f"before-{store}", kind, 16)), ref)
+            change = now / then if now is not None and then else None
+            verdict = "-" if change is None else ("yes" if change >= 1.0 else "NO")
+            print(f"| {kind} | {label} | {_fmt(now)} | {_fmt(then)} | {_fmt(change)} | {verdict} |")
+
+
 def dump_json(path: str, cells: Cells) -> None:
     rows = []
     for (mode, kind, c), cell in cells.items():

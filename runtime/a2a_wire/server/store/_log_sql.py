@@ -284,6 +284,7 @@ async def connect(path: str | Path, synchronous: str, now: float) -> aiosqlite.C
         await db.execute_fetchall("PRAGMA locking_mode = EXCLUSIVE")
         await db.execute_fetchall("PRAGMA journal_mode = WAL")
         await db.execute_fetchall(f"PRAGMA synchronous = {synchronous}")
+        await db.execute_fetchall("PRAGMA temp_store = MEMORY")
         await migrate(db, now)
     except sqlite3.OperationalError as exc:
         await close_connection(db)

@@ -173,6 +173,8 @@ class SQLiteTaskStore(SQLitePushStore, EventLogStore):
 
     async def close(self) -> None:
         """Close the connection and wait for its thread; the file keeps the data. Idempotent."""
+        if self._db is not None:
+            await self._group.drain()
         db, self._db = self._db, None
         self._heads.clear()
         if db is not None:
@@ -216,7 +218,7 @@ class SQLiteTaskStore(SQLitePushStore, EventLogStore):
             return create_rows(con, (*row, changed), body, first.body, push_configs, push, batch)
 
         try:
-            outbox, folded = await self._run(work)
+            outbox, folded = await self._commit(work)
         except sqlite3.IntegrityError:
             raise ValueError(f"task {task.id!r} is already stored") from None
         self._push_tasks.update(config.task_id for config in push_configs)
@@ -259,7 +261,7 @@ class SQLiteTaskStore(SQLitePushStore, EventLogStore):
         """Number, write and commit a checked batch, fold if it pays; then wake readers."""
         batch = self._reserve(head, task_id, prepared, push and task_id in self._push_tasks)
         try:  # number and state are reserved before the first await
-            outbox, folded = await self._run(lambda con: write_events(con, task_id, batch))
+            outbox, folded = await self._commit(lambda con: write_events(con, task_id, batch))
         except BaseException as exc:
             self._heads.pop(task_id, None)  # reload the truth from the file next time
             if not isinstance(exc, sqlite3.IntegrityError):
@@ -287,7 +289,7 @@ class SQLiteTaskStore(SQLitePushStore, EventLogStore):
     async def _fold(self, task_id: str, head: Head) -> None:
         """Write the folded snapshot back, unless another fold got there first."""
         owner, limit = head.owner, self._history_limit
-        folded = await self._run(lambda con: rows.fold_task(con, task_id, owner, limit))
+        folded = await self._commit(lambda con: rows.fold_task(con, task_id, owner, limit))
         if folded is not None:
             absorb(head, folded, BODY_CACHE_BYTES)
 
@@ -355,7 +357,7 @@ class SQLiteTaskStore(SQLitePushStore, EventLogStore):
         def work(con: sqlite3.Connection) -> int:
             return transaction(con, lambda: rows.drop_events(con, task_id, through, batch))
 
-        dropped = await self._run(work)
+        dropped = await self._commit(work)
         if dropped:
             self._waiters.wake(task_id)
         return dropped
@@ -371,7 +373,9 @@ class SQLiteTaskStore(SQLitePushStore, EventLogStore):
 
     async def delete_task(self, task_id: str) -> bool:
         """Make a task unknown with its push configs, in one transaction (see the protocol)."""
-        gone = await self._run(lambda con: transaction(con, lambda: rows.delete_rows(con, task_id)))
+        gone = await self._commit(
+            lambda con: transaction(con, lambda: rows.delete_rows(con, task_id))
+        )
         self._heads.pop(task_id, None)
         self._push_tasks.discard(task_id)
         self._waiters.wake(task_id)
@@ -383,7 +387,7 @@ class SQLiteTaskStore(SQLitePushStore, EventLogStore):
         Returns:
             Rows deleted, counting the task's entry in ``deleted_tasks`` when it is done.
         """
-        return await self._run(lambda con: transaction(con, lambda: rows.purge_rows(con, batch)))
+        return await self._commit(lambda con: transaction(con, lambda: rows.purge_rows(con, batch)))
 
 
 def _cached(body: bytes) -> bytes | None:

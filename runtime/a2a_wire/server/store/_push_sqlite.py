@@ -33,6 +33,7 @@ import aiosqlite
 
 from a2a_wire import codec
 from a2a_wire.server.store._push import Delivery, LaneKey, PushStore
+from a2a_wire.server.store._sqlite_group import WriteGroup
 from a2a_wire.types import TaskPushNotificationConfig
 
 __all__ = ["PUSH_SCHEMA", "SQLitePushStore", "enqueue", "hop", "put_configs", "transaction"]
@@ -110,8 +111,12 @@ def transaction(con: sqlite3.Connection, work: Callable[[], T]) -> T:
     """Run ``work`` inside BEGIN IMMEDIATE ... COMMIT on the store's thread, rolling back if it raises.
 
     The one transaction helper of the SQLite store: task writes, push writes, migration and
-    recovery all run inside a :func:`hop`.
+    recovery all run inside a :func:`hop`. Inside a transaction already open (a group of writes,
+    :mod:`~a2a_wire.server.store._sqlite_group`) it just runs ``work``: the group rolls back
+    whole if a write raises and runs its writes again one by one.
     """
+    if con.in_transaction:  # a group's: it rolls back whole if ``work`` raises
+        return work()
     con.execute("BEGIN IMMEDIATE")
     try:
         result = work()
@@ -161,6 +166,7 @@ class SQLitePushStore(PushStore):
     """
 
     _push_tasks: set[str]
+    _group: WriteGroup
 
     @property
     def _conn(self) -> aiosqlite.Connection:
@@ -168,13 +174,19 @@ class SQLitePushStore(PushStore):
 
     def _init_push(self) -> None:
         self._push_tasks = set()
+        self._group = WriteGroup(lambda work: hop(self._conn, work))
 
     async def _load_push(self, db: aiosqlite.Connection) -> None:
         rows = await db.execute_fetchall("SELECT DISTINCT task_id FROM push_configs")
         self._push_tasks = {row[0] for row in rows}
 
     async def _run(self, work: Callable[[sqlite3.Connection], T]) -> T:
+        """A read (or a single statement), as a hop of its own."""
         return await hop(self._conn, work)
+
+    async def _commit(self, work: Callable[[sqlite3.Connection], T]) -> T:
+        """A write, in a group with the writes queued beside it (:mod:`._sqlite_group`)."""
+        return await self._group.run(work)
 
     async def put_push_config(
         self, config: TaskPushNotificationConfig, *, limit: int | None = None
@@ -190,7 +202,7 @@ class SQLitePushStore(PushStore):
             put_configs(con, [config])
             return True
 
-        stored = await self._run(put)
+        stored = await self._commit(put)
         if stored:
             self._push_tasks.add(config.task_id)
         return stored
@@ -225,7 +237,7 @@ class SQLitePushStore(PushStore):
 
             return transaction(con, steps)
 
-        gone, more = await self._run(work)
+        gone, more = await self._commit(work)
         if not more:
             self._push_tasks.discard(task_id)
         return gone
