@@ -120,7 +120,7 @@ class Before:
     python: str
 
 
-def _command(mode: str, port: int, before: Before | None) -> tuple[list[str], Path]:
+def server_command(mode: str, port: int, before: Before | None) -> tuple[list[str], Path]:
     """The command line that serves ``mode`` on ``port``, and the directory to run it in."""
     if mode in BEFORE_SERVERS:
         if before is None:
@@ -152,7 +152,7 @@ def running(
         return
     port = _pg.free_port()
     with tempfile.TemporaryDirectory(prefix="a2a-bench-") as tmp:
-        cmd, cwd = _command(mode, port, before)
+        cmd, cwd = server_command(mode, port, before)
         cmd += extra
         if pin:
             cmd += ["--core", str(SERVER_CORE)]

@@ -31,6 +31,7 @@ from pathlib import Path
 
 import aiohttp
 import server_load as load
+from server import Before, server_command
 
 HERE = Path(__file__).resolve().parent
 MODES = ("ours-sqlite", "ours-memory")
@@ -78,11 +79,17 @@ def _total(path: str) -> int:
     return max((int(line.split()[1]) for line in lines if line.startswith("totals:")), default=0)
 
 
-def measure(mode: str, kind: str, requests: int, warmup: int, tool: str) -> float:
-    """Instructions (thousands) or CPU microseconds per request of one cell."""
+def measure(
+    mode: str, kind: str, requests: int, warmup: int, tool: str, before: Before | None = None
+) -> float:
+    """Instructions (thousands) or CPU microseconds per request of one cell.
+
+    ``before-sqlite`` and ``before-memory`` are an earlier checkout's servers (``before``), as
+    in benchmarks/server.py.
+    """
     port, work = _free_port(), tempfile.mkdtemp(prefix="a2a-instr-")
     url = f"http://127.0.0.1:{port}/"
-    command = [sys.executable, str(HERE / "_servers.py"), mode, "--port", str(port)]
+    command, cwd = server_command(mode, port, before)
     if mode.endswith("sqlite"):
         command += ["--db", f"{work}/tasks.db"]
     out = f"{work}/callgrind.out"
@@ -94,7 +101,9 @@ def measure(mode: str, kind: str, requests: int, warmup: int, tool: str) -> floa
             f"--callgrind-out-file={out}",
             *command,
         ]
-    server = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    server = subprocess.Popen(
+        command, cwd=cwd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL
+    )
     try:
         asyncio.run(_ready(url, time.monotonic() + 120))
         asyncio.run(_run(url, KINDS[kind], warmup))
@@ -128,12 +137,27 @@ def main() -> int:
     parser.add_argument("--requests", type=int, default=300, help="measured requests per cell")
     parser.add_argument("--warmup", type=int, default=100, help="requests before measuring")
     parser.add_argument("--tool", choices=("callgrind", "cpu"), default="callgrind")
+    parser.add_argument(
+        "--before",
+        default=None,
+        metavar="CHECKOUT",
+        help="also measure before-sqlite, before-memory",
+    )
+    parser.add_argument(
+        "--before-python", default=None, help="its interpreter (default CHECKOUT/.venv/bin/python)"
+    )
     args = parser.parse_args()
+    before = None
+    if args.before is not None:
+        checkout = Path(args.before).resolve()
+        before = Before(checkout, args.before_python or str(checkout / ".venv" / "bin" / "python"))
+        if args.modes == ",".join(MODES):
+            args.modes += ",before-sqlite,before-memory"
     unit = "thousand instructions" if args.tool == "callgrind" else "CPU µs"
     print(f"| server | workload | {unit} per request |\n|---|---|---:|")
     for mode in args.modes.split(","):
         for kind in args.kinds.split(","):
-            figure = measure(mode, kind, args.requests, args.warmup, args.tool)
+            figure = measure(mode, kind, args.requests, args.warmup, args.tool, before)
             print(f"| {mode} | {KINDS[kind]} | {figure:,.0f} |", flush=True)
     return 0
 

@@ -207,7 +207,40 @@ def _field(
         repr_when=repr_when,
         missing_when=missing_when,
         child=cardinality if kind == "message" else "",
+        deep_copy=_deep_copy(kind, cardinality, f"self.{py_name}"),
     )
+
+
+_CLASS_KINDS = frozenset({"message", "timestamp"})  # generated classes: their own __deepcopy__
+_JSON_KINDS = frozenset({"struct", "value", "listvalue"})  # plain JSON values: _v.copy_json
+
+
+def _deep_copy(kind: str, cardinality: str, value: str) -> str:
+    """The expression copying ``value`` (a field's attribute) deeply, for ``__deepcopy__``.
+
+    Scalars, enums and bytes are immutable and kept; lists and maps are new containers. Empty
+    containers and absent values skip the comprehension or call (most fields of most messages).
+    """
+    one = ""
+    if kind in _CLASS_KINDS:
+        one = "x.__deepcopy__(memo)"
+    elif kind in _JSON_KINDS:
+        one = "_v.copy_json(x)"
+    if cardinality == "map":
+        return (
+            f"{{k: {one} for k, x in {value}.items()}} if {value} else {{}}"
+            if one
+            else f"dict({value})"
+        )
+    if cardinality == "repeated":
+        return f"[{one} for x in {value}] if {value} else []" if one else f"list({value})"
+    if kind in _CLASS_KINDS:  # singular messages are None when absent
+        return f"None if {value} is None else {value}.__deepcopy__(memo)"
+    if kind == "value":  # UNSET when absent, None is JSON null
+        return f"_v.copy_json({value})"
+    if kind in _JSON_KINDS:
+        return f"None if {value} is None else _v.copy_json({value})"
+    return value
 
 
 def _message(index: _Index, full_name: str, template: str) -> Message:

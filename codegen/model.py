@@ -75,6 +75,7 @@ class Field:
     repr_when: str  # when the repr shows it: truthy, not_none, not_unset, not_zero
     missing_when: str  # REQUIRED and absent when: falsy, zero, none; "" when never
     child: str  # "single", "repeated" or "map" for message fields checked recursively, else ""
+    deep_copy: str  # expression copying ``self.<py_name>`` for ``__deepcopy__``
 
 
 @dataclass(frozen=True)

@@ -15,6 +15,7 @@ The rules kept here (each has a test in ``tests/generated``):
 
 from __future__ import annotations
 
+import copy
 import datetime
 import enum
 import re
@@ -184,6 +185,43 @@ class ProtoEnum(enum.Enum):
 
 _NAMES_TO_NUMBERS: dict[type[ProtoEnum], dict[str, int]] = {}
 _NUMBERS_TO_MEMBERS: dict[type[ProtoEnum], dict[object, Any]] = {}
+
+
+def deepcopy_instance(obj: T, memo: dict[int, Any] | None) -> T:
+    """A deep copy of an instance of a subclass of a generated class, as ``copy.deepcopy`` makes.
+
+    The generated classes copy their own fields (``__deepcopy__``); an instance of a subclass
+    gets a deep copy of every slot of its class and its bases, and of its ``__dict__``.
+    """
+    memo = {} if memo is None else memo
+    cls = type(obj)
+    new = cls.__new__(cls)
+    for klass in cls.__mro__:
+        for name in klass.__dict__.get("__slots__", ()):
+            if name not in ("__dict__", "__weakref__") and hasattr(obj, name):
+                setattr(new, name, copy.deepcopy(getattr(obj, name), memo))
+    if hasattr(obj, "__dict__"):
+        new.__dict__.update(copy.deepcopy(obj.__dict__, memo))
+    return new
+
+
+def copy_json(value: Any) -> Any:
+    """A deep copy of a plain JSON value (a ``Struct``, ``Value`` or ``ListValue`` field).
+
+    Dicts and lists are copied, strings, numbers, booleans, ``None`` and ``UNSET`` kept; any
+    other object goes to ``copy.deepcopy``.
+    """
+    kind = type(value)
+    if kind is dict:
+        return {key: copy_json(item) for key, item in value.items()}
+    if kind is list:
+        return [copy_json(item) for item in value]
+    if kind in _IMMUTABLE or isinstance(value, enum.Enum):
+        return value
+    return copy.deepcopy(value)
+
+
+_IMMUTABLE = frozenset({str, int, float, bool, type(None), bytes})
 
 
 def register_enum(cls: type[E], numbers: dict[str, int]) -> dict[object, E]:

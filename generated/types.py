@@ -145,6 +145,18 @@ class Timestamp:
             return NotImplemented
         return self.seconds == other.seconds and self.nanos == other.nanos
 
+    def __copy__(self) -> Timestamp:
+        if type(self) is not Timestamp:
+            return _v.copy_instance(self)
+        new = Timestamp.__new__(Timestamp)
+        new.seconds, new.nanos = self.seconds, self.nanos
+        return new
+
+    def __deepcopy__(self, memo: dict[int, Any] | None = None) -> Timestamp:
+        if type(self) is not Timestamp:
+            return _v.deepcopy_instance(self, memo)
+        return self.__copy__()
+
     def __lt__(self, other: Timestamp) -> bool:
         return (self.seconds, self.nanos) < (other.seconds, other.nanos)
 
@@ -193,6 +205,12 @@ class Empty:
     def __copy__(self) -> Empty:
         if type(self) is not Empty:
             return _v.copy_instance(self)
+        new = Empty.__new__(Empty)
+        return new
+
+    def __deepcopy__(self, memo: dict[int, Any] | None = None) -> Empty:
+        if type(self) is not Empty:
+            return _v.deepcopy_instance(self, memo)
         new = Empty.__new__(Empty)
         return new
 
@@ -277,6 +295,20 @@ class SendMessageConfiguration:
         new = SendMessageConfiguration.__new__(SendMessageConfiguration)
         new.accepted_output_modes = self.accepted_output_modes
         new.task_push_notification_config = self.task_push_notification_config
+        new.history_length = self.history_length
+        new.return_immediately = self.return_immediately
+        return new
+
+    def __deepcopy__(self, memo: dict[int, Any] | None = None) -> SendMessageConfiguration:
+        if type(self) is not SendMessageConfiguration:
+            return _v.deepcopy_instance(self, memo)
+        new = SendMessageConfiguration.__new__(SendMessageConfiguration)
+        new.accepted_output_modes = list(self.accepted_output_modes)
+        new.task_push_notification_config = (
+            None
+            if self.task_push_notification_config is None
+            else self.task_push_notification_config.__deepcopy__(memo)
+        )
         new.history_length = self.history_length
         new.return_immediately = self.return_immediately
         return new
@@ -441,6 +473,18 @@ class Task:
         new.metadata = self.metadata
         return new
 
+    def __deepcopy__(self, memo: dict[int, Any] | None = None) -> Task:
+        if type(self) is not Task:
+            return _v.deepcopy_instance(self, memo)
+        new = Task.__new__(Task)
+        new.id = self.id
+        new.context_id = self.context_id
+        new.status = None if self.status is None else self.status.__deepcopy__(memo)
+        new.artifacts = [x.__deepcopy__(memo) for x in self.artifacts] if self.artifacts else []
+        new.history = [x.__deepcopy__(memo) for x in self.history] if self.history else []
+        new.metadata = None if self.metadata is None else _v.copy_json(self.metadata)
+        return new
+
     def __repr__(self) -> str:
         return _v.message_repr(
             "Task",
@@ -591,6 +635,15 @@ class TaskStatus:
         new.timestamp = self.timestamp
         return new
 
+    def __deepcopy__(self, memo: dict[int, Any] | None = None) -> TaskStatus:
+        if type(self) is not TaskStatus:
+            return _v.deepcopy_instance(self, memo)
+        new = TaskStatus.__new__(TaskStatus)
+        new.state = self.state
+        new.message = None if self.message is None else self.message.__deepcopy__(memo)
+        new.timestamp = None if self.timestamp is None else self.timestamp.__deepcopy__(memo)
+        return new
+
     def __repr__(self) -> str:
         return _v.message_repr(
             "TaskStatus",
@@ -731,6 +784,19 @@ class Part:
         new.url = self.url
         new.data = self.data
         new.metadata = self.metadata
+        new.filename = self.filename
+        new.media_type = self.media_type
+        return new
+
+    def __deepcopy__(self, memo: dict[int, Any] | None = None) -> Part:
+        if type(self) is not Part:
+            return _v.deepcopy_instance(self, memo)
+        new = Part.__new__(Part)
+        new.text = self.text
+        new.raw = self.raw
+        new.url = self.url
+        new.data = _v.copy_json(self.data)
+        new.metadata = None if self.metadata is None else _v.copy_json(self.metadata)
         new.filename = self.filename
         new.media_type = self.media_type
         return new
@@ -962,6 +1028,20 @@ class Message:
         new.reference_task_ids = self.reference_task_ids
         return new
 
+    def __deepcopy__(self, memo: dict[int, Any] | None = None) -> Message:
+        if type(self) is not Message:
+            return _v.deepcopy_instance(self, memo)
+        new = Message.__new__(Message)
+        new.message_id = self.message_id
+        new.context_id = self.context_id
+        new.task_id = self.task_id
+        new.role = self.role
+        new.parts = [x.__deepcopy__(memo) for x in self.parts] if self.parts else []
+        new.metadata = None if self.metadata is None else _v.copy_json(self.metadata)
+        new.extensions = list(self.extensions)
+        new.reference_task_ids = list(self.reference_task_ids)
+        return new
+
     def __repr__(self) -> str:
         return _v.message_repr(
             "Message",
@@ -1153,6 +1233,18 @@ class Artifact:
         new.extensions = self.extensions
         return new
 
+    def __deepcopy__(self, memo: dict[int, Any] | None = None) -> Artifact:
+        if type(self) is not Artifact:
+            return _v.deepcopy_instance(self, memo)
+        new = Artifact.__new__(Artifact)
+        new.artifact_id = self.artifact_id
+        new.name = self.name
+        new.description = self.description
+        new.parts = [x.__deepcopy__(memo) for x in self.parts] if self.parts else []
+        new.metadata = None if self.metadata is None else _v.copy_json(self.metadata)
+        new.extensions = list(self.extensions)
+        return new
+
     def __repr__(self) -> str:
         return _v.message_repr(
             "Artifact",
@@ -1305,6 +1397,16 @@ class TaskStatusUpdateEvent:
         new.context_id = self.context_id
         new.status = self.status
         new.metadata = self.metadata
+        return new
+
+    def __deepcopy__(self, memo: dict[int, Any] | None = None) -> TaskStatusUpdateEvent:
+        if type(self) is not TaskStatusUpdateEvent:
+            return _v.deepcopy_instance(self, memo)
+        new = TaskStatusUpdateEvent.__new__(TaskStatusUpdateEvent)
+        new.task_id = self.task_id
+        new.context_id = self.context_id
+        new.status = None if self.status is None else self.status.__deepcopy__(memo)
+        new.metadata = None if self.metadata is None else _v.copy_json(self.metadata)
         return new
 
     def __repr__(self) -> str:
@@ -1465,6 +1567,18 @@ class TaskArtifactUpdateEvent:
         new.metadata = self.metadata
         return new
 
+    def __deepcopy__(self, memo: dict[int, Any] | None = None) -> TaskArtifactUpdateEvent:
+        if type(self) is not TaskArtifactUpdateEvent:
+            return _v.deepcopy_instance(self, memo)
+        new = TaskArtifactUpdateEvent.__new__(TaskArtifactUpdateEvent)
+        new.task_id = self.task_id
+        new.context_id = self.context_id
+        new.artifact = None if self.artifact is None else self.artifact.__deepcopy__(memo)
+        new.append = self.append
+        new.last_chunk = self.last_chunk
+        new.metadata = None if self.metadata is None else _v.copy_json(self.metadata)
+        return new
+
     def __repr__(self) -> str:
         return _v.message_repr(
             "TaskArtifactUpdateEvent",
@@ -1613,6 +1727,14 @@ class AuthenticationInfo:
         new.credentials = self.credentials
         return new
 
+    def __deepcopy__(self, memo: dict[int, Any] | None = None) -> AuthenticationInfo:
+        if type(self) is not AuthenticationInfo:
+            return _v.deepcopy_instance(self, memo)
+        new = AuthenticationInfo.__new__(AuthenticationInfo)
+        new.scheme = self.scheme
+        new.credentials = self.credentials
+        return new
+
     def __repr__(self) -> str:
         return _v.message_repr(
             "AuthenticationInfo",
@@ -1721,6 +1843,16 @@ class AgentInterface:
     def __copy__(self) -> AgentInterface:
         if type(self) is not AgentInterface:
             return _v.copy_instance(self)
+        new = AgentInterface.__new__(AgentInterface)
+        new.url = self.url
+        new.protocol_binding = self.protocol_binding
+        new.tenant = self.tenant
+        new.protocol_version = self.protocol_version
+        return new
+
+    def __deepcopy__(self, memo: dict[int, Any] | None = None) -> AgentInterface:
+        if type(self) is not AgentInterface:
+            return _v.deepcopy_instance(self, memo)
         new = AgentInterface.__new__(AgentInterface)
         new.url = self.url
         new.protocol_binding = self.protocol_binding
@@ -1940,6 +2072,40 @@ class AgentCard:
         new.default_output_modes = self.default_output_modes
         new.skills = self.skills
         new.signatures = self.signatures
+        new.icon_url = self.icon_url
+        return new
+
+    def __deepcopy__(self, memo: dict[int, Any] | None = None) -> AgentCard:
+        if type(self) is not AgentCard:
+            return _v.deepcopy_instance(self, memo)
+        new = AgentCard.__new__(AgentCard)
+        new.name = self.name
+        new.description = self.description
+        new.supported_interfaces = (
+            [x.__deepcopy__(memo) for x in self.supported_interfaces]
+            if self.supported_interfaces
+            else []
+        )
+        new.provider = None if self.provider is None else self.provider.__deepcopy__(memo)
+        new.version = self.version
+        new.documentation_url = self.documentation_url
+        new.capabilities = (
+            None if self.capabilities is None else self.capabilities.__deepcopy__(memo)
+        )
+        new.security_schemes = (
+            {k: x.__deepcopy__(memo) for k, x in self.security_schemes.items()}
+            if self.security_schemes
+            else {}
+        )
+        new.security_requirements = (
+            [x.__deepcopy__(memo) for x in self.security_requirements]
+            if self.security_requirements
+            else []
+        )
+        new.default_input_modes = list(self.default_input_modes)
+        new.default_output_modes = list(self.default_output_modes)
+        new.skills = [x.__deepcopy__(memo) for x in self.skills] if self.skills else []
+        new.signatures = [x.__deepcopy__(memo) for x in self.signatures] if self.signatures else []
         new.icon_url = self.icon_url
         return new
 
@@ -2178,6 +2344,14 @@ class AgentProvider:
         new.organization = self.organization
         return new
 
+    def __deepcopy__(self, memo: dict[int, Any] | None = None) -> AgentProvider:
+        if type(self) is not AgentProvider:
+            return _v.deepcopy_instance(self, memo)
+        new = AgentProvider.__new__(AgentProvider)
+        new.url = self.url
+        new.organization = self.organization
+        return new
+
     def __repr__(self) -> str:
         return _v.message_repr(
             "AgentProvider",
@@ -2291,6 +2465,16 @@ class AgentCapabilities:
         new.streaming = self.streaming
         new.push_notifications = self.push_notifications
         new.extensions = self.extensions
+        new.extended_agent_card = self.extended_agent_card
+        return new
+
+    def __deepcopy__(self, memo: dict[int, Any] | None = None) -> AgentCapabilities:
+        if type(self) is not AgentCapabilities:
+            return _v.deepcopy_instance(self, memo)
+        new = AgentCapabilities.__new__(AgentCapabilities)
+        new.streaming = self.streaming
+        new.push_notifications = self.push_notifications
+        new.extensions = [x.__deepcopy__(memo) for x in self.extensions] if self.extensions else []
         new.extended_agent_card = self.extended_agent_card
         return new
 
@@ -2438,6 +2622,16 @@ class AgentExtension:
         new.description = self.description
         new.required = self.required
         new.params = self.params
+        return new
+
+    def __deepcopy__(self, memo: dict[int, Any] | None = None) -> AgentExtension:
+        if type(self) is not AgentExtension:
+            return _v.deepcopy_instance(self, memo)
+        new = AgentExtension.__new__(AgentExtension)
+        new.uri = self.uri
+        new.description = self.description
+        new.required = self.required
+        new.params = None if self.params is None else _v.copy_json(self.params)
         return new
 
     def __repr__(self) -> str:
@@ -2604,6 +2798,24 @@ class AgentSkill:
         new.security_requirements = self.security_requirements
         return new
 
+    def __deepcopy__(self, memo: dict[int, Any] | None = None) -> AgentSkill:
+        if type(self) is not AgentSkill:
+            return _v.deepcopy_instance(self, memo)
+        new = AgentSkill.__new__(AgentSkill)
+        new.id = self.id
+        new.name = self.name
+        new.description = self.description
+        new.tags = list(self.tags)
+        new.examples = list(self.examples)
+        new.input_modes = list(self.input_modes)
+        new.output_modes = list(self.output_modes)
+        new.security_requirements = (
+            [x.__deepcopy__(memo) for x in self.security_requirements]
+            if self.security_requirements
+            else []
+        )
+        return new
+
     def __repr__(self) -> str:
         return _v.message_repr(
             "AgentSkill",
@@ -2765,6 +2977,15 @@ class AgentCardSignature:
         new.header = self.header
         return new
 
+    def __deepcopy__(self, memo: dict[int, Any] | None = None) -> AgentCardSignature:
+        if type(self) is not AgentCardSignature:
+            return _v.deepcopy_instance(self, memo)
+        new = AgentCardSignature.__new__(AgentCardSignature)
+        new.protected = self.protected
+        new.signature = self.signature
+        new.header = None if self.header is None else _v.copy_json(self.header)
+        return new
+
     def __repr__(self) -> str:
         return _v.message_repr(
             "AgentCardSignature",
@@ -2905,6 +3126,20 @@ class TaskPushNotificationConfig:
         new.authentication = self.authentication
         return new
 
+    def __deepcopy__(self, memo: dict[int, Any] | None = None) -> TaskPushNotificationConfig:
+        if type(self) is not TaskPushNotificationConfig:
+            return _v.deepcopy_instance(self, memo)
+        new = TaskPushNotificationConfig.__new__(TaskPushNotificationConfig)
+        new.tenant = self.tenant
+        new.id = self.id
+        new.task_id = self.task_id
+        new.url = self.url
+        new.token = self.token
+        new.authentication = (
+            None if self.authentication is None else self.authentication.__deepcopy__(memo)
+        )
+        return new
+
     def __repr__(self) -> str:
         return _v.message_repr(
             "TaskPushNotificationConfig",
@@ -3041,6 +3276,13 @@ class StringList:
         new.list_ = self.list_
         return new
 
+    def __deepcopy__(self, memo: dict[int, Any] | None = None) -> StringList:
+        if type(self) is not StringList:
+            return _v.deepcopy_instance(self, memo)
+        new = StringList.__new__(StringList)
+        new.list_ = list(self.list_)
+        return new
+
     def __repr__(self) -> str:
         return _v.message_repr(
             "StringList",
@@ -3104,6 +3346,15 @@ class SecurityRequirement:
             return _v.copy_instance(self)
         new = SecurityRequirement.__new__(SecurityRequirement)
         new.schemes = self.schemes
+        return new
+
+    def __deepcopy__(self, memo: dict[int, Any] | None = None) -> SecurityRequirement:
+        if type(self) is not SecurityRequirement:
+            return _v.deepcopy_instance(self, memo)
+        new = SecurityRequirement.__new__(SecurityRequirement)
+        new.schemes = (
+            {k: x.__deepcopy__(memo) for k, x in self.schemes.items()} if self.schemes else {}
+        )
         return new
 
     def __repr__(self) -> str:
@@ -3207,6 +3458,37 @@ class SecurityScheme:
         new.oauth2_security_scheme = self.oauth2_security_scheme
         new.open_id_connect_security_scheme = self.open_id_connect_security_scheme
         new.mtls_security_scheme = self.mtls_security_scheme
+        return new
+
+    def __deepcopy__(self, memo: dict[int, Any] | None = None) -> SecurityScheme:
+        if type(self) is not SecurityScheme:
+            return _v.deepcopy_instance(self, memo)
+        new = SecurityScheme.__new__(SecurityScheme)
+        new.api_key_security_scheme = (
+            None
+            if self.api_key_security_scheme is None
+            else self.api_key_security_scheme.__deepcopy__(memo)
+        )
+        new.http_auth_security_scheme = (
+            None
+            if self.http_auth_security_scheme is None
+            else self.http_auth_security_scheme.__deepcopy__(memo)
+        )
+        new.oauth2_security_scheme = (
+            None
+            if self.oauth2_security_scheme is None
+            else self.oauth2_security_scheme.__deepcopy__(memo)
+        )
+        new.open_id_connect_security_scheme = (
+            None
+            if self.open_id_connect_security_scheme is None
+            else self.open_id_connect_security_scheme.__deepcopy__(memo)
+        )
+        new.mtls_security_scheme = (
+            None
+            if self.mtls_security_scheme is None
+            else self.mtls_security_scheme.__deepcopy__(memo)
+        )
         return new
 
     def __repr__(self) -> str:
@@ -3420,6 +3702,15 @@ class APIKeySecurityScheme:
         new.name = self.name
         return new
 
+    def __deepcopy__(self, memo: dict[int, Any] | None = None) -> APIKeySecurityScheme:
+        if type(self) is not APIKeySecurityScheme:
+            return _v.deepcopy_instance(self, memo)
+        new = APIKeySecurityScheme.__new__(APIKeySecurityScheme)
+        new.description = self.description
+        new.location = self.location
+        new.name = self.name
+        return new
+
     def __repr__(self) -> str:
         return _v.message_repr(
             "APIKeySecurityScheme",
@@ -3529,6 +3820,15 @@ class HTTPAuthSecurityScheme:
     def __copy__(self) -> HTTPAuthSecurityScheme:
         if type(self) is not HTTPAuthSecurityScheme:
             return _v.copy_instance(self)
+        new = HTTPAuthSecurityScheme.__new__(HTTPAuthSecurityScheme)
+        new.description = self.description
+        new.scheme = self.scheme
+        new.bearer_format = self.bearer_format
+        return new
+
+    def __deepcopy__(self, memo: dict[int, Any] | None = None) -> HTTPAuthSecurityScheme:
+        if type(self) is not HTTPAuthSecurityScheme:
+            return _v.deepcopy_instance(self, memo)
         new = HTTPAuthSecurityScheme.__new__(HTTPAuthSecurityScheme)
         new.description = self.description
         new.scheme = self.scheme
@@ -3657,6 +3957,15 @@ class OAuth2SecurityScheme:
         new.oauth2_metadata_url = self.oauth2_metadata_url
         return new
 
+    def __deepcopy__(self, memo: dict[int, Any] | None = None) -> OAuth2SecurityScheme:
+        if type(self) is not OAuth2SecurityScheme:
+            return _v.deepcopy_instance(self, memo)
+        new = OAuth2SecurityScheme.__new__(OAuth2SecurityScheme)
+        new.description = self.description
+        new.flows = None if self.flows is None else self.flows.__deepcopy__(memo)
+        new.oauth2_metadata_url = self.oauth2_metadata_url
+        return new
+
     def __repr__(self) -> str:
         return _v.message_repr(
             "OAuth2SecurityScheme",
@@ -3768,6 +4077,14 @@ class OpenIdConnectSecurityScheme:
         new.open_id_connect_url = self.open_id_connect_url
         return new
 
+    def __deepcopy__(self, memo: dict[int, Any] | None = None) -> OpenIdConnectSecurityScheme:
+        if type(self) is not OpenIdConnectSecurityScheme:
+            return _v.deepcopy_instance(self, memo)
+        new = OpenIdConnectSecurityScheme.__new__(OpenIdConnectSecurityScheme)
+        new.description = self.description
+        new.open_id_connect_url = self.open_id_connect_url
+        return new
+
     def __repr__(self) -> str:
         return _v.message_repr(
             "OpenIdConnectSecurityScheme",
@@ -3852,6 +4169,13 @@ class MutualTlsSecurityScheme:
     def __copy__(self) -> MutualTlsSecurityScheme:
         if type(self) is not MutualTlsSecurityScheme:
             return _v.copy_instance(self)
+        new = MutualTlsSecurityScheme.__new__(MutualTlsSecurityScheme)
+        new.description = self.description
+        return new
+
+    def __deepcopy__(self, memo: dict[int, Any] | None = None) -> MutualTlsSecurityScheme:
+        if type(self) is not MutualTlsSecurityScheme:
+            return _v.deepcopy_instance(self, memo)
         new = MutualTlsSecurityScheme.__new__(MutualTlsSecurityScheme)
         new.description = self.description
         return new
@@ -3961,6 +4285,21 @@ class OAuthFlows:
         new.implicit = self.implicit
         new.password = self.password
         new.device_code = self.device_code
+        return new
+
+    def __deepcopy__(self, memo: dict[int, Any] | None = None) -> OAuthFlows:
+        if type(self) is not OAuthFlows:
+            return _v.deepcopy_instance(self, memo)
+        new = OAuthFlows.__new__(OAuthFlows)
+        new.authorization_code = (
+            None if self.authorization_code is None else self.authorization_code.__deepcopy__(memo)
+        )
+        new.client_credentials = (
+            None if self.client_credentials is None else self.client_credentials.__deepcopy__(memo)
+        )
+        new.implicit = None if self.implicit is None else self.implicit.__deepcopy__(memo)
+        new.password = None if self.password is None else self.password.__deepcopy__(memo)
+        new.device_code = None if self.device_code is None else self.device_code.__deepcopy__(memo)
         return new
 
     def __repr__(self) -> str:
@@ -4172,6 +4511,17 @@ class AuthorizationCodeOAuthFlow:
         new.pkce_required = self.pkce_required
         return new
 
+    def __deepcopy__(self, memo: dict[int, Any] | None = None) -> AuthorizationCodeOAuthFlow:
+        if type(self) is not AuthorizationCodeOAuthFlow:
+            return _v.deepcopy_instance(self, memo)
+        new = AuthorizationCodeOAuthFlow.__new__(AuthorizationCodeOAuthFlow)
+        new.authorization_url = self.authorization_url
+        new.token_url = self.token_url
+        new.refresh_url = self.refresh_url
+        new.scopes = dict(self.scopes)
+        new.pkce_required = self.pkce_required
+        return new
+
     def __repr__(self) -> str:
         return _v.message_repr(
             "AuthorizationCodeOAuthFlow",
@@ -4316,6 +4666,15 @@ class ClientCredentialsOAuthFlow:
         new.scopes = self.scopes
         return new
 
+    def __deepcopy__(self, memo: dict[int, Any] | None = None) -> ClientCredentialsOAuthFlow:
+        if type(self) is not ClientCredentialsOAuthFlow:
+            return _v.deepcopy_instance(self, memo)
+        new = ClientCredentialsOAuthFlow.__new__(ClientCredentialsOAuthFlow)
+        new.token_url = self.token_url
+        new.refresh_url = self.refresh_url
+        new.scopes = dict(self.scopes)
+        return new
+
     def __repr__(self) -> str:
         return _v.message_repr(
             "ClientCredentialsOAuthFlow",
@@ -4435,6 +4794,15 @@ class ImplicitOAuthFlow:
         new.scopes = self.scopes
         return new
 
+    def __deepcopy__(self, memo: dict[int, Any] | None = None) -> ImplicitOAuthFlow:
+        if type(self) is not ImplicitOAuthFlow:
+            return _v.deepcopy_instance(self, memo)
+        new = ImplicitOAuthFlow.__new__(ImplicitOAuthFlow)
+        new.authorization_url = self.authorization_url
+        new.refresh_url = self.refresh_url
+        new.scopes = dict(self.scopes)
+        return new
+
     def __repr__(self) -> str:
         return _v.message_repr(
             "ImplicitOAuthFlow",
@@ -4546,6 +4914,15 @@ class PasswordOAuthFlow:
         new.token_url = self.token_url
         new.refresh_url = self.refresh_url
         new.scopes = self.scopes
+        return new
+
+    def __deepcopy__(self, memo: dict[int, Any] | None = None) -> PasswordOAuthFlow:
+        if type(self) is not PasswordOAuthFlow:
+            return _v.deepcopy_instance(self, memo)
+        new = PasswordOAuthFlow.__new__(PasswordOAuthFlow)
+        new.token_url = self.token_url
+        new.refresh_url = self.refresh_url
+        new.scopes = dict(self.scopes)
         return new
 
     def __repr__(self) -> str:
@@ -4670,6 +5047,16 @@ class DeviceCodeOAuthFlow:
         new.token_url = self.token_url
         new.refresh_url = self.refresh_url
         new.scopes = self.scopes
+        return new
+
+    def __deepcopy__(self, memo: dict[int, Any] | None = None) -> DeviceCodeOAuthFlow:
+        if type(self) is not DeviceCodeOAuthFlow:
+            return _v.deepcopy_instance(self, memo)
+        new = DeviceCodeOAuthFlow.__new__(DeviceCodeOAuthFlow)
+        new.device_authorization_url = self.device_authorization_url
+        new.token_url = self.token_url
+        new.refresh_url = self.refresh_url
+        new.scopes = dict(self.scopes)
         return new
 
     def __repr__(self) -> str:
@@ -4817,6 +5204,18 @@ class SendMessageRequest:
         new.metadata = self.metadata
         return new
 
+    def __deepcopy__(self, memo: dict[int, Any] | None = None) -> SendMessageRequest:
+        if type(self) is not SendMessageRequest:
+            return _v.deepcopy_instance(self, memo)
+        new = SendMessageRequest.__new__(SendMessageRequest)
+        new.tenant = self.tenant
+        new.message = None if self.message is None else self.message.__deepcopy__(memo)
+        new.configuration = (
+            None if self.configuration is None else self.configuration.__deepcopy__(memo)
+        )
+        new.metadata = None if self.metadata is None else _v.copy_json(self.metadata)
+        return new
+
     def __repr__(self) -> str:
         return _v.message_repr(
             "SendMessageRequest",
@@ -4938,6 +5337,15 @@ class GetTaskRequest:
     def __copy__(self) -> GetTaskRequest:
         if type(self) is not GetTaskRequest:
             return _v.copy_instance(self)
+        new = GetTaskRequest.__new__(GetTaskRequest)
+        new.tenant = self.tenant
+        new.id = self.id
+        new.history_length = self.history_length
+        return new
+
+    def __deepcopy__(self, memo: dict[int, Any] | None = None) -> GetTaskRequest:
+        if type(self) is not GetTaskRequest:
+            return _v.deepcopy_instance(self, memo)
         new = GetTaskRequest.__new__(GetTaskRequest)
         new.tenant = self.tenant
         new.id = self.id
@@ -5096,6 +5504,24 @@ class ListTasksRequest:
         new.page_token = self.page_token
         new.history_length = self.history_length
         new.status_timestamp_after = self.status_timestamp_after
+        new.include_artifacts = self.include_artifacts
+        return new
+
+    def __deepcopy__(self, memo: dict[int, Any] | None = None) -> ListTasksRequest:
+        if type(self) is not ListTasksRequest:
+            return _v.deepcopy_instance(self, memo)
+        new = ListTasksRequest.__new__(ListTasksRequest)
+        new.tenant = self.tenant
+        new.context_id = self.context_id
+        new.status = self.status
+        new.page_size = self.page_size
+        new.page_token = self.page_token
+        new.history_length = self.history_length
+        new.status_timestamp_after = (
+            None
+            if self.status_timestamp_after is None
+            else self.status_timestamp_after.__deepcopy__(memo)
+        )
         new.include_artifacts = self.include_artifacts
         return new
 
@@ -5293,6 +5719,16 @@ class ListTasksResponse:
         new.total_size = self.total_size
         return new
 
+    def __deepcopy__(self, memo: dict[int, Any] | None = None) -> ListTasksResponse:
+        if type(self) is not ListTasksResponse:
+            return _v.deepcopy_instance(self, memo)
+        new = ListTasksResponse.__new__(ListTasksResponse)
+        new.tasks = [x.__deepcopy__(memo) for x in self.tasks] if self.tasks else []
+        new.next_page_token = self.next_page_token
+        new.page_size = self.page_size
+        new.total_size = self.total_size
+        return new
+
     def __repr__(self) -> str:
         return _v.message_repr(
             "ListTasksResponse",
@@ -5416,6 +5852,15 @@ class CancelTaskRequest:
         new.metadata = self.metadata
         return new
 
+    def __deepcopy__(self, memo: dict[int, Any] | None = None) -> CancelTaskRequest:
+        if type(self) is not CancelTaskRequest:
+            return _v.deepcopy_instance(self, memo)
+        new = CancelTaskRequest.__new__(CancelTaskRequest)
+        new.tenant = self.tenant
+        new.id = self.id
+        new.metadata = None if self.metadata is None else _v.copy_json(self.metadata)
+        return new
+
     def __repr__(self) -> str:
         return _v.message_repr(
             "CancelTaskRequest",
@@ -5518,6 +5963,17 @@ class GetTaskPushNotificationConfigRequest:
     def __copy__(self) -> GetTaskPushNotificationConfigRequest:
         if type(self) is not GetTaskPushNotificationConfigRequest:
             return _v.copy_instance(self)
+        new = GetTaskPushNotificationConfigRequest.__new__(GetTaskPushNotificationConfigRequest)
+        new.tenant = self.tenant
+        new.task_id = self.task_id
+        new.id = self.id
+        return new
+
+    def __deepcopy__(
+        self, memo: dict[int, Any] | None = None
+    ) -> GetTaskPushNotificationConfigRequest:
+        if type(self) is not GetTaskPushNotificationConfigRequest:
+            return _v.deepcopy_instance(self, memo)
         new = GetTaskPushNotificationConfigRequest.__new__(GetTaskPushNotificationConfigRequest)
         new.tenant = self.tenant
         new.task_id = self.task_id
@@ -5639,6 +6095,19 @@ class DeleteTaskPushNotificationConfigRequest:
         new.id = self.id
         return new
 
+    def __deepcopy__(
+        self, memo: dict[int, Any] | None = None
+    ) -> DeleteTaskPushNotificationConfigRequest:
+        if type(self) is not DeleteTaskPushNotificationConfigRequest:
+            return _v.deepcopy_instance(self, memo)
+        new = DeleteTaskPushNotificationConfigRequest.__new__(
+            DeleteTaskPushNotificationConfigRequest
+        )
+        new.tenant = self.tenant
+        new.task_id = self.task_id
+        new.id = self.id
+        return new
+
     def __repr__(self) -> str:
         return _v.message_repr(
             "DeleteTaskPushNotificationConfigRequest",
@@ -5747,6 +6216,14 @@ class SubscribeToTaskRequest:
         new.id = self.id
         return new
 
+    def __deepcopy__(self, memo: dict[int, Any] | None = None) -> SubscribeToTaskRequest:
+        if type(self) is not SubscribeToTaskRequest:
+            return _v.deepcopy_instance(self, memo)
+        new = SubscribeToTaskRequest.__new__(SubscribeToTaskRequest)
+        new.tenant = self.tenant
+        new.id = self.id
+        return new
+
     def __repr__(self) -> str:
         return _v.message_repr(
             "SubscribeToTaskRequest",
@@ -5850,6 +6327,18 @@ class ListTaskPushNotificationConfigsRequest:
     def __copy__(self) -> ListTaskPushNotificationConfigsRequest:
         if type(self) is not ListTaskPushNotificationConfigsRequest:
             return _v.copy_instance(self)
+        new = ListTaskPushNotificationConfigsRequest.__new__(ListTaskPushNotificationConfigsRequest)
+        new.tenant = self.tenant
+        new.task_id = self.task_id
+        new.page_size = self.page_size
+        new.page_token = self.page_token
+        return new
+
+    def __deepcopy__(
+        self, memo: dict[int, Any] | None = None
+    ) -> ListTaskPushNotificationConfigsRequest:
+        if type(self) is not ListTaskPushNotificationConfigsRequest:
+            return _v.deepcopy_instance(self, memo)
         new = ListTaskPushNotificationConfigsRequest.__new__(ListTaskPushNotificationConfigsRequest)
         new.tenant = self.tenant
         new.task_id = self.task_id
@@ -5971,6 +6460,13 @@ class GetExtendedAgentCardRequest:
         new.tenant = self.tenant
         return new
 
+    def __deepcopy__(self, memo: dict[int, Any] | None = None) -> GetExtendedAgentCardRequest:
+        if type(self) is not GetExtendedAgentCardRequest:
+            return _v.deepcopy_instance(self, memo)
+        new = GetExtendedAgentCardRequest.__new__(GetExtendedAgentCardRequest)
+        new.tenant = self.tenant
+        return new
+
     def __repr__(self) -> str:
         return _v.message_repr(
             "GetExtendedAgentCardRequest",
@@ -6047,6 +6543,14 @@ class SendMessageResponse:
         new = SendMessageResponse.__new__(SendMessageResponse)
         new.task = self.task
         new.message = self.message
+        return new
+
+    def __deepcopy__(self, memo: dict[int, Any] | None = None) -> SendMessageResponse:
+        if type(self) is not SendMessageResponse:
+            return _v.deepcopy_instance(self, memo)
+        new = SendMessageResponse.__new__(SendMessageResponse)
+        new.task = None if self.task is None else self.task.__deepcopy__(memo)
+        new.message = None if self.message is None else self.message.__deepcopy__(memo)
         return new
 
     def __repr__(self) -> str:
@@ -6181,6 +6685,20 @@ class StreamResponse:
         new.message = self.message
         new.status_update = self.status_update
         new.artifact_update = self.artifact_update
+        return new
+
+    def __deepcopy__(self, memo: dict[int, Any] | None = None) -> StreamResponse:
+        if type(self) is not StreamResponse:
+            return _v.deepcopy_instance(self, memo)
+        new = StreamResponse.__new__(StreamResponse)
+        new.task = None if self.task is None else self.task.__deepcopy__(memo)
+        new.message = None if self.message is None else self.message.__deepcopy__(memo)
+        new.status_update = (
+            None if self.status_update is None else self.status_update.__deepcopy__(memo)
+        )
+        new.artifact_update = (
+            None if self.artifact_update is None else self.artifact_update.__deepcopy__(memo)
+        )
         return new
 
     def __repr__(self) -> str:
@@ -6337,6 +6855,18 @@ class ListTaskPushNotificationConfigsResponse:
             ListTaskPushNotificationConfigsResponse
         )
         new.configs = self.configs
+        new.next_page_token = self.next_page_token
+        return new
+
+    def __deepcopy__(
+        self, memo: dict[int, Any] | None = None
+    ) -> ListTaskPushNotificationConfigsResponse:
+        if type(self) is not ListTaskPushNotificationConfigsResponse:
+            return _v.deepcopy_instance(self, memo)
+        new = ListTaskPushNotificationConfigsResponse.__new__(
+            ListTaskPushNotificationConfigsResponse
+        )
+        new.configs = [x.__deepcopy__(memo) for x in self.configs] if self.configs else []
         new.next_page_token = self.next_page_token
         return new
 

@@ -203,6 +203,35 @@ async def test_create_with_a_settling_turn_hands_over_the_fold(store: EventLogSt
         await store.append("t1", [chunk("a", "late")])
 
 
+async def test_the_fold_handed_over_shares_nothing_with_the_callers_objects(
+    store: EventLogStore,
+) -> None:
+    """The memory and SQLite stores fold a new task from copies they keep (its shadow) rather
+    than from its JSON: objects the caller changes after a write must not reach the fold."""
+    task = make_task("t1", S.SUBMITTED)
+    first = chunk("a", "x", append=False)
+    first.metadata = {"k": ["v"]}
+    await store.create(task, events=[first])
+    task.history[0].parts[0].text = "changed after create"
+    task.status = TaskStatus(state=S.FAILED)
+    assert first.artifact is not None
+    first.artifact.parts[0].text = "changed after the first turn"
+    first.metadata["k"].append("w")
+    last = status(S.WORKING, "go")
+    await store.append("t1", [last])
+    assert last.status is not None and last.status.message is not None
+    last.status.message.parts[0].text = "changed after the append"
+    done = await store.append("t1", [chunk("a", "y"), status(S.COMPLETED)])
+    log = await whole_log(store, "t1")
+    expected = sequential(log)
+    assert expected.history[0].parts[0].text == "hello"
+    assert expected.artifacts[0].parts[0].text == "x"
+    if done.task is not None:
+        assert done.task == expected
+        done.task.artifacts[0].parts.append(Part(text="not stored"))
+    assert await store.get("t1") == expected
+
+
 async def test_create_with_an_illegal_turn_stores_nothing(store: EventLogStore) -> None:
     task = make_task("t1", S.SUBMITTED)
     with pytest.raises(InvalidTransitionError):

@@ -36,9 +36,12 @@ from a2a_wire.types import (
 )
 
 __all__ = [
+    "Applied",
     "Prepared",
+    "Shadow",
     "Waiters",
     "fold",
+    "fold_objects",
     "prepare",
     "remember",
     "restart_event",
@@ -52,6 +55,10 @@ _EPOCH = Timestamp()
 H = TypeVar("H")
 
 
+Applied = Task | TaskStatusUpdateEvent | TaskArtifactUpdateEvent | Message
+"""What a logged event holds: the member of its StreamResponse that is set."""
+
+
 @dataclass(frozen=True, slots=True)
 class Prepared:
     """A checked batch, ready to be numbered and written.
@@ -59,10 +66,45 @@ class Prepared:
     Attributes:
         frames: Each event's kind and StreamResponse JSON.
         status: The last new status, or ``None`` when the batch changes none.
+        objects: Each event as logged, as an object; it shares parts with the caller's events,
+            so a store copies it (:meth:`Shadow.take`) before keeping it.
     """
 
     frames: builtins.list[tuple[EventKind, bytes]]
     status: TaskStatus | None
+    objects: builtins.list[Applied]
+
+
+@dataclass(slots=True)
+class Shadow:
+    """A store's own decoded copy of a task's snapshot and of the events logged after it.
+
+    With it, the fold that settles a task (``fold(decode(snapshot), decoded events)``) needs no
+    decoding: :func:`fold_objects` applies the copies to the copy. A store keeps one from a
+    task's creation until its first fold, which consumes it (the folded task goes to the caller,
+    who owns it), and only while the snapshot is small. Everything in it is the store's alone:
+    deep copies made before the caller could change the originals.
+
+    Attributes:
+        task: Equal to the decoded snapshot.
+        events: The events after the snapshot, in order.
+    """
+
+    task: Task
+    events: builtins.list[Applied]
+
+    @classmethod
+    def of(cls, task: Task) -> Shadow:
+        """A shadow of a task just stored (``task`` is the caller's: it is copied)."""
+        return cls(task.__deepcopy__(None), [])
+
+    def take(self, prepared: Prepared) -> None:
+        """Add copies of a batch's events (call before the first ``await`` of the write)."""
+        self.events.extend(event.__deepcopy__(None) for event in prepared.objects)
+
+    def fold(self, history_limit: int | None) -> Task:
+        """The task with the events applied (this shadow is used up)."""
+        return fold_objects(self.task, self.events, history_limit)
 
 
 def prepare(
@@ -83,6 +125,7 @@ def prepare(
     """
     shell = Task(id=task_id, context_id=context_id, status=TaskStatus(state=state))
     frames: builtins.list[tuple[EventKind, bytes]] = []
+    objects: builtins.list[Applied] = []
     status: TaskStatus | None = None
     for event in events:
         if not isinstance(event, TaskStatusUpdateEvent | TaskArtifactUpdateEvent | Message):
@@ -94,6 +137,7 @@ def prepare(
                 task_id=task_id, context_id=context_id, status=status, metadata=event.metadata
             )
             frames.append((EventKind.STATUS, codec.dumps({"statusUpdate": wire.to_dict()})))
+            objects.append(wire)
         elif isinstance(event, TaskArtifactUpdateEvent):
             chunk = TaskArtifactUpdateEvent(
                 task_id=task_id,
@@ -104,12 +148,13 @@ def prepare(
                 metadata=event.metadata,
             )
             frames.append((EventKind.ARTIFACT, codec.dumps({"artifactUpdate": chunk.to_dict()})))
+            objects.append(chunk)
         else:
-            frames.append(
-                (EventKind.MESSAGE, codec.dumps({"message": shell.history[-1].to_dict()}))
-            )
+            message = shell.history[-1]
+            frames.append((EventKind.MESSAGE, codec.dumps({"message": message.to_dict()})))
+            objects.append(message)
         shell.history, shell.artifacts = [], []
-    return Prepared(frames, status)
+    return Prepared(frames, status, objects)
 
 
 def task_frame(body: bytes) -> bytes:
@@ -153,20 +198,28 @@ def fold(task: Task, events: Iterable[LogEvent], history_limit: int | None) -> T
         events: Logged events, in order. A ``task`` event starts over from that task.
         history_limit: Most messages kept (:func:`~a2a_wire.server._history.trim`).
     """
+    return fold_objects(task, (_member(event) for event in events), history_limit)
+
+
+def _member(event: LogEvent) -> Applied | None:
+    frame = codec.decode(StreamResponse, event.body)
+    for member in (frame.task, frame.artifact_update, frame.status_update, frame.message):
+        if member is not None:
+            return member
+    return None  # a kind this version does not know: skipped, as before
+
+
+def fold_objects(task: Task, events: Iterable[Applied | None], history_limit: int | None) -> Task:
+    """:func:`fold` of events decoded already (the caller's to change; ``None`` is skipped)."""
     chunks: dict[str, builtins.list[TaskArtifactUpdateEvent]] = {}
     rest: builtins.list[TaskStatusUpdateEvent | Message] = []
     for event in events:
-        frame = codec.decode(StreamResponse, event.body)
-        if frame.task is not None:
-            task, chunks, rest = frame.task, {}, []
-        elif frame.artifact_update is not None and frame.artifact_update.artifact is not None:
-            chunks.setdefault(frame.artifact_update.artifact.artifact_id, []).append(
-                frame.artifact_update
-            )
-        elif frame.status_update is not None:
-            rest.append(frame.status_update)
-        elif frame.message is not None:
-            rest.append(frame.message)
+        if isinstance(event, Task):
+            task, chunks, rest = event, {}, []
+        elif isinstance(event, TaskArtifactUpdateEvent) and event.artifact is not None:
+            chunks.setdefault(event.artifact.artifact_id, []).append(event)
+        elif isinstance(event, TaskStatusUpdateEvent | Message):
+            rest.append(event)
     for group in chunks.values():
         _fold_artifact(task, group)
     for item in rest:

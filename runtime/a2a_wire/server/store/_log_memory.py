@@ -57,6 +57,7 @@ from a2a_wire.server.store._log import (
 )
 from a2a_wire.server.store._log_fold import (
     Prepared,
+    Shadow,
     Waiters,
     fold,
     prepare,
@@ -76,6 +77,9 @@ log = logging.getLogger("a2a_wire.server.store")
 DEFAULT_MAX_TASKS = 10_000
 """Most tasks an :class:`InMemoryTaskStore` holds unless told otherwise (module docstring)."""
 
+SHADOW_BYTES = 8 * 1024
+"""Largest snapshot (JSON bytes) of a new task that gets a :class:`~._log_fold.Shadow`."""
+
 
 @dataclass(slots=True)
 class _Entry:
@@ -89,6 +93,7 @@ class _Entry:
     first_seq: int
     events: list[LogEvent]
     tail_bytes: int = 0
+    shadow: Shadow | None = None  # until the first fold (see Shadow)
 
     @property
     def head(self) -> int:
@@ -202,6 +207,8 @@ class InMemoryTaskStore(InMemoryPushStore, EventLogStore):
         entry = _Entry(
             owner, stored.context_id, state, status_key(stored), self._clock(), base, 1, 1, [first]
         )
+        if len(base) <= SHADOW_BYTES:
+            entry.shadow = Shadow.of(stored)
         self._entries[task.id] = entry
         self._rest(task.id, state)
         self._put_configs(push_configs)
@@ -231,6 +238,8 @@ class InMemoryTaskStore(InMemoryPushStore, EventLogStore):
         return self._commit(task_id, entry, prepared, push)
 
     def _commit(self, task_id: str, entry: _Entry, prepared: Prepared, push: bool) -> Appended:
+        if entry.shadow is not None:
+            entry.shadow.take(prepared)
         logged: builtins.list[LogEvent] = []
         outbox = 0
         for kind, body in prepared.frames:
@@ -247,7 +256,9 @@ class InMemoryTaskStore(InMemoryPushStore, EventLogStore):
             self._rest(task_id, entry.state)
         folded = None
         if should_fold(entry.tail_bytes, len(entry.base), entry.state):
-            folded = self._fold(entry)  # fresh objects: the store keeps only their JSON
+            shadow, entry.shadow = entry.shadow, None  # used up: the caller gets the fold
+            # fresh objects either way: the store keeps only their JSON
+            folded = self._fold(entry) if shadow is None else shadow.fold(self._history_limit)
             entry.base = codec.encode(folded)
             entry.base_seq, entry.tail_bytes = entry.head, 0
         self._waiters.wake(task_id)
@@ -359,6 +370,7 @@ class InMemoryTaskStore(InMemoryPushStore, EventLogStore):
             return 0
         through = min(through_seq, entry.head)
         if entry.base_seq < through:
+            entry.shadow = None
             entry.base = codec.encode(self._fold(entry))
             entry.base_seq, entry.tail_bytes = entry.head, 0
         count = max(0, min(batch, through - entry.first_seq + 1))

@@ -66,6 +66,7 @@ from a2a_wire.server.store._log import (
 )
 from a2a_wire.server.store._log_fold import (
     Prepared,
+    Shadow,
     Waiters,
     prepare,
     remember,
@@ -208,6 +209,8 @@ class SQLiteTaskStore(SQLitePushStore, EventLogStore):
         first = LogEvent(1, EventKind.TASK, task_frame(body))
         row = (task.id, owner, stored.context_id, state_key(state), *status_key(stored))
         head = Head(owner, stored.context_id, state, 1, 1, 1, len(body), 0, _cached(body), [])
+        if head.body is not None:
+            head.shadow = Shadow.of(stored)
         batch = None
         if prepared is not None:
             pushing = push and (bool(push_configs) or task.id in self._push_tasks)

@@ -22,7 +22,7 @@ from typing import Any
 from a2a_wire import codec
 from a2a_wire.server.store._base import TaskQuery
 from a2a_wire.server.store._log import EventKind, EventRange, LogEvent
-from a2a_wire.server.store._log_fold import fold
+from a2a_wire.server.store._log_fold import Shadow, fold
 from a2a_wire.server.store._log_sql import (
     BOUNDS,
     EVENTS,
@@ -75,6 +75,8 @@ class Head:
             a task at rest right after its write needs no query.
         tail: The events reserved after the snapshot, while ``body`` is known, so that a fold
             (:func:`fold_known`) needs no read either.
+        shadow: The snapshot and tail decoded (:class:`~._log_fold.Shadow`), from the task's
+            creation until the first fold takes it, so that the fold needs no decoding either.
     """
 
     owner: str
@@ -87,13 +89,14 @@ class Head:
     tail_bytes: int
     body: bytes | None = None
     tail: list[LogEvent] | None = None
+    shadow: Shadow | None = None
 
     def reserve(self, logged: list[LogEvent], limit: int) -> Known | None:
         """Add reserved events to the tail; forget both past ``limit`` bytes; what is known."""
         tail = [*self.tail, *logged] if self.tail is not None else []  # new list, see Known
         size = sum(len(e.body) for e in tail) + len(self.body or b"")
         if self.body is None or self.tail is None or size > limit:
-            self.body = self.tail = None
+            self.body = self.tail = self.shadow = None
             return None
         self.tail = tail
         return self.snap_seq, self.body, tail
@@ -174,13 +177,23 @@ def fold_task(
 
 
 def fold_known(
-    db: sqlite3.Connection, task_id: str, known: Known, limit: int | None
+    db: sqlite3.Connection,
+    task_id: str,
+    known: Known,
+    limit: int | None,
+    shadow: Shadow | None = None,
 ) -> Folded | None:
-    """:func:`fold_task` from a snapshot and tail known already: one UPDATE, no read."""
+    """:func:`fold_task` from a snapshot and tail known already: one UPDATE, no read.
+
+    With the ``shadow`` of that snapshot and tail, nothing is decoded either (it is used up).
+    """
     snap_seq, snapshot, tail = known
     if not tail:
         return None
-    task = fold(codec.decode(Task, snapshot), tail, limit)
+    if shadow is not None:
+        task = shadow.fold(limit)
+    else:
+        task = fold(codec.decode(Task, snapshot), tail, limit)
     body = codec.encode(task)
     if not _all(db, FOLD, (tail[-1].seq, body, task_id, snap_seq)):
         return None

@@ -22,7 +22,7 @@ from typing import Any
 
 from a2a_wire.server.store._base import state_key
 from a2a_wire.server.store._log import EventKind, LogEvent
-from a2a_wire.server.store._log_fold import Prepared, should_fold, status_instant
+from a2a_wire.server.store._log_fold import Prepared, Shadow, should_fold, status_instant
 from a2a_wire.server.store._log_sql import INSERT_EVENT, UPDATE_STATUS
 from a2a_wire.server.store._log_sqlite_rows import Folded, Head, Known, fold_known, fold_task
 from a2a_wire.server.store._push_sqlite import enqueue, put_configs, transaction
@@ -41,14 +41,15 @@ class Batch:
         logged: The events with their numbers.
         status: The values of ``UPDATE_STATUS`` when the batch changes the status.
         pushing: Put each streamed event in the outbox.
-        fold: Owner, history limit and what the head knows, to fold in the same transaction
-            (:func:`~._log_sqlite_rows.fold_known`); ``None``: no fold.
+        fold: Owner, history limit, what the head knows and its shadow (taken from the head),
+            to fold in the same transaction (:func:`~._log_sqlite_rows.fold_known`); ``None``:
+            no fold.
     """
 
     logged: list[LogEvent]
     status: tuple[Any, ...] | None
     pushing: bool
-    fold: tuple[str, int | None, Known | None] | None
+    fold: tuple[str, int | None, Known | None, Shadow | None] | None
 
 
 def reserve(
@@ -80,10 +81,13 @@ def reserve(
     if status is not None:
         columns = (state_key(status.state), *status_instant(status), changed, task_id)
     known = head.reserve(logged, cache_bytes)
+    if head.shadow is not None:
+        head.shadow.take(prepared)
     tail = head.tail_bytes + sum(len(event.body) for event in logged)
     fold = None
     if should_fold(tail, head.snap_bytes, head.state):
-        fold = (head.owner, history_limit, known)
+        shadow, head.shadow = head.shadow, None  # the fold uses it up
+        fold = (head.owner, history_limit, known, shadow)
     return Batch(logged, columns, pushing, fold)
 
 
@@ -101,6 +105,7 @@ def settle(head: Head, batch: Batch, folded: Folded | None, cache_bytes: int) ->
 def absorb(head: Head, folded: Folded, cache_bytes: int) -> None:
     """Record in ``head`` the snapshot a fold wrote (keeping its JSON if small and whole)."""
     head.snap_seq, head.snap_bytes = folded.seq, len(folded.body)
+    head.shadow = None  # it shadowed the snapshot replaced now
     head.tail_bytes = max(0, head.tail_bytes - folded.absorbed)
     whole = head.seq == head.committed == folded.seq  # no append in flight or after
     head.body = folded.body if whole and len(folded.body) <= cache_bytes else None
@@ -141,11 +146,16 @@ def write_events(db: sqlite3.Connection, task_id: str, batch: Batch) -> tuple[in
 
 
 def _try_fold(
-    db: sqlite3.Connection, task_id: str, owner: str, limit: int | None, known: Known | None
+    db: sqlite3.Connection,
+    task_id: str,
+    owner: str,
+    limit: int | None,
+    known: Known | None,
+    shadow: Shadow | None,
 ) -> Folded | None:
     try:
         if known is not None:
-            return fold_known(db, task_id, known, limit)
+            return fold_known(db, task_id, known, limit, shadow)
         return fold_task(db, task_id, owner, limit)
     except Exception:  # the events are written: a later read or fold redoes this one
         log.exception("folding task %s failed", task_id)
