@@ -66,6 +66,7 @@ __all__ = [
     "FOLD",
     "HEAD",
     "INSERT_EVENT",
+    "INSERT_NEW_EVENT",
     "LAST_SEQ",
     "LIST",
     "LOG_SCHEMA_VERSION",
@@ -152,9 +153,12 @@ _LAST = (
 
 INSERT_EVENT = (
     "INSERT INTO task_events (task_id, seq, kind, body) SELECT ?1, ?2, ?3, ?4"
-    f" WHERE ?2 - 1 = {_LAST} AND EXISTS (SELECT 1 FROM tasks WHERE id = ?1) RETURNING seq"
+    f" WHERE ?2 - 1 = {_LAST} AND EXISTS (SELECT 1 FROM tasks WHERE id = ?1)"
 )
-"""Log event ``?2`` of task ``?1`` if it is the next number and the task exists."""
+"""Log event ``?2`` of task ``?1`` if it is the next number and the task exists (else no row)."""
+
+INSERT_NEW_EVENT = "INSERT INTO task_events (task_id, seq, kind, body) VALUES (?, ?, ?, ?)"
+"""Log an event of a task created in the same transaction (its numbers are known to be free)."""
 
 LAST_SEQ = f"SELECT {_LAST}"
 """The task's last event number; NULL when there is no such task."""
@@ -179,8 +183,8 @@ READ = (
 )
 """One statement: the snapshot row (kind 0) of ``?2``'s task ``?1``, then its tail."""
 
-FOLD = "UPDATE task_snapshots SET seq = ?, body = ? WHERE task_id = ? AND seq = ? RETURNING seq"
-"""Replace the snapshot if it is still the one the fold read."""
+FOLD = "UPDATE task_snapshots SET seq = ?, body = ? WHERE task_id = ? AND seq = ?"
+"""Replace the snapshot if it is still the one the fold read (else no row changes)."""
 
 EVENTS = (
     "SELECT e.seq, e.kind, e.body FROM tasks t JOIN task_events e ON e.task_id = t.id"

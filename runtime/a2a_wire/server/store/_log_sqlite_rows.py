@@ -171,7 +171,7 @@ def fold_task(
     if read is None or read.seq == read.base_seq:
         return None
     body = codec.encode(read.task)
-    if not _all(db, FOLD, (read.seq, body, task_id, read.base_seq)):
+    if not db.execute(FOLD, (read.seq, body, task_id, read.base_seq)).rowcount:
         return None
     return Folded(read.seq, body, read.tail_bytes, read.task)
 
@@ -195,7 +195,7 @@ def fold_known(
     else:
         task = fold(codec.decode(Task, snapshot), tail, limit)
     body = codec.encode(task)
-    if not _all(db, FOLD, (tail[-1].seq, body, task_id, snap_seq)):
+    if not db.execute(FOLD, (tail[-1].seq, body, task_id, snap_seq)).rowcount:
         return None
     return Folded(tail[-1].seq, body, sum(len(event.body) for event in tail), task)
 

@@ -23,7 +23,7 @@ from typing import Any
 from a2a_wire.server.store._base import state_key
 from a2a_wire.server.store._log import EventKind, LogEvent
 from a2a_wire.server.store._log_fold import Prepared, Shadow, should_fold, status_instant
-from a2a_wire.server.store._log_sql import INSERT_EVENT, UPDATE_STATUS
+from a2a_wire.server.store._log_sql import INSERT_EVENT, INSERT_NEW_EVENT, UPDATE_STATUS
 from a2a_wire.server.store._log_sqlite_rows import Folded, Head, Known, fold_known, fold_task
 from a2a_wire.server.store._push_sqlite import enqueue, put_configs, transaction
 from a2a_wire.types import Task, TaskPushNotificationConfig
@@ -112,10 +112,16 @@ def absorb(head: Head, folded: Folded, cache_bytes: int) -> None:
     head.tail = [] if head.body is not None else None
 
 
-def _write_rows(db: sqlite3.Connection, task_id: str, batch: Batch) -> tuple[int, Folded | None]:
-    for event in batch.logged:
+def _write_rows(
+    db: sqlite3.Connection, task_id: str, batch: Batch, *, new: bool = False
+) -> tuple[int, Folded | None]:
+    """The batch's rows; ``new``: the task was inserted in this transaction (nothing to check)."""
+    if new:
+        rows = [(task_id, event.seq, int(event.kind), event.body) for event in batch.logged]
+        db.executemany(INSERT_NEW_EVENT, rows)
+    for event in () if new else batch.logged:
         params = (task_id, event.seq, int(event.kind), event.body)
-        if not db.execute(INSERT_EVENT, params).fetchall():
+        if not db.execute(INSERT_EVENT, params).rowcount:
             raise sqlite3.IntegrityError(f"event {event.seq} does not follow the log")
     if batch.status is not None:
         db.execute(UPDATE_STATUS, batch.status)
@@ -172,14 +178,13 @@ def insert_task(
     """
     sql = (
         "INSERT INTO tasks SELECT ?1, ?2, ?3, ?4, ?5, ?6, ?7, 1"
-        " WHERE NOT EXISTS (SELECT 1 FROM deleted_tasks WHERE task_id = ?1) RETURNING id"
+        " WHERE NOT EXISTS (SELECT 1 FROM deleted_tasks WHERE task_id = ?1)"
     )
-    if not db.execute(sql, row).fetchall():
+    if not db.execute(sql, row).rowcount:
         raise sqlite3.IntegrityError("the id of a deleted task")
     sql = "INSERT INTO task_snapshots (task_id, seq, body) VALUES (?, 1, ?)"
     db.execute(sql, (row[0], snapshot))
-    sql = "INSERT INTO task_events (task_id, seq, kind, body) VALUES (?, 1, ?, ?)"
-    db.execute(sql, (row[0], int(EventKind.TASK), first))
+    db.execute(INSERT_NEW_EVENT, (row[0], 1, int(EventKind.TASK), first))
 
 
 def create_rows(
@@ -208,7 +213,7 @@ def create_rows(
         outbox = enqueue(db, row[0], first) if push else 0
         if batch is None:
             return outbox, None
-        more, folded = _write_rows(db, row[0], batch)
+        more, folded = _write_rows(db, row[0], batch, new=True)
         return outbox + more, folded
 
     return transaction(db, steps)
