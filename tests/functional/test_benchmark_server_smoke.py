@@ -76,3 +76,29 @@ def test_memory_run_creates_every_task_and_reports_rss_and_disk() -> None:
     assert steps[-1][0] == "2,000"
     assert all(float(rss) > 1 for _, rss, _ in steps)
     assert re.search(r"^on disk: [\d.]+ MB, [\d,]+ bytes per task$", out, re.M)
+
+
+@pytest.mark.timeout(45)
+def test_before_runs_an_earlier_checkouts_servers_beside_ours() -> None:
+    """``--before CHECKOUT``: here the project's own checkout stands in for the earlier one."""
+    cmd = [sys.executable, str(SERVER), "--quick", "--no-codec", "--duration", "0.3"]
+    cmd += ["--warmup", "0.1", "--servers", "ours-memory,before-memory,sdk,ceiling"]
+    cmd += ["--before", str(ROOT), "--before-python", sys.executable]
+    done = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True, timeout=40)
+    assert done.returncode == 0, f"benchmark failed:\n{done.stdout}\n{done.stderr}"
+    out = done.stdout
+    assert re.search(r"^\| before-memory \| SendMessage \| 16 \| [\d,]+ \|", out, re.M)
+    assert f"against the earlier checkout {ROOT}" in out
+    rows = re.findall(
+        r"^\| \w+ \| memory/ceiling \| [\d.]+x \| [\d.]+x \| [\d.]+x \| (yes|NO) \|$", out, re.M
+    )
+    assert len(rows) == 2  # SendMessage and SendStreamingMessage
+
+
+def test_before_needs_a_checkout_with_the_benchmark_servers(tmp_path: Path) -> None:
+    cmd = [sys.executable, str(SERVER), "--quick", "--before", str(tmp_path)]
+    done = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True, timeout=40)
+    assert done.returncode == 2 and "no benchmarks/_servers.py there" in done.stderr
+    cmd = [sys.executable, str(SERVER), "--quick", "--servers", "before-sqlite"]
+    done = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True, timeout=40)
+    assert done.returncode == 2 and "need --before CHECKOUT" in done.stderr

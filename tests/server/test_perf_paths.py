@@ -10,6 +10,8 @@
   (``Appended.task``), without reading the store again, and that answer is what GetTask reads.
 * The SQLite store folds a small task from the snapshot and tail its head keeps (no read), to
   what the file's own fold gives.
+* A new task's stream (SendStreamingMessage) sends what the hub offers it and reads nothing
+  from the store's log.
 """
 
 from __future__ import annotations
@@ -22,7 +24,7 @@ from typing import Any
 
 import aiosqlite
 import pytest
-from server_support import ScriptedAgent, make_card, result, send_params
+from server_support import ScriptedAgent, kinds, make_card, result, send_params, stream
 
 from a2a_wire._protocol.ids import new_uuid
 from a2a_wire.server import create_app
@@ -186,3 +188,25 @@ async def test_a_head_forgets_a_tail_too_large_to_keep(store: SQLiteTaskStore) -
     assert done.task is not None  # folded by reading the file instead
     assert done.task == await store.get("t1")
     assert len(done.task.artifacts[0].parts[0].text or "") == BODY_CACHE_BYTES
+
+
+@pytest.mark.parametrize("kind", ["memory", "sqlite"])
+async def test_a_new_tasks_stream_reads_nothing_from_the_log(
+    kind: str, tmp_path: Path, aiohttp_client: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    store: EventLogStore = (
+        InMemoryTaskStore() if kind == "memory" else SQLiteTaskStore(tmp_path / "t.db")
+    )
+    client = await aiohttp_client(create_app(make_card(), ScriptedAgent(), store=store))
+    reads: list[tuple[str, int]] = []
+    real_read = type(store).read_events
+
+    async def counted(self: EventLogStore, task_id: str, after_seq: int, **kw: Any) -> Any:
+        reads.append((task_id, after_seq))
+        return await real_read(self, task_id, after_seq, **kw)
+
+    monkeypatch.setattr(type(store), "read_events", counted)
+    for text in ("work", "input", "task"):
+        events = await stream(client, "SendStreamingMessage", send_params(text))
+        assert kinds(events)[0] == "task" and "error" not in kinds(events)
+    assert reads == []  # every event came with the hub's offer

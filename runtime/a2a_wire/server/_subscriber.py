@@ -160,7 +160,9 @@ class Subscriber:
         self._cache: collections.deque[LogEvent] = collections.deque()
         self._pending: collections.deque[Item] = collections.deque()
         self._finished: Item | None = None
-        self._stale = True  # the store may hold events the cache lacks: read it next
+        # The store may hold events the cache lacks: read it next. Not for a new task's stream:
+        # it is there before the task, so offers bring every event from the first on.
+        self._stale = exists
         self._stopped = False
         self._waiter: asyncio.Future[bool] | None = None
         self.closed = False
