@@ -90,9 +90,11 @@ def test_before_runs_an_earlier_checkouts_servers_beside_ours() -> None:
     assert re.search(r"^\| before-memory \| SendMessage \| 16 \| [\d,]+ \|", out, re.M)
     assert f"against the earlier checkout {ROOT}" in out
     rows = re.findall(
-        r"^\| \w+ \| memory/ceiling \| [\d.]+x \| [\d.]+x \| [\d.]+x \| (yes|NO) \|$", out, re.M
+        r"^\| \w+ \| memory/(SDK|ceiling) \| [\d.]+x \| [\d.]+x \| [\d.]+x \| (yes|NO) \|$",
+        out,
+        re.M,
     )
-    assert len(rows) == 2  # SendMessage and SendStreamingMessage
+    assert len(rows) == 4  # SendMessage and SendStreamingMessage, each to the SDK and the ceiling
 
 
 def test_before_needs_a_checkout_with_the_benchmark_servers(tmp_path: Path) -> None:
