@@ -12,6 +12,8 @@
   what the file's own fold gives.
 * A new task's stream (SendStreamingMessage) sends what the hub offers it and reads nothing
   from the store's log.
+* The SQLite connection keeps temporary data in memory and checkpoints its WAL less often than
+  SQLite's default.
 """
 
 from __future__ import annotations
@@ -210,3 +212,19 @@ async def test_a_new_tasks_stream_reads_nothing_from_the_log(
         events = await stream(client, "SendStreamingMessage", send_params(text))
         assert kinds(events)[0] == "task" and "error" not in kinds(events)
     assert reads == []  # every event came with the hub's offer
+
+
+async def test_the_sqlite_connection_keeps_temporary_data_in_memory_and_checkpoints_less(
+    store: SQLiteTaskStore,
+) -> None:
+    """Statement journals went to a temporary file (about 100 KB written per SendMessage), and
+    SQLite's default checkpoint interval stalled the connection ten times a second."""
+    from a2a_wire.server.store._log_sql import WAL_AUTOCHECKPOINT_PAGES
+
+    def pragmas(con: Any) -> tuple[int, int]:
+        temp = con.execute("PRAGMA temp_store").fetchone()[0]
+        pages = con.execute("PRAGMA wal_autocheckpoint").fetchone()[0]
+        return temp, pages
+
+    assert await hop(store._conn, pragmas) == (2, WAL_AUTOCHECKPOINT_PAGES)  # 2: MEMORY
+    assert WAL_AUTOCHECKPOINT_PAGES > 1000

@@ -15,14 +15,20 @@ EXCLUSIVE, so only this store changes them. An append checks its events against 
 reserves their numbers and the new state (which the next append is checked against) before its
 first ``await``. Then one artifact chunk without outbox rows is a single INSERT that commits by
 itself; anything else is one ``BEGIN IMMEDIATE`` transaction
-(:func:`~a2a_wire.server.store._log_sqlite_write.write_events`). Each INSERT checks, in the same
-statement, that its number follows the last one in the file (the snapshot's once the log is
-compacted) and that the task still exists, so a failed or concurrent write can leave neither a
-gap nor a row of a deleted task; after a failure the head is loaded again from the file. A fold
+(:func:`~a2a_wire.server.store._log_sqlite_write.write_events`). Writes that arrive while the
+thread is busy go to it together when it is free, as one hop and one transaction (group
+commit, :mod:`~a2a_wire.server.store._sqlite_group`); reads are hops of their own. Each INSERT
+checks, in the same statement, that its number follows the last one in the file (the
+snapshot's once the log is compacted) and that the task still exists, so a failed or concurrent
+write can leave neither a gap nor a row of a deleted task (the events of a task created in the
+same transaction need no such check); after a failure the head is loaded again from the file. A fold
 is one UPDATE of the snapshot row, guarded by the snapshot number it read (a compare-and-set),
 in the same hop and transaction as the append that calls for it; a failed fold is logged and the
 append commits. A small snapshot stays in the head with its tail: folding it needs no read, and
-reading a task at rest just after its write (GetTask, say) no query.
+reading a task at rest just after its write (GetTask, say) no query. From a task's creation
+until its first fold the head also keeps their decoded copies
+(:class:`~a2a_wire.server.store._log_fold.Shadow`), so that the fold that settles a new task
+decodes nothing.
 """
 
 from __future__ import annotations

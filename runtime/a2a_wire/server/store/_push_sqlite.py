@@ -16,7 +16,8 @@ thread, which runs the calls queued to it one at a time, in order. Every store o
 such call (:func:`hop`): a plain function of the ``sqlite3`` connection, doing all its
 statements (and, for several, its ``BEGIN IMMEDIATE ... COMMIT``, :func:`transaction`) on that
 thread. So an operation costs one thread switch however many statements it runs, and no
-statement of another operation can slip into (and be rolled back with) a transaction. The store
+statement of another operation can slip into (and be rolled back with) a transaction, except
+writes that queued up together, which share one on purpose (:mod:`._sqlite_group`). The store
 keeps the set of task ids that have configs, loaded at ``open``, so that an append without push
 work for them skips the outbox statement.
 """
