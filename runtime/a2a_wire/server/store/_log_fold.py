@@ -36,6 +36,7 @@ from a2a_wire.types import (
 )
 
 __all__ = [
+    "SHADOW_BYTES",
     "Applied",
     "Prepared",
     "Shadow",
@@ -57,6 +58,9 @@ H = TypeVar("H")
 
 Applied = Task | TaskStatusUpdateEvent | TaskArtifactUpdateEvent | Message
 """What a logged event holds: the member of its StreamResponse that is set."""
+
+SHADOW_BYTES = 8 * 1024
+"""Largest snapshot (JSON bytes) of a new task that gets a :class:`Shadow`."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -94,9 +98,12 @@ class Shadow:
     events: builtins.list[Applied]
 
     @classmethod
-    def of(cls, task: Task) -> Shadow:
-        """A shadow of a task just stored (``task`` is the caller's: it is copied)."""
-        return cls(task.__deepcopy__(None), [])
+    def of(cls, task: Task, size: int) -> Shadow | None:
+        """A shadow of a task just stored, ``size`` bytes of JSON (copied: it is the caller's).
+
+        ``None`` past :data:`SHADOW_BYTES`: a large task is folded from its JSON.
+        """
+        return cls(task.__deepcopy__(None), []) if size <= SHADOW_BYTES else None
 
     def take(self, prepared: Prepared) -> None:
         """Add copies of a batch's events (call before the first ``await`` of the write)."""

@@ -77,9 +77,6 @@ log = logging.getLogger("a2a_wire.server.store")
 DEFAULT_MAX_TASKS = 10_000
 """Most tasks an :class:`InMemoryTaskStore` holds unless told otherwise (module docstring)."""
 
-SHADOW_BYTES = 8 * 1024
-"""Largest snapshot (JSON bytes) of a new task that gets a :class:`~._log_fold.Shadow`."""
-
 
 @dataclass(slots=True)
 class _Entry:
@@ -207,8 +204,7 @@ class InMemoryTaskStore(InMemoryPushStore, EventLogStore):
         entry = _Entry(
             owner, stored.context_id, state, status_key(stored), self._clock(), base, 1, 1, [first]
         )
-        if len(base) <= SHADOW_BYTES:
-            entry.shadow = Shadow.of(stored)
+        entry.shadow = Shadow.of(stored, len(base))
         self._entries[task.id] = entry
         self._rest(task.id, state)
         self._put_configs(push_configs)
@@ -256,8 +252,7 @@ class InMemoryTaskStore(InMemoryPushStore, EventLogStore):
             self._rest(task_id, entry.state)
         folded = None
         if should_fold(entry.tail_bytes, len(entry.base), entry.state):
-            shadow, entry.shadow = entry.shadow, None  # used up: the caller gets the fold
-            # fresh objects either way: the store keeps only their JSON
+            shadow, entry.shadow = entry.shadow, None  # fresh objects; the store keeps JSON only
             folded = self._fold(entry) if shadow is None else shadow.fold(self._history_limit)
             entry.base = codec.encode(folded)
             entry.base_seq, entry.tail_bytes = entry.head, 0

@@ -25,10 +25,8 @@ same transaction need no such check); after a failure the head is loaded again f
 is one UPDATE of the snapshot row, guarded by the snapshot number it read (a compare-and-set),
 in the same hop and transaction as the append that calls for it; a failed fold is logged and the
 append commits. A small snapshot stays in the head with its tail: folding it needs no read, and
-reading a task at rest just after its write (GetTask, say) no query. From a task's creation
-until its first fold the head also keeps their decoded copies
-(:class:`~a2a_wire.server.store._log_fold.Shadow`), so that the fold that settles a new task
-decodes nothing.
+reading a task at rest just after its write (GetTask, say) no query; until the first fold, a
+:class:`~a2a_wire.server.store._log_fold.Shadow` of both, no decoding either.
 """
 
 from __future__ import annotations
@@ -215,8 +213,7 @@ class SQLiteTaskStore(SQLitePushStore, EventLogStore):
         first = LogEvent(1, EventKind.TASK, task_frame(body))
         row = (task.id, owner, stored.context_id, state_key(state), *status_key(stored))
         head = Head(owner, stored.context_id, state, 1, 1, 1, len(body), 0, _cached(body), [])
-        if head.body is not None:
-            head.shadow = Shadow.of(stored)
+        head.shadow = None if head.body is None else Shadow.of(stored, len(body))
         batch = None
         if prepared is not None:
             pushing = push and (bool(push_configs) or task.id in self._push_tasks)
