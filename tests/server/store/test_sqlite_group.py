@@ -9,6 +9,7 @@ group; nothing waits for ever. The store's thread is held busy by a read that wa
 from __future__ import annotations
 
 import asyncio
+import logging
 import sqlite3
 import threading
 from collections.abc import AsyncIterator, Callable
@@ -29,6 +30,7 @@ from a2a_wire.types import (
     TaskArtifactUpdateEvent,
     TaskState,
     TaskStatus,
+    TaskStatusUpdateEvent,
 )
 
 GATE_SECONDS = 60.0  # the most a held thread waits if a test fails before opening its gate
@@ -220,3 +222,26 @@ async def test_a_cancelled_flush_leaves_nobody_waiting() -> None:
     done, _ = await asyncio.wait(writes, timeout=GATE_SECONDS)
     assert len(done) == 3 and all(w.cancelled() for w in writes)
     await group.drain()
+
+
+async def test_a_write_run_again_after_a_failure_in_its_group_folds_once(
+    store: SQLiteTaskStore, caplog: pytest.LogCaptureFixture
+) -> None:
+    """A failure rolls its group back and runs the other writes again one by one: a settling
+    append whose fold works on the store's shadow of the task must not apply its events twice."""
+    await store.create(make_task("taken"))
+    await store.create(make_task("t"), events=[chunk(0)])
+    done = TaskStatusUpdateEvent(status=TaskStatus(state=TaskState.COMPLETED))
+    more = Message(message_id="m-more", role=Role.USER, parts=[Part(text="more")])
+    outcomes = await held(
+        store,
+        lambda: [store.append("t", [chunk(1), more, done]), store.create(make_task("taken"))],
+    )
+    assert isinstance(outcomes[1], ValueError)  # after the append had run in the group
+    appended = outcomes[0]
+    assert not isinstance(appended, BaseException)
+    stored = await store.get("t")
+    assert stored is not None and [p.text for p in stored.artifacts[0].parts] == ["0,", "1,"]
+    assert [m.message_id for m in stored.history] == ["m-t", "m-more"]
+    assert appended.task == stored  # the fold of the settling append, handed over
+    assert not [r for r in caplog.records if r.levelno >= logging.WARNING]

@@ -92,10 +92,12 @@ class Shadow:
     Attributes:
         task: Equal to the decoded snapshot.
         events: The events after the snapshot, in order.
+        folded: The fold, once made.
     """
 
     task: Task
     events: builtins.list[Applied]
+    folded: Task | None = None
 
     @classmethod
     def of(cls, task: Task, size: int) -> Shadow | None:
@@ -110,8 +112,13 @@ class Shadow:
         self.events.extend(event.__deepcopy__(None) for event in prepared.objects)
 
     def fold(self, history_limit: int | None) -> Task:
-        """The task with the events applied (this shadow is used up)."""
-        return fold_objects(self.task, self.events, history_limit)
+        """The task with the events applied (the shadow is used up); the same one if asked again.
+
+        A write that asked may run twice (:func:`~._sqlite_group.run_group`).
+        """
+        if self.folded is None:
+            self.folded = fold_objects(self.task, self.events, history_limit)
+        return self.folded
 
 
 def prepare(
