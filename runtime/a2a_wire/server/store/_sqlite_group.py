@@ -38,7 +38,8 @@ Outcome = tuple[bool, Any]  # (True, result) or (False, the exception raised)
 Hop = Callable[[Callable[[sqlite3.Connection], list[Outcome]]], Awaitable[list[Outcome]]]
 
 MAX_GROUP = 256
-"""Most writes one transaction takes; more wait for the next (bounds a group's time on the thread)."""
+"""Most writes one transaction takes; more wait for the next (bounds a group's time on the
+thread)."""
 
 
 def run_group(con: sqlite3.Connection, works: list[Work]) -> list[Outcome]:
@@ -47,7 +48,8 @@ def run_group(con: sqlite3.Connection, works: list[Work]) -> list[Outcome]:
     If one of several raises, the transaction is rolled back and each work runs again alone, in
     order, as a lone write would (failures are rare: a duplicate id, a task deleted meanwhile),
     so that the one that raised gets its own exception and the others commit. The works are
-    plain functions of the connection, with no other effect, so running one again is safe.
+    plain functions of the connection, with no other effect, so running one again is safe (a
+    fold from a shadow gives the same task again, :meth:`~._log_fold.Shadow.fold`).
 
     Returns:
         One outcome per work, in order: ``(True, result)`` or ``(False, exception)``.
@@ -112,7 +114,7 @@ class WriteGroup:
     async def drain(self) -> None:
         """Return once every queued write has been run (for the store's ``close``)."""
         while self._flusher is not None:
-            await asyncio.shield(self._flusher)
+            await asyncio.wait((self._flusher,))  # waits without cancelling it
 
     async def _flush(self) -> None:
         group: list[tuple[Work, asyncio.Future[Any]]] = []
