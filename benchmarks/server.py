@@ -306,15 +306,7 @@ def parse_args(servers: Sequence[str] = SERVERS, doc: str = __doc__) -> argparse
     )
     parser.add_argument("--no-codec", action="store_true", help="skip benchmarks/codec.py")
     parser.add_argument("--json", default=None, help="also write the raw figures here")
-    parser.add_argument(
-        "--before",
-        default=None,
-        metavar="CHECKOUT",
-        help="also measure this earlier checkout's ours-sqlite and ours-memory (before-*)",
-    )
-    parser.add_argument(
-        "--before-python", default=None, help="its interpreter (default CHECKOUT/.venv/bin/python)"
-    )
+    add_before_options(parser)
     args = parser.parse_args()
     quick = args.quick
     args.servers = [s for s in args.servers.split(",") if s]
@@ -338,10 +330,23 @@ def parse_args(servers: Sequence[str] = SERVERS, doc: str = __doc__) -> argparse
     return args
 
 
-def _before(parser: argparse.ArgumentParser, args: argparse.Namespace) -> Before | None:
+def add_before_options(parser: argparse.ArgumentParser) -> None:
+    """``--before CHECKOUT`` and ``--before-python PY`` (:class:`Before`); also for
+    benchmarks/server_instructions.py."""
+    parser.add_argument(
+        "--before",
+        default=None,
+        metavar="CHECKOUT",
+        help="also measure this earlier checkout's ours-sqlite and ours-memory (before-*)",
+    )
+    parser.add_argument(
+        "--before-python", default=None, help="its interpreter (default CHECKOUT/.venv/bin/python)"
+    )
+
+
+def before_of(parser: argparse.ArgumentParser, args: argparse.Namespace) -> Before | None:
+    """The :class:`Before` that ``--before`` names, checked; ``None`` without it."""
     if args.before is None:
-        if set(BEFORE_SERVERS) & set(args.servers):
-            parser.error(f"{BEFORE_SERVERS} need --before CHECKOUT")
         return None
     checkout = Path(args.before).resolve()
     python = args.before_python or str(checkout / ".venv" / "bin" / "python")
@@ -350,6 +355,12 @@ def _before(parser: argparse.ArgumentParser, args: argparse.Namespace) -> Before
     if not Path(python).is_file():
         parser.error(f"--before-python {python}: no such interpreter")
     return Before(checkout, python)
+
+
+def _before(parser: argparse.ArgumentParser, args: argparse.Namespace) -> Before | None:
+    if args.before is None and set(BEFORE_SERVERS) & set(args.servers):
+        parser.error(f"{BEFORE_SERVERS} need --before CHECKOUT")
+    return before_of(parser, args)
 
 
 def main() -> int:

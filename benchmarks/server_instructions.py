@@ -31,7 +31,7 @@ from pathlib import Path
 
 import aiohttp
 import server_load as load
-from server import Before, server_command
+from server import Before, add_before_options, before_of, server_command
 
 HERE = Path(__file__).resolve().parent
 MODES = ("ours-sqlite", "ours-memory")
@@ -137,20 +137,10 @@ def main() -> int:
     parser.add_argument("--requests", type=int, default=300, help="measured requests per cell")
     parser.add_argument("--warmup", type=int, default=100, help="requests before measuring")
     parser.add_argument("--tool", choices=("callgrind", "cpu"), default="callgrind")
-    parser.add_argument(
-        "--before",
-        default=None,
-        metavar="CHECKOUT",
-        help="also measure before-sqlite, before-memory",
-    )
-    parser.add_argument(
-        "--before-python", default=None, help="its interpreter (default CHECKOUT/.venv/bin/python)"
-    )
+    add_before_options(parser)
     args = parser.parse_args()
-    before = None
-    if args.before is not None:
-        checkout = Path(args.before).resolve()
-        before = Before(checkout, args.before_python or str(checkout / ".venv" / "bin" / "python"))
+    before = before_of(parser, args)
+    if before is not None:
         if args.modes == ",".join(MODES):
             args.modes += ",before-sqlite,before-memory"
     unit = "thousand instructions" if args.tool == "callgrind" else "CPU µs"
