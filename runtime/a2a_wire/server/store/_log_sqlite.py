@@ -21,12 +21,12 @@ commit, :mod:`~a2a_wire.server.store._sqlite_group`); reads are hops of their ow
 checks, in the same statement, that its number follows the last one in the file (the
 snapshot's once the log is compacted) and that the task still exists, so a failed or concurrent
 write can leave neither a gap nor a row of a deleted task (the events of a task created in the
-same transaction need no such check); after a failure the head is loaded again from the file. A fold
-is one UPDATE of the snapshot row, guarded by the snapshot number it read (a compare-and-set),
-in the same hop and transaction as the append that calls for it; a failed fold is logged and the
-append commits. A small snapshot stays in the head with its tail: folding it needs no read, and
-reading a task at rest just after its write (GetTask, say) no query; until the first fold, a
-:class:`~a2a_wire.server.store._log_fold.Shadow` of both, no decoding either.
+same transaction need no such check); after a failure the head is loaded again from the file.
+A fold is one UPDATE of the snapshot row, guarded by the snapshot number it read (a
+compare-and-set), in the same hop and transaction as the append that calls for it; a failed
+fold is logged and the append commits. A small snapshot stays in the head with its tail:
+folding it needs no read, reading a task at rest after its write (GetTask) no query, and until
+the first fold a :class:`~a2a_wire.server.store._log_fold.Shadow` of both no decoding either.
 """
 
 from __future__ import annotations
