@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import builtins
+import copy
 import uuid
 from collections import OrderedDict
 from collections.abc import Awaitable, Callable, Iterable, Sequence
@@ -70,33 +71,35 @@ class Prepared:
     Attributes:
         frames: Each event's kind and StreamResponse JSON.
         status: The last new status, or ``None`` when the batch changes none.
-        objects: Each event as logged, as an object; it shares parts with the caller's events,
-            so a store copies it (:meth:`Shadow.take`) before keeping it.
+        shadow: With a :class:`Shadow` given to :func:`prepare`, its task with the batch
+            applied (a new object: the store adopts it when it reserves the batch,
+            :meth:`Shadow.adopt`); else ``None``.
     """
 
     frames: builtins.list[tuple[EventKind, bytes]]
     status: TaskStatus | None
-    objects: builtins.list[Applied]
+    shadow: Task | None = None
 
 
 @dataclass(slots=True)
 class Shadow:
-    """A store's own decoded copy of a task's snapshot and of the events logged after it.
+    """A store's own decoded copy of a task's snapshot, kept current with each batch logged.
 
     With it, the fold that settles a task (``fold(decode(snapshot), decoded events)``) needs no
-    decoding: :func:`fold_objects` applies the copies to the copy. A store keeps one from a
-    task's creation until its first fold, which consumes it (the folded task goes to the caller,
-    who owns it), and only while the snapshot is small. Everything in it is the store's alone:
-    deep copies made before the caller could change the originals.
+    decoding and no second pass over the events: :func:`prepare` checks each event by applying
+    it to (a shallow copy of) the shadow's task, which then is the fold. A store keeps one from
+    a task's creation until its first fold, which uses it up (the folded task goes to the
+    caller, who owns it), and only while the snapshot is small. Everything in it is the store's
+    alone: the task and each event are deep copies made before the caller could change the
+    originals, and :func:`~a2a_wire._protocol.tasks.apply` never changes an object it was
+    given, only the lists and fields of the task it updates.
 
     Attributes:
-        task: Equal to the decoded snapshot.
-        events: The events after the snapshot, in order.
+        task: Equal to the decoded snapshot with the events logged after it applied.
         folded: The fold, once made.
     """
 
     task: Task
-    events: builtins.list[Applied]
     folded: Task | None = None
 
     @classmethod
@@ -105,11 +108,17 @@ class Shadow:
 
         ``None`` past :data:`SHADOW_BYTES`: a large task is folded from its JSON.
         """
-        return cls(task.__deepcopy__(None), []) if size <= SHADOW_BYTES else None
+        return cls(task.__deepcopy__(None)) if size <= SHADOW_BYTES else None
 
-    def take(self, prepared: Prepared) -> None:
-        """Add copies of a batch's events (call before the first ``await`` of the write)."""
-        self.events.extend(event.__deepcopy__(None) for event in prepared.objects)
+    def adopt(self, prepared: Prepared) -> bool:
+        """Take in a batch prepared on this shadow; ``False`` if it was not (drop the shadow).
+
+        Call when the batch is reserved, before the first ``await`` of its write.
+        """
+        if prepared.shadow is None:
+            return False
+        self.task = prepared.shadow
+        return True
 
     def fold(self, history_limit: int | None) -> Task:
         """The task with the events applied (the shadow is used up); the same one if asked again.
@@ -117,12 +126,18 @@ class Shadow:
         A write that asked may run twice (:func:`~._sqlite_group.run_group`).
         """
         if self.folded is None:
-            self.folded = fold_objects(self.task, self.events, history_limit)
+            trim(self.task, history_limit)
+            self.folded = self.task
         return self.folded
 
 
 def prepare(
-    task_id: str, context_id: str, state: TaskState, events: Sequence[LogInput], now: Timestamp
+    task_id: str,
+    context_id: str,
+    state: TaskState,
+    events: Sequence[LogInput],
+    now: Timestamp,
+    shadow: Shadow | None = None,
 ) -> Prepared:
     """Check ``events`` in order against a task in ``state`` and encode them as logged.
 
@@ -132,26 +147,32 @@ def prepare(
         state: The task's state before the first event.
         events: The events.
         now: The timestamp of a status that carries none.
+        shadow: The store's shadow of the task, if it keeps one: the events are checked on
+            it, and :attr:`Prepared.shadow` is its task with them applied (the shadow itself
+            is not changed).
 
     Raises:
         InvalidTransitionError: an event is illegal (nothing was changed).
         TypeError: an event is not a status, artifact or message.
     """
-    shell = Task(id=task_id, context_id=context_id, status=TaskStatus(state=state))
+    if shadow is not None:
+        task = copy.copy(shadow.task)  # apply() replaces lists and fields, never changes them
+    else:
+        task = Task(id=task_id, context_id=context_id, status=TaskStatus(state=state))
     frames: builtins.list[tuple[EventKind, bytes]] = []
-    objects: builtins.list[Applied] = []
     status: TaskStatus | None = None
     for event in events:
         if not isinstance(event, TaskStatusUpdateEvent | TaskArtifactUpdateEvent | Message):
             raise TypeError(f"cannot log a {type(event).__name__}")
-        apply(shell, event, now=now)
+        if shadow is not None:
+            event = event.__deepcopy__(None)  # the shadow keeps what it is given
+        apply(task, event, now=now)
         if isinstance(event, TaskStatusUpdateEvent):
-            status = shell.status
+            status = task.status
             wire = TaskStatusUpdateEvent(
                 task_id=task_id, context_id=context_id, status=status, metadata=event.metadata
             )
             frames.append((EventKind.STATUS, codec.dumps({"statusUpdate": wire.to_dict()})))
-            objects.append(wire)
         elif isinstance(event, TaskArtifactUpdateEvent):
             chunk = TaskArtifactUpdateEvent(
                 task_id=task_id,
@@ -162,13 +183,12 @@ def prepare(
                 metadata=event.metadata,
             )
             frames.append((EventKind.ARTIFACT, codec.dumps({"artifactUpdate": chunk.to_dict()})))
-            objects.append(chunk)
         else:
-            message = shell.history[-1]
+            message = task.history[-1]
             frames.append((EventKind.MESSAGE, codec.dumps({"message": message.to_dict()})))
-            objects.append(message)
-        shell.history, shell.artifacts = [], []
-    return Prepared(frames, status, objects)
+        if shadow is None:
+            task.history, task.artifacts = [], []
+    return Prepared(frames, status, task if shadow is not None else None)
 
 
 def task_frame(body: bytes) -> bytes:

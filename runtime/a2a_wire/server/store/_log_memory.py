@@ -163,9 +163,8 @@ class InMemoryTaskStore(InMemoryPushStore, EventLogStore):
         for task_id in failed:
             entry = self._entries[task_id]
             event = restart_event(task_id, entry.context_id, now)
-            self._commit(
-                task_id, entry, prepare(task_id, entry.context_id, entry.state, [event], now), True
-            )
+            batch = prepare(task_id, entry.context_id, entry.state, [event], now, entry.shadow)
+            self._commit(task_id, entry, batch, True)
         return failed
 
     async def close(self) -> None:
@@ -193,18 +192,19 @@ class InMemoryTaskStore(InMemoryPushStore, EventLogStore):
         stored = copy.copy(task)  # trimming replaces the history list; the caller's stays
         trim(stored, self._history_limit)
         state = task_state(stored)
+        base = codec.encode(stored)
+        shadow = Shadow.of(stored, len(base))
         prepared = None
         if events:  # checked before anything is stored (or looked up)
-            prepared = prepare(task.id, stored.context_id, state, events, now_timestamp())
+            prepared = prepare(task.id, stored.context_id, state, events, now_timestamp(), shadow)
         if task.id in self._entries:
             raise ValueError(f"task {task.id!r} is already stored")
-        base = codec.encode(stored)
         first = LogEvent(1, EventKind.TASK, task_frame(base))
         self._make_room()
         entry = _Entry(
             owner, stored.context_id, state, status_key(stored), self._clock(), base, 1, 1, [first]
         )
-        entry.shadow = Shadow.of(stored, len(base))
+        entry.shadow = shadow
         self._entries[task.id] = entry
         self._rest(task.id, state)
         self._put_configs(push_configs)
@@ -230,12 +230,13 @@ class InMemoryTaskStore(InMemoryPushStore, EventLogStore):
             raise TaskNotFoundError(metadata={"taskId": task_id})
         if not events:
             raise ValueError("an append needs at least one event")
-        prepared = prepare(task_id, entry.context_id, entry.state, events, now_timestamp())
+        now = now_timestamp()
+        prepared = prepare(task_id, entry.context_id, entry.state, events, now, entry.shadow)
         return self._commit(task_id, entry, prepared, push)
 
     def _commit(self, task_id: str, entry: _Entry, prepared: Prepared, push: bool) -> Appended:
-        if entry.shadow is not None:
-            entry.shadow.take(prepared)
+        if entry.shadow is not None and not entry.shadow.adopt(prepared):
+            entry.shadow = None
         logged: builtins.list[LogEvent] = []
         outbox = 0
         for kind, body in prepared.frames:

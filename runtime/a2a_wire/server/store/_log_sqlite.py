@@ -172,7 +172,7 @@ class SQLiteTaskStore(SQLitePushStore, EventLogStore):
             head = await self._head(task_id)
             assert head is not None  # nothing else runs before open returns
             event = restart_event(task_id, head.context_id, now)
-            batch = prepare(task_id, head.context_id, head.state, [event], now)
+            batch = prepare(task_id, head.context_id, head.state, [event], now, head.shadow)
             await self._write(task_id, head, batch, True)
         return failed
 
@@ -206,14 +206,15 @@ class SQLiteTaskStore(SQLitePushStore, EventLogStore):
         stored = copy.copy(task)  # trimming replaces the history list; the caller's stays
         trim(stored, self._history_limit)
         state = task_state(stored)
-        prepared = None
-        if events:  # checked before anything is stored
-            prepared = prepare(task.id, stored.context_id, state, events, now_timestamp())
         body = codec.encode(stored)
-        first = LogEvent(1, EventKind.TASK, task_frame(body))
-        row = (task.id, owner, stored.context_id, state_key(state), *status_key(stored))
         head = Head(owner, stored.context_id, state, 1, 1, 1, len(body), 0, _cached(body), [])
         head.shadow = None if head.body is None else Shadow.of(stored, len(body))
+        prepared = None
+        if events:  # checked before anything is stored
+            now = now_timestamp()
+            prepared = prepare(task.id, stored.context_id, state, events, now, head.shadow)
+        first = LogEvent(1, EventKind.TASK, task_frame(body))
+        row = (task.id, owner, stored.context_id, state_key(state), *status_key(stored))
         batch = None
         if prepared is not None:
             pushing = push and (bool(push_configs) or task.id in self._push_tasks)
@@ -249,7 +250,8 @@ class SQLiteTaskStore(SQLitePushStore, EventLogStore):
         head = await self._head(task_id)
         if head is None:
             raise TaskNotFoundError(metadata={"taskId": task_id})
-        prepared = prepare(task_id, head.context_id, head.state, events, now_timestamp())
+        now = now_timestamp()
+        prepared = prepare(task_id, head.context_id, head.state, events, now, head.shadow)
         return await self._write(task_id, head, prepared, push)
 
     def _reserve(self, head: Head, task_id: str, prepared: Prepared, pushing: bool) -> Batch:

@@ -80,9 +80,9 @@ def reserve(
     columns = None
     if status is not None:
         columns = (state_key(status.state), *status_instant(status), changed, task_id)
+    if head.shadow is not None and not head.shadow.adopt(prepared):
+        head.shadow = None
     known = head.reserve(logged, cache_bytes)
-    if head.shadow is not None:
-        head.shadow.take(prepared)
     tail = head.tail_bytes + sum(len(event.body) for event in logged)
     fold = None
     if should_fold(tail, head.snap_bytes, head.state):
