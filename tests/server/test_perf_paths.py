@@ -7,7 +7,9 @@
 * :meth:`Subscriber.ready` hands out the items at hand in order, without waiting; a stream writes
   the events that are already at hand together and still ends after the last one.
 * A blocking SendMessage answers with the task the store folded when the run settled
-  (``Appended.task``), without reading the store again, and that answer is what GetTask reads.
+  (``Appended.task``), without reading the store again, and that answer is what GetTask reads;
+  the memory and SQLite stores hand over the fold's JSON too (``Appended.task_json``), which
+  the answer splices instead of encoding the task again.
 * The SQLite store folds a small task from the snapshot and tail its head keeps (no read), to
   what the file's own fold gives.
 * A new task's stream (SendStreamingMessage) sends what the hub offers it and reads nothing
@@ -28,6 +30,7 @@ import aiosqlite
 import pytest
 from server_support import ScriptedAgent, kinds, make_card, result, send_params, stream
 
+from a2a_wire import codec
 from a2a_wire._protocol.ids import new_uuid
 from a2a_wire.server import create_app
 from a2a_wire.server._subscriber import END, Frame, Subscriber
@@ -190,6 +193,28 @@ async def test_a_head_forgets_a_tail_too_large_to_keep(store: SQLiteTaskStore) -
     assert done.task is not None  # folded by reading the file instead
     assert done.task == await store.get("t1")
     assert len(done.task.artifacts[0].parts[0].text or "") == BODY_CACHE_BYTES
+
+
+@pytest.mark.parametrize("kind", ["memory", "sqlite"])
+async def test_the_settling_fold_comes_with_the_json_the_store_wrote(
+    kind: str, tmp_path: Path
+) -> None:
+    store: EventLogStore = (
+        InMemoryTaskStore() if kind == "memory" else SQLiteTaskStore(tmp_path / "t.db")
+    )
+    await store.open()
+    try:
+        working = await store.create(_task("t1", TaskState.SUBMITTED), events=[_chunk("x")])
+        assert working.task is None and working.task_json is None  # nothing folded yet
+        settled = TaskStatusUpdateEvent(status=TaskStatus(state=TaskState.COMPLETED))
+        done = await store.append("t1", [settled])
+        assert done.task is not None and done.task_json is not None
+        assert done.task_json == codec.encode(done.task)
+        assert codec.decode(Task, done.task_json) == await store.get("t1")
+        at_once = await store.create(_task("t2", TaskState.SUBMITTED), events=[settled])
+        assert at_once.task is not None and at_once.task_json == codec.encode(at_once.task)
+    finally:
+        await store.close()
 
 
 @pytest.mark.parametrize("kind", ["memory", "sqlite"])

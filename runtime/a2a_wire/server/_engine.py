@@ -42,6 +42,7 @@ from a2a_wire.server._peers import Peers
 from a2a_wire.server._run import Run
 from a2a_wire.server._settings import ServerSettings
 from a2a_wire.server._skills import SkillSet
+from a2a_wire.server._stored_answer import settled_answer
 from a2a_wire.server._subscriber import Subscription
 from a2a_wire.server.store._log import EventLogStore
 from a2a_wire.server.store._shared import shared_store
@@ -91,9 +92,10 @@ class Started:
                 return SendMessageResponse(message=self.run.reply)
             if self.hub.state is None:
                 raise InternalError("The agent stopped without replying")
-            folded, self.hub.folded = self.hub.folded, None  # fresh, the store's own fold
-            task = folded if folded is not None else await self.hub.task()
-            return SendMessageResponse(task=_history.view(task, history_length))
+            done, self.hub.folded = self.hub.folded, None  # the last commit (its fold is fresh)
+            if (answer := settled_answer(done, history_length)) is not None:
+                return answer
+            return SendMessageResponse(task=_history.view(await self.hub.task(), history_length))
 
 
 def _state(task: Task) -> TaskState:

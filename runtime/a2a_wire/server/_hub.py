@@ -110,7 +110,7 @@ class TaskHub:
         self._active_run: Run | None = None
         self._canceling = False
         self._holds = 0
-        self.folded: Task | None = None  # Appended.task of the last commit: Started.outcome
+        self.folded: Appended | None = None  # the last commit: Started.outcome
         self._new_push_configs: list[TaskPushNotificationConfig] = []
         if push_config is not None:
             push_config.task_id = task_id
@@ -323,7 +323,7 @@ class TaskHub:
 
     async def _append(self, event: LogInput) -> Appended:
         done = await self._store.append(self.task_id, [event], push=self._on_push is not None)
-        self._state, self.folded = done.state, done.task
+        self._state, self.folded = done.state, done
         if done.outbox and self._on_push is not None:
             self._on_push()
         self._offer(done.events)
@@ -372,7 +372,7 @@ class TaskHub:
             task, owner=run.owner, push_configs=configs, push=push, events=events
         )
         self._new_push_configs = []
-        self._state, self.folded = done.state, done.task
+        self._state, self.folded = done.state, done
         if done.outbox and self._on_push is not None:
             self._on_push()
         self._offer(done.events)

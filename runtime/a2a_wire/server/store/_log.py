@@ -157,12 +157,15 @@ class Appended:
             see "When to fold"; the PostgreSQL store too unless another append came between):
             a fresh copy owned by the caller, equal to what
             :meth:`EventLogStore.get` would read now. ``None`` otherwise (a caller reads then).
+        task_json: ``task`` as JSON (:func:`a2a_wire.codec.encode`), when the store wrote it
+            as the snapshot anyway (a SendMessage answer splices it); else ``None``.
     """
 
     events: list[LogEvent]
     outbox: int
     state: TaskState
     task: Task | None = None
+    task_json: bytes | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -343,6 +346,5 @@ async def first_turn(
     if not events:
         return created
     done = await store.append(task_id, events, push=push)
-    return Appended(
-        [*created.events, *done.events], created.outbox + done.outbox, done.state, done.task
-    )
+    events_ = [*created.events, *done.events]
+    return Appended(events_, created.outbox + done.outbox, done.state, done.task, done.task_json)

@@ -20,7 +20,7 @@ from a2a_wire import codec
 from a2a_wire._protocol.states import is_settled
 from a2a_wire._protocol.tasks import apply
 from a2a_wire.server._history import trim
-from a2a_wire.server.store._base import RESTART_MESSAGE, Instant, timestamp_key
+from a2a_wire.server.store._base import RESTART_MESSAGE, Instant, now_timestamp, timestamp_key
 from a2a_wire.server.store._log import FOLD_MIN_BYTES, EventKind, LogEvent, LogInput
 from a2a_wire.types import (
     Artifact,
@@ -136,7 +136,7 @@ def prepare(
     context_id: str,
     state: TaskState,
     events: Sequence[LogInput],
-    now: Timestamp,
+    now: Timestamp | None = None,
     shadow: Shadow | None = None,
 ) -> Prepared:
     """Check ``events`` in order against a task in ``state`` and encode them as logged.
@@ -146,7 +146,7 @@ def prepare(
         context_id: The task's context id.
         state: The task's state before the first event.
         events: The events.
-        now: The timestamp of a status that carries none.
+        now: The timestamp of a status that carries none; by default the time now.
         shadow: The store's shadow of the task, if it keeps one: the events are checked on
             it, and :attr:`Prepared.shadow` is its task with them applied (the shadow itself
             is not changed).
@@ -155,6 +155,7 @@ def prepare(
         InvalidTransitionError: an event is illegal (nothing was changed).
         TypeError: an event is not a status, artifact or message.
     """
+    now = now_timestamp() if now is None else now
     if shadow is not None:
         task = copy.copy(shadow.task)  # apply() replaces lists and fields, never changes them
     else:

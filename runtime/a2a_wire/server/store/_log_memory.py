@@ -196,7 +196,7 @@ class InMemoryTaskStore(InMemoryPushStore, EventLogStore):
         shadow = Shadow.of(stored, len(base))
         prepared = None
         if events:  # checked before anything is stored (or looked up)
-            prepared = prepare(task.id, stored.context_id, state, events, now_timestamp(), shadow)
+            prepared = prepare(task.id, stored.context_id, state, events, shadow=shadow)
         if task.id in self._entries:
             raise ValueError(f"task {task.id!r} is already stored")
         first = LogEvent(1, EventKind.TASK, task_frame(base))
@@ -213,7 +213,8 @@ class InMemoryTaskStore(InMemoryPushStore, EventLogStore):
             self._waiters.wake(task.id)
             return Appended([first], outbox, state)
         done = self._commit(task.id, entry, prepared, push)  # no await: one step with the create
-        return Appended([first, *done.events], outbox + done.outbox, done.state, done.task)
+        logged = [first, *done.events]
+        return Appended(logged, outbox + done.outbox, done.state, done.task, done.task_json)
 
     async def append(
         self, task_id: str, events: Sequence[LogInput], *, push: bool = False
@@ -230,8 +231,7 @@ class InMemoryTaskStore(InMemoryPushStore, EventLogStore):
             raise TaskNotFoundError(metadata={"taskId": task_id})
         if not events:
             raise ValueError("an append needs at least one event")
-        now = now_timestamp()
-        prepared = prepare(task_id, entry.context_id, entry.state, events, now, entry.shadow)
+        prepared = prepare(task_id, entry.context_id, entry.state, events, shadow=entry.shadow)
         return self._commit(task_id, entry, prepared, push)
 
     def _commit(self, task_id: str, entry: _Entry, prepared: Prepared, push: bool) -> Appended:
@@ -251,14 +251,14 @@ class InMemoryTaskStore(InMemoryPushStore, EventLogStore):
             entry.status = status_instant(prepared.status)
             entry.changed_at = self._clock()
             self._rest(task_id, entry.state)
-        folded = None
+        folded = snapshot = None
         if should_fold(entry.tail_bytes, len(entry.base), entry.state):
             shadow, entry.shadow = entry.shadow, None  # fresh objects; the store keeps JSON only
             folded = self._fold(entry) if shadow is None else shadow.fold(self._history_limit)
-            entry.base = codec.encode(folded)
+            entry.base = snapshot = codec.encode(folded)
             entry.base_seq, entry.tail_bytes = entry.head, 0
         self._waiters.wake(task_id)
-        return Appended(logged, outbox, entry.state, folded)
+        return Appended(logged, outbox, entry.state, folded, snapshot)
 
     def _rest(self, task_id: str, state: TaskState | None) -> None:
         """Move the task to the end of its resting queue (``None``: out of both)."""
@@ -321,9 +321,8 @@ class InMemoryTaskStore(InMemoryPushStore, EventLogStore):
             and (state is None or state_key(e.state) == state)
             and (since is None or e.status >= since)
         )
-        start = (
-            0 if after is None else bisect.bisect_right(matches, (-after[0], -after[1], after[2]))
-        )
+        cursor = None if after is None else (-after[0], -after[1], after[2])
+        start = 0 if cursor is None else bisect.bisect_right(matches, cursor)
         page = matches[start : start + query.page_size]
         token = ""
         if start + query.page_size < len(matches):

@@ -81,6 +81,7 @@ from a2a_wire.server.store._log_sqlite_rows import Folded, Head
 from a2a_wire.server.store._log_sqlite_write import (
     Batch,
     absorb,
+    appended,
     create_rows,
     reserve,
     settle,
@@ -209,16 +210,13 @@ class SQLiteTaskStore(SQLitePushStore, EventLogStore):
         body = codec.encode(stored)
         head = Head(owner, stored.context_id, state, 1, 1, 1, len(body), 0, _cached(body), [])
         head.shadow = None if head.body is None else Shadow.of(stored, len(body))
-        prepared = None
+        batch = None
         if events:  # checked before anything is stored
-            now = now_timestamp()
-            prepared = prepare(task.id, stored.context_id, state, events, now, head.shadow)
+            turn = prepare(task.id, stored.context_id, state, events, shadow=head.shadow)
+            pushing = push and (bool(push_configs) or task.id in self._push_tasks)
+            batch = self._reserve(head, task.id, turn, pushing)
         first = LogEvent(1, EventKind.TASK, task_frame(body))
         row = (task.id, owner, stored.context_id, state_key(state), *status_key(stored))
-        batch = None
-        if prepared is not None:
-            pushing = push and (bool(push_configs) or task.id in self._push_tasks)
-            batch = self._reserve(head, task.id, prepared, pushing)
         changed = self._clock()
 
         def work(con: sqlite3.Connection) -> tuple[int, Folded | None]:
@@ -229,11 +227,11 @@ class SQLiteTaskStore(SQLitePushStore, EventLogStore):
         except sqlite3.IntegrityError:
             raise ValueError(f"task {task.id!r} is already stored") from None
         self._push_tasks.update(config.task_id for config in push_configs)
-        folded_task = None if batch is None else settle(head, batch, folded, BODY_CACHE_BYTES)
+        whole = None if batch is None else settle(head, batch, folded, BODY_CACHE_BYTES)
         remember(self._heads, task.id, head, HEAD_CACHE)
         self._waiters.wake(task.id)
         logged = [first] if batch is None else [first, *batch.logged]
-        return Appended(logged, outbox, head.state, folded_task)
+        return appended(logged, outbox, head.state, whole)
 
     async def append(
         self, task_id: str, events: Sequence[LogInput], *, push: bool = False
@@ -250,8 +248,7 @@ class SQLiteTaskStore(SQLitePushStore, EventLogStore):
         head = await self._head(task_id)
         if head is None:
             raise TaskNotFoundError(metadata={"taskId": task_id})
-        now = now_timestamp()
-        prepared = prepare(task_id, head.context_id, head.state, events, now, head.shadow)
+        prepared = prepare(task_id, head.context_id, head.state, events, shadow=head.shadow)
         return await self._write(task_id, head, prepared, push)
 
     def _reserve(self, head: Head, task_id: str, prepared: Prepared, pushing: bool) -> Batch:
@@ -277,9 +274,9 @@ class SQLiteTaskStore(SQLitePushStore, EventLogStore):
             if await self._head(task_id) is None:
                 raise TaskNotFoundError(metadata={"taskId": task_id}) from None
             raise RuntimeError(f"task {task_id!r}: concurrent appends to one log") from None
-        task = settle(head, batch, folded, BODY_CACHE_BYTES)
+        whole = settle(head, batch, folded, BODY_CACHE_BYTES)
         self._waiters.wake(task_id)
-        return Appended(batch.logged, outbox, head.state, task)
+        return appended(batch.logged, outbox, head.state, whole)
 
     async def _head(self, task_id: str) -> Head | None:
         head = self._heads.get(task_id)

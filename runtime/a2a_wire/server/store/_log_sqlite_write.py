@@ -21,14 +21,23 @@ from dataclasses import dataclass
 from typing import Any
 
 from a2a_wire.server.store._base import state_key
-from a2a_wire.server.store._log import EventKind, LogEvent
+from a2a_wire.server.store._log import Appended, EventKind, LogEvent
 from a2a_wire.server.store._log_fold import Prepared, Shadow, should_fold, status_instant
 from a2a_wire.server.store._log_sql import INSERT_EVENT, INSERT_NEW_EVENT, UPDATE_STATUS
 from a2a_wire.server.store._log_sqlite_rows import Folded, Head, Known, fold_known, fold_task
 from a2a_wire.server.store._push_sqlite import enqueue, put_configs, transaction
-from a2a_wire.types import Task, TaskPushNotificationConfig
+from a2a_wire.types import TaskPushNotificationConfig, TaskState
 
-__all__ = ["Batch", "absorb", "create_rows", "insert_task", "reserve", "settle", "write_events"]
+__all__ = [
+    "Batch",
+    "absorb",
+    "appended",
+    "create_rows",
+    "insert_task",
+    "reserve",
+    "settle",
+    "write_events",
+]
 
 log = logging.getLogger("a2a_wire.server.store")
 
@@ -91,15 +100,24 @@ def reserve(
     return Batch(logged, columns, pushing, fold)
 
 
-def settle(head: Head, batch: Batch, folded: Folded | None, cache_bytes: int) -> Task | None:
-    """Record a committed batch in ``head``; the folded task if the fold took in all of it."""
+def settle(head: Head, batch: Batch, folded: Folded | None, cache_bytes: int) -> Folded | None:
+    """Record a committed batch in ``head``; what the fold wrote if it took in all of it."""
     last = batch.logged[-1].seq
     head.committed = max(head.committed, last)
     head.tail_bytes += sum(len(event.body) for event in batch.logged)
     if folded is None:
         return None
     absorb(head, folded, cache_bytes)
-    return folded.task if folded.seq == last else None
+    return folded if folded.seq == last else None
+
+
+def appended(
+    logged: list[LogEvent], outbox: int, state: TaskState, whole: Folded | None
+) -> Appended:
+    """What a write committed, with the fold :func:`settle` gave (``None``: none)."""
+    if whole is None:
+        return Appended(logged, outbox, state)
+    return Appended(logged, outbox, state, whole.task, whole.body)
 
 
 def absorb(head: Head, folded: Folded, cache_bytes: int) -> None:
