@@ -131,12 +131,16 @@ def absorb(head: Head, folded: Folded, cache_bytes: int) -> None:
 
 
 def _write_rows(
-    db: sqlite3.Connection, task_id: str, batch: Batch, *, new: bool = False
+    db: sqlite3.Connection, task_id: str, batch: Batch, *, first: bytes | None = None
 ) -> tuple[int, Folded | None]:
-    """The batch's rows; ``new``: the task was inserted in this transaction (nothing to check)."""
-    if new:
+    """The batch's rows; with the ``first`` event of a task inserted in this transaction.
+
+    The events of a new task need no check, and go in one statement with event 1.
+    """
+    new = first is not None
+    if first is not None:
         rows = [(task_id, event.seq, int(event.kind), event.body) for event in batch.logged]
-        db.executemany(INSERT_NEW_EVENT, rows)
+        db.executemany(INSERT_NEW_EVENT, [(task_id, 1, int(EventKind.TASK), first), *rows])
     for event in () if new else batch.logged:
         params = (task_id, event.seq, int(event.kind), event.body)
         if not db.execute(INSERT_EVENT, params).rowcount:
@@ -187,9 +191,9 @@ def _try_fold(
 
 
 def insert_task(
-    db: sqlite3.Connection, row: tuple[Any, ...], snapshot: bytes, first: bytes
+    db: sqlite3.Connection, row: tuple[Any, ...], snapshot: bytes, first: bytes | None
 ) -> None:
-    """Insert a new task's row, snapshot and event 1; in a transaction.
+    """Insert a new task's row, snapshot and event 1 (``None``: the caller does); in a transaction.
 
     Raises:
         sqlite3.IntegrityError: the id is taken, also by a deleted task not purged yet.
@@ -202,7 +206,8 @@ def insert_task(
         raise sqlite3.IntegrityError("the id of a deleted task")
     sql = "INSERT INTO task_snapshots (task_id, seq, body) VALUES (?, 1, ?)"
     db.execute(sql, (row[0], snapshot))
-    db.execute(INSERT_NEW_EVENT, (row[0], 1, int(EventKind.TASK), first))
+    if first is not None:
+        db.execute(INSERT_NEW_EVENT, (row[0], 1, int(EventKind.TASK), first))
 
 
 def create_rows(
@@ -226,12 +231,12 @@ def create_rows(
     """
 
     def steps() -> tuple[int, Folded | None]:
-        insert_task(db, row, snapshot, first)
+        insert_task(db, row, snapshot, first if batch is None else None)
         put_configs(db, configs)
         outbox = enqueue(db, row[0], first) if push else 0
         if batch is None:
             return outbox, None
-        more, folded = _write_rows(db, row[0], batch, new=True)
+        more, folded = _write_rows(db, row[0], batch, first=first)
         return outbox + more, folded
 
     return transaction(db, steps)
