@@ -138,13 +138,21 @@ def loads_exact(data: bytes | bytearray | memoryview | str) -> Any:
 def dumps(value: Any) -> bytes:
     """Write plain Python values (and :class:`JSONNumber`) as compact UTF-8 JSON.
 
+    The bytes hold no more memory than their length. (orjson 3.12 and later hand out their
+    write buffer as it is: at least 4 KiB, and a power of two above that, whatever the length
+    of the JSON. Stores and caches keep this output, one snapshot and event after another, so it
+    is copied once here: about 0.1 µs for a small event.)
+
     Raises:
         EncodeError: a value has no JSON form.
     """
     try:
-        return orjson.dumps(value, default=_write_number)
+        return _join((orjson.dumps(value, default=_write_number), b""))
     except orjson.JSONEncodeError as exc:
         raise EncodeError(str(exc)) from None
+
+
+_join = b"".join  # of two items: always a new bytes object of exactly their length
 
 
 def decode(cls: type[M], data: bytes | bytearray | memoryview | str) -> M:
