@@ -80,7 +80,7 @@ async def test_a_slow_reader_holds_at_most_the_limit_and_still_gets_every_event(
     store: InMemoryTaskStore,
 ) -> None:
     hub, run = new_hub(store, queue_size=3)
-    sub = hub.subscribe()
+    sub = hub.open_stream().subscriber
     for i in range(12):  # the first makes the task (events 1 and 2), then one each
         assert await run.enqueue_event(chunk("a", str(i), append=i > 0))
         assert len(sub._cache) <= 3  # the rest stays in the store
@@ -148,7 +148,7 @@ async def test_a_deleted_task_ends_its_streams_with_not_found(store: InMemoryTas
 
 async def test_first_update_creates_and_stores_the_task(store: InMemoryTaskStore) -> None:
     hub, run = new_hub(store)
-    sub = hub.subscribe()
+    sub = hub.open_stream().subscriber
     assert await run.enqueue_event(status(TaskState.WORKING))
     assert run.first.done() and not run.settled.done()
     stored = await store.get("t1")
@@ -200,7 +200,7 @@ async def test_first_task_must_use_the_ids_of_the_request(store: InMemoryTaskSto
 
 async def test_message_reply_closes_the_run(store: InMemoryTaskStore) -> None:
     hub, run = new_hub(store)
-    sub = hub.subscribe()
+    sub = hub.open_stream().subscriber
     reply = Message(message_id="r", role=Role.AGENT, parts=[Part(text="yo")], task_id="t1")
     assert await run.enqueue_event(reply)
     assert run.reply is not None and run.reply.task_id == "" and run.reply.context_id == "c1"
@@ -215,13 +215,13 @@ async def test_message_reply_closes_the_run(store: InMemoryTaskStore) -> None:
 
 async def test_late_subscriber_sees_snapshot_then_each_event_once(store: InMemoryTaskStore) -> None:
     hub, run = new_hub(store)
-    early = hub.subscribe()
+    early = hub.open_stream().subscriber
     await run.enqueue_event(status(TaskState.WORKING))
     await run.enqueue_event(chunk("a", "one"))
     async with hub.lock:
         snapshot = await store.snapshot("t1")
         assert snapshot is not None and snapshot.seq == 3
-        late = hub.subscribe(history_length=0, snapshot=snapshot)
+        late = hub.open_stream(history_length=0, snapshot=snapshot).subscriber
     await run.enqueue_event(chunk("a", "two", append=True))
     await run.enqueue_event(status(TaskState.COMPLETED))
     early_frames = frames(await drain(early))

@@ -76,8 +76,7 @@ class TaskHub:
         store: Where the task's log is.
         queue_size: Most events each stream keeps in memory (``stream_queue_size``).
         on_push: Wakes the push delivery worker; ``None`` when push notifications are off.
-        push_config: A config sent inline with the SendMessage that makes the task; stored
-            with it.
+        push_config: A config sent inline with the task's first SendMessage, stored with it.
         on_idle: Called when the hub stops being in use (see the module docstring).
         follow: Other processes share the store (:mod:`a2a_wire.server._peers`): while no agent
             runs here, the streams also wait on the store for the events written elsewhere.
@@ -152,15 +151,17 @@ class TaskHub:
 
     # -- holds and runs -----------------------------------------------------------------------
 
-    @contextlib.contextmanager
-    def hold(self) -> Iterator[TaskHub]:
-        """Keep the hub in use for the ``with`` block (a call, or a stream's life)."""
+    def hold(self) -> TaskHub:
+        """Keep the hub in use for a ``with hub.hold():`` block (a call, or a stream's life)."""
         self._holds += 1
-        try:
-            yield self
-        finally:
-            self._holds -= 1
-            self._check_idle()
+        return self
+
+    def __enter__(self) -> TaskHub:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._holds -= 1
+        self._check_idle()
 
     def _check_idle(self) -> None:
         if self._holds <= 0 and self._run_task is None and self._on_idle is not None:
@@ -223,17 +224,18 @@ class TaskHub:
 
     # -- streams ------------------------------------------------------------------------------
 
-    def subscribe(
+    def open_stream(
         self,
         history_length: int | None = None,
         *,
         snapshot: Snapshot | None = None,
         after: int | None = None,
-    ) -> Subscriber:
-        """Open a stream; call with :attr:`lock` held.
+    ) -> Subscription:
+        """Open a stream for a stream writer; call with :attr:`lock` held.
 
         It starts from ``snapshot`` (the task, spec 3.1.6), from the events ``after`` a number
-        (``Last-Event-ID``), or else from event 1 (a new task's stream).
+        (``Last-Event-ID``), or else from event 1 (a new task's stream). The subscription holds
+        the hub until it is closed.
         """
         sub = Subscriber(
             self._store,
@@ -248,21 +250,12 @@ class TaskHub:
         if snapshot is not None:
             sub.start_from(snapshot)
         self._subscribers.append(sub)
-        return sub
+        self._holds += 1  # until the stream closes
+        return Subscription(sub, lambda: self._close_stream(sub))
 
-    def open_stream(
-        self,
-        history_length: int | None = None,
-        *,
-        snapshot: Snapshot | None = None,
-        after: int | None = None,
-    ) -> Subscription:
-        """:meth:`subscribe` for a stream writer: the subscription also holds the hub."""
-        with contextlib.ExitStack() as cleanup:
-            cleanup.enter_context(self.hold())
-            sub = self.subscribe(history_length, snapshot=snapshot, after=after)
-            cleanup.callback(self.unsubscribe, sub)
-            return Subscription(sub, cleanup.pop_all())
+    def _close_stream(self, sub: Subscriber) -> None:
+        self.unsubscribe(sub)
+        self.__exit__()
 
     def unsubscribe(self, sub: Subscriber) -> None:
         """Close a stream's subscription; other streams and the task carry on."""

@@ -43,7 +43,6 @@ from __future__ import annotations
 
 import asyncio
 import collections
-import contextlib
 import enum
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -372,15 +371,17 @@ class Subscription:
 
     Args:
         subscriber: The stream's position.
-        cleanup: What closing undoes (entered already); see the module docstring.
+        cleanup: Undoes what opening the stream did (called once); see the module docstring.
     """
 
     __slots__ = ("_cleanup", "subscriber")
 
-    def __init__(self, subscriber: Subscriber, cleanup: contextlib.ExitStack) -> None:
+    def __init__(self, subscriber: Subscriber, cleanup: Callable[[], None]) -> None:
         self.subscriber = subscriber
-        self._cleanup = cleanup
+        self._cleanup: Callable[[], None] | None = cleanup
 
     def close(self) -> None:
         """Detach from the task (idempotent); the task and other streams carry on."""
-        self._cleanup.close()
+        cleanup, self._cleanup = self._cleanup, None
+        if cleanup is not None:
+            cleanup()
