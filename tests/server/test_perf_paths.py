@@ -16,11 +16,14 @@
   from the store's log.
 * The SQLite connection keeps temporary data in memory and checkpoints its WAL less often than
   SQLite's default.
+* The in-memory store keeps a finished task as two objects the garbage collector walks (its
+  record and the list of its events' bodies), however many events it logged.
 """
 
 from __future__ import annotations
 
 import asyncio
+import gc
 import uuid
 from collections.abc import AsyncIterator
 from pathlib import Path
@@ -253,3 +256,18 @@ async def test_the_sqlite_connection_keeps_temporary_data_in_memory_and_checkpoi
 
     assert await hop(store._conn, pragmas) == (2, WAL_AUTOCHECKPOINT_PAGES)  # 2: MEMORY
     assert WAL_AUTOCHECKPOINT_PAGES > 1000
+
+
+async def test_the_memory_store_keeps_a_finished_task_as_two_tracked_objects() -> None:
+    store = InMemoryTaskStore()
+    await store.open()
+    chunks: list[TaskArtifactUpdateEvent] = [_chunk(f"part {i}") for i in range(5)]
+    await store.create(_task("t1", TaskState.SUBMITTED), events=chunks)
+    await store.append("t1", [TaskStatusUpdateEvent(status=TaskStatus(state=TaskState.COMPLETED))])
+    gc.collect()  # untracks the tuples that hold only atoms (the status key)
+    entry = store._entries["t1"]
+    assert entry.head == 7 and len(entry.bodies) == 7
+    shared = (type(entry), entry.state)  # the class and the enum member are not the task's
+    own = [ref for ref in gc.get_referents(entry) if gc.is_tracked(ref) and ref not in shared]
+    assert own == [entry.bodies]  # the bodies are bytes, which the collector never walks
+    assert [e.seq for e in (await store.read_events("t1", 0)).events] == list(range(1, 8))

@@ -1,10 +1,10 @@
 """An :class:`~a2a_wire.server.store._log.EventLogStore` in process memory.
 
-Each task is an :class:`_Entry`: the listing columns (owner, context, state, status time, the
-clock time of the last state change), the snapshot as JSON with the number of the last event
-folded into it, and the log as a list of :class:`~a2a_wire.server.store._log.LogEvent` whose
-first element is event ``first_seq`` (compaction moves it forward). Everything is synchronous
-between awaits, so an append with its outbox rows is one step.
+Each task is an :class:`~._log_memory_entry.Entry`: the listing columns (owner, context, state,
+status time, the clock time of the last state change), the snapshot as JSON with the number of
+the last event folded into it, and the log as the events' bodies and kinds from event
+``first_seq`` on (compaction moves it forward). Everything is synchronous between awaits, so an
+append with its outbox rows is one step.
 
 The store holds at most ``max_tasks`` tasks. Creating one more first forgets the task at rest
 that changed state longest ago, a terminal one before an interrupted one, as
@@ -24,7 +24,6 @@ import copy
 import logging
 import time
 from collections.abc import Callable, Collection, Sequence
-from dataclasses import dataclass
 
 from a2a_wire import codec
 from a2a_wire._protocol.states import is_interrupted, is_terminal
@@ -32,7 +31,6 @@ from a2a_wire.errors import TaskNotFoundError
 from a2a_wire.server._history import DEFAULT_HISTORY_LIMIT, trim
 from a2a_wire.server.store._base import (
     RECOVERED_STATES,
-    Instant,
     TaskPage,
     TaskQuery,
     issue_cursor,
@@ -66,6 +64,7 @@ from a2a_wire.server.store._log_fold import (
     status_instant,
     task_frame,
 )
+from a2a_wire.server.store._log_memory_entry import Entry
 from a2a_wire.server.store._paging import PageTokens, check_page_size
 from a2a_wire.server.store._push import InMemoryPushStore
 from a2a_wire.types import Task, TaskPushNotificationConfig, TaskState
@@ -76,29 +75,6 @@ log = logging.getLogger("a2a_wire.server.store")
 
 DEFAULT_MAX_TASKS = 10_000
 """Most tasks an :class:`InMemoryTaskStore` holds unless told otherwise (module docstring)."""
-
-
-@dataclass(slots=True)
-class _Entry:
-    owner: str
-    context_id: str
-    state: TaskState
-    status: Instant
-    changed_at: float
-    base: bytes
-    base_seq: int
-    first_seq: int
-    events: list[LogEvent]
-    tail_bytes: int = 0
-    shadow: Shadow | None = None  # until the first fold (see Shadow)
-
-    @property
-    def head(self) -> int:
-        """The number of the last event (compaction never drops events after the snapshot)."""
-        return self.first_seq + len(self.events) - 1
-
-    def tail(self) -> list[LogEvent]:
-        return self.events[self.base_seq + 1 - self.first_seq :]
 
 
 class InMemoryTaskStore(InMemoryPushStore, EventLogStore):
@@ -129,7 +105,7 @@ class InMemoryTaskStore(InMemoryPushStore, EventLogStore):
     ) -> None:
         if max_tasks < 1:
             raise ValueError(f"max_tasks must be positive, not {max_tasks!r}")
-        self._entries: dict[str, _Entry] = {}
+        self._entries: dict[str, Entry] = {}
         self.page_tokens = PageTokens(page_token_key)
         self._history_limit = history_limit
         self._clock = clock
@@ -144,7 +120,7 @@ class InMemoryTaskStore(InMemoryPushStore, EventLogStore):
         if not self._open:
             raise RuntimeError("the task store is not open; call open() first")
 
-    def _entry(self, task_id: str, owner: str | None = None) -> _Entry | None:
+    def _entry(self, task_id: str, owner: str | None = None) -> Entry | None:
         self._require_open()
         entry = self._entries.get(task_id)
         return None if entry is None or (owner is not None and entry.owner != owner) else entry
@@ -201,9 +177,8 @@ class InMemoryTaskStore(InMemoryPushStore, EventLogStore):
             raise ValueError(f"task {task.id!r} is already stored")
         first = LogEvent(1, EventKind.TASK, task_frame(base))
         self._make_room()
-        entry = _Entry(
-            owner, stored.context_id, state, status_key(stored), self._clock(), base, 1, 1, [first]
-        )
+        row = (owner, stored.context_id, state, status_key(stored), self._clock(), base)
+        entry = Entry(*row, 1, 1, [first.body], bytearray((first.kind,)))
         entry.shadow = shadow
         self._entries[task.id] = entry
         self._rest(task.id, state)
@@ -234,14 +209,14 @@ class InMemoryTaskStore(InMemoryPushStore, EventLogStore):
         prepared = prepare(task_id, entry.context_id, entry.state, events, shadow=entry.shadow)
         return self._commit(task_id, entry, prepared, push)
 
-    def _commit(self, task_id: str, entry: _Entry, prepared: Prepared, push: bool) -> Appended:
+    def _commit(self, task_id: str, entry: Entry, prepared: Prepared, push: bool) -> Appended:
         if entry.shadow is not None and not entry.shadow.adopt(prepared):
             entry.shadow = None
         logged: builtins.list[LogEvent] = []
         outbox = 0
         for kind, body in prepared.frames:
             event = LogEvent(entry.head + 1, kind, body)
-            entry.events.append(event)
+            entry.log(event)
             entry.tail_bytes += len(body)
             logged.append(event)
             if push and event.streamed:
@@ -289,7 +264,7 @@ class InMemoryTaskStore(InMemoryPushStore, EventLogStore):
             del self._outbox[seq]
         self._waiters.wake(task_id)
 
-    def _fold(self, entry: _Entry) -> Task:
+    def _fold(self, entry: Entry) -> Task:
         return fold(codec.decode(Task, entry.base), entry.tail(), self._history_limit)
 
     async def get(self, task_id: str, *, owner: str = "") -> Task | None:
@@ -347,7 +322,7 @@ class InMemoryTaskStore(InMemoryPushStore, EventLogStore):
         if after_seq + 1 < entry.first_seq or after_seq > entry.head:
             return EventRange([], from_snapshot=True)
         start = after_seq + 1 - entry.first_seq
-        return EventRange(entry.events[start : start + limit])
+        return EventRange(entry.events(start, start + limit))
 
     async def wait_events(self, task_id: str, after_seq: int, *, timeout: float) -> bool:
         """Wait for an event above ``after_seq`` (see the protocol)."""
@@ -370,8 +345,7 @@ class InMemoryTaskStore(InMemoryPushStore, EventLogStore):
             entry.base_seq, entry.tail_bytes = entry.head, 0
         count = max(0, min(batch, through - entry.first_seq + 1))
         if count:
-            del entry.events[:count]
-            entry.first_seq += count
+            entry.drop(count)
             self._waiters.wake(task_id)
         return count
 
@@ -383,7 +357,7 @@ class InMemoryTaskStore(InMemoryPushStore, EventLogStore):
         found = sorted(
             (e.changed_at, task_id)
             for task_id, e in self._entries.items()
-            if e.state in states and e.changed_at < before and (not logged or e.events)
+            if e.state in states and e.changed_at < before and (not logged or e.bodies)
         )
         return [task_id for _, task_id in found[:limit]]
 
