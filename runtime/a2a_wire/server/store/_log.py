@@ -346,5 +346,5 @@ async def first_turn(
     if not events:
         return created
     done = await store.append(task_id, events, push=push)
-    events_ = [*created.events, *done.events]
-    return Appended(events_, created.outbox + done.outbox, done.state, done.task, done.task_json)
+    logged = [*created.events, *done.events]
+    return Appended(logged, created.outbox + done.outbox, done.state, done.task, done.task_json)
