@@ -92,7 +92,7 @@ class Started:
                 return SendMessageResponse(message=self.run.reply)
             if self.hub.state is None:
                 raise InternalError("The agent stopped without replying")
-            done, self.hub.folded = self.hub.folded, None  # the last commit (its fold is fresh)
+            done, self.hub.last_commit = self.hub.last_commit, None  # its fold is fresh
             if (answer := settled_answer(done, history_length)) is not None:
                 return answer
             return SendMessageResponse(task=_history.view(await self.hub.task(), history_length))

@@ -109,7 +109,7 @@ class TaskHub:
         self._active_run: Run | None = None
         self._canceling = False
         self._holds = 0
-        self.folded: Appended | None = None  # the last commit: Started.outcome
+        self.last_commit: Appended | None = None  # what Started.outcome answers from
         self._new_push_configs: list[TaskPushNotificationConfig] = []
         if push_config is not None:
             push_config.task_id = task_id
@@ -160,6 +160,9 @@ class TaskHub:
         return self
 
     def __exit__(self, *exc: object) -> None:
+        self._release()
+
+    def _release(self) -> None:
         self._holds -= 1
         self._check_idle()
 
@@ -255,7 +258,7 @@ class TaskHub:
 
     def _close_stream(self, sub: Subscriber) -> None:
         self.unsubscribe(sub)
-        self.__exit__()
+        self._release()
 
     def unsubscribe(self, sub: Subscriber) -> None:
         """Close a stream's subscription; other streams and the task carry on."""
@@ -316,7 +319,7 @@ class TaskHub:
 
     async def _append(self, event: LogInput) -> Appended:
         done = await self._store.append(self.task_id, [event], push=self._on_push is not None)
-        self._state, self.folded = done.state, done
+        self._state, self.last_commit = done.state, done
         if done.outbox and self._on_push is not None:
             self._on_push()
         self._offer(done.events)
@@ -365,7 +368,7 @@ class TaskHub:
             task, owner=run.owner, push_configs=configs, push=push, events=events
         )
         self._new_push_configs = []
-        self._state, self.folded = done.state, done
+        self._state, self.last_commit = done.state, done
         if done.outbox and self._on_push is not None:
             self._on_push()
         self._offer(done.events)

@@ -72,8 +72,8 @@ class Prepared:
         frames: Each event's kind and StreamResponse JSON.
         status: The last new status, or ``None`` when the batch changes none.
         shadow: With a :class:`Shadow` given to :func:`prepare`, its task with the batch
-            applied (a new object: the store adopts it when it reserves the batch,
-            :meth:`Shadow.adopt`); else ``None``.
+            applied (a new object: the store takes it in when it reserves the batch,
+            :meth:`Shadow.after`); else ``None``.
     """
 
     frames: builtins.list[tuple[EventKind, bytes]]
@@ -96,11 +96,9 @@ class Shadow:
 
     Attributes:
         task: Equal to the decoded snapshot with the events logged after it applied.
-        folded: The fold, once made.
     """
 
     task: Task
-    folded: Task | None = None
 
     @classmethod
     def of(cls, task: Task, size: int) -> Shadow | None:
@@ -110,25 +108,26 @@ class Shadow:
         """
         return cls(task.__deepcopy__(None)) if size <= SHADOW_BYTES else None
 
-    def adopt(self, prepared: Prepared) -> bool:
-        """Take in a batch prepared on this shadow; ``False`` if it was not (drop the shadow).
+    @staticmethod
+    def after(shadow: Shadow | None, prepared: Prepared) -> Shadow | None:
+        """A store's shadow once it reserves ``prepared``; ``None`` if not prepared on it.
 
-        Call when the batch is reserved, before the first ``await`` of its write.
+        Call when the batch is reserved, before the first ``await`` of its write; without a
+        shadow the store folds from JSON.
         """
-        if prepared.shadow is None:
-            return False
-        self.task = prepared.shadow
-        return True
+        if shadow is None or prepared.shadow is None:
+            return None
+        shadow.task = prepared.shadow
+        return shadow
 
     def fold(self, history_limit: int | None) -> Task:
         """The task with the events applied (the shadow is used up); the same one if asked again.
 
-        A write that asked may run twice (:func:`~._sqlite_group.run_group`).
+        A write that asked may run twice (:func:`~._sqlite_group.run_group`); trimming the
+        history again changes nothing.
         """
-        if self.folded is None:
-            trim(self.task, history_limit)
-            self.folded = self.task
-        return self.folded
+        trim(self.task, history_limit)
+        return self.task
 
 
 def prepare(

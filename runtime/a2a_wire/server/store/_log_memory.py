@@ -210,8 +210,7 @@ class InMemoryTaskStore(InMemoryPushStore, EventLogStore):
         return self._commit(task_id, entry, prepared, push)
 
     def _commit(self, task_id: str, entry: Entry, prepared: Prepared, push: bool) -> Appended:
-        if entry.shadow is not None and not entry.shadow.adopt(prepared):
-            entry.shadow = None
+        entry.shadow = Shadow.after(entry.shadow, prepared)
         logged: builtins.list[LogEvent] = []
         outbox = 0
         for kind, body in prepared.frames:

@@ -89,8 +89,7 @@ def reserve(
     columns = None
     if status is not None:
         columns = (state_key(status.state), *status_instant(status), changed, task_id)
-    if head.shadow is not None and not head.shadow.adopt(prepared):
-        head.shadow = None
+    head.shadow = Shadow.after(head.shadow, prepared)
     known = head.reserve(logged, cache_bytes)
     tail = head.tail_bytes + sum(len(event.body) for event in logged)
     fold = None
@@ -137,14 +136,14 @@ def _write_rows(
 
     The events of a new task need no check, and go in one statement with event 1.
     """
-    new = first is not None
     if first is not None:
         rows = [(task_id, event.seq, int(event.kind), event.body) for event in batch.logged]
         db.executemany(INSERT_NEW_EVENT, [(task_id, 1, int(EventKind.TASK), first), *rows])
-    for event in () if new else batch.logged:
-        params = (task_id, event.seq, int(event.kind), event.body)
-        if not db.execute(INSERT_EVENT, params).rowcount:
-            raise sqlite3.IntegrityError(f"event {event.seq} does not follow the log")
+    else:
+        for event in batch.logged:
+            params = (task_id, event.seq, int(event.kind), event.body)
+            if not db.execute(INSERT_EVENT, params).rowcount:
+                raise sqlite3.IntegrityError(f"event {event.seq} does not follow the log")
     if batch.status is not None:
         db.execute(UPDATE_STATUS, batch.status)
     outbox = 0
