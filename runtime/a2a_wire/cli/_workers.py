@@ -66,6 +66,7 @@ from a2a_wire.cli._app import page_token_key
 from a2a_wire.cli._serve import READY, StartError, exit_now, listening_url, store_label
 from a2a_wire.cli._worker_slots import Slot, bind, exit_status
 from a2a_wire.cli.config._load import Config
+from a2a_wire.server._waiting import wait_set
 
 __all__ = ["STOP_MARGIN_SECONDS", "Supervisor", "refusal", "supervise"]
 
@@ -232,8 +233,7 @@ class Supervisor:
             if delay:
                 fields = {"worker": slot.index, "in_seconds": delay}
                 log.info("worker restarting", extra={"fields": fields})
-                with contextlib.suppress(TimeoutError):
-                    await asyncio.wait_for(self.stopping.wait(), delay)
+                if await wait_set(self.stopping, delay):
                     return
             await self._launch(slot)
 

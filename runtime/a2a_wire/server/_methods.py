@@ -187,7 +187,8 @@ async def send_message(call: MethodCall[SendMessageRequest]) -> SendMessageRespo
 async def _first_or_submitted(started: Started, seconds: float) -> None:
     """Wait for the agent's first event, or after ``seconds`` make the SUBMITTED task."""
     try:
-        await asyncio.wait_for(asyncio.shield(started.run.first), seconds)
+        async with asyncio.timeout(seconds):
+            await asyncio.shield(started.run.first)
     except TimeoutError:
         await started.hub.ensure_task(started.run)
         await started.run.first

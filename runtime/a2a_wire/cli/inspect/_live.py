@@ -81,7 +81,8 @@ class LiveHub:
             await response.write(_event("ready", {}))
             while True:
                 try:
-                    kind, item = await asyncio.wait_for(queue.get(), self._keepalive)
+                    async with asyncio.timeout(self._keepalive):
+                        kind, item = await queue.get()
                 except TimeoutError:
                     await response.write(encode_comment("keepalive"))
                     continue

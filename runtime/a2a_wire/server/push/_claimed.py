@@ -40,10 +40,10 @@ late ``done`` only deletes a row that was delivered.
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import heapq
 import logging
 
+from a2a_wire.server._waiting import wait_set
 from a2a_wire.server.push._lanes import STORE_RETRY_SECONDS
 from a2a_wire.server.push._sender import Outcome, Sender
 from a2a_wire.server.store._push import Delivery, PushClaims
@@ -102,8 +102,7 @@ class ClaimReader:
         timeout = self._poll
         if self._due:
             timeout = min(timeout, max(0.0, self._due[0] - clock()))
-        with contextlib.suppress(TimeoutError):
-            await asyncio.wait_for(self._wakeup.wait(), timeout)
+        await wait_set(self._wakeup, timeout)
         self._wakeup.clear()
         now = clock()
         while self._due and self._due[0] <= now:

@@ -216,7 +216,8 @@ class PostgresEventLog(PostgresCancels, PostgresRetention, PostgresPushStore, Ev
         pool = self._db
         if pool is not None:
             with contextlib.suppress(Exception):  # a lost database: the leases expire anyway
-                await asyncio.wait_for(self._end_process(), self._poll + 5.0)
+                async with asyncio.timeout(self._poll + 5.0):
+                    await self._end_process()
         self._db = None
         self._heads.clear()
         if listener is not None:

@@ -46,6 +46,7 @@ import logging
 import math
 from collections.abc import Callable
 
+from a2a_wire.server._waiting import wait_set
 from a2a_wire.server.store._log_postgres_lease import PostgresLeases
 from a2a_wire.server.store._log_postgres_sql import NOW
 from a2a_wire.server.store._shared import CancelReply, CancelRequest
@@ -201,10 +202,7 @@ class PostgresCancels(PostgresLeases):
                 left = deadline - loop.time()
                 if left <= 0:
                     return None
-                try:
-                    await asyncio.wait_for(due.wait(), min(left, self._poll))
-                except TimeoutError:
-                    pass
+                await wait_set(due, min(left, self._poll))
         finally:
             self._replies_due.pop(request_id, None)
 
@@ -239,10 +237,7 @@ class PostgresCancels(PostgresLeases):
         beat_at = math.inf if period is None else loop.time() + period
         while True:
             wait = min(self._poll, max(0.0, beat_at - loop.time()))
-            try:
-                await asyncio.wait_for(self._cancel_due.wait(), wait)
-            except TimeoutError:
-                pass
+            await wait_set(self._cancel_due, wait)
             self._cancel_due.clear()
             try:
                 await self.poll_cancels()

@@ -28,6 +28,7 @@ from collections import OrderedDict
 from collections.abc import Awaitable, Callable, Mapping
 from typing import TYPE_CHECKING, Any
 
+from a2a_wire.server._waiting import wait_set
 from a2a_wire.server.store._log_fold import Waiters
 from a2a_wire.server.store._log_postgres_sql import load_driver
 from a2a_wire.server.store._log_postgres_text import escape, unescape
@@ -204,7 +205,8 @@ class Listener:
     async def _drop(self, conn: asyncpg.Connection) -> None:
         conn.remove_termination_listener(self._terminated)
         try:
-            await asyncio.wait_for(conn.close(), CHECK_SECONDS)
+            async with asyncio.timeout(CHECK_SECONDS):
+                await conn.close()
         except (OSError, TimeoutError, load_driver().InterfaceError):
             conn.terminate()
 
@@ -222,11 +224,8 @@ class Listener:
 
     async def _watch(self) -> None:
         while True:
-            try:
-                await asyncio.wait_for(self._lost.wait(), CHECK_SECONDS)
-            except TimeoutError:
-                if await self._alive():
-                    continue
+            if not await wait_set(self._lost, CHECK_SECONDS) and await self._alive():
+                continue
             await self._reconnect()
 
     async def _alive(self) -> bool:
