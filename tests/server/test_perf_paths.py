@@ -181,7 +181,7 @@ async def test_a_fold_the_head_can_do_reads_nothing_and_matches_the_file(
     )
     await hop(store._conn, lambda con: con.set_trace_callback(None))
     assert [s for s in statements if s.lstrip().upper().startswith("SELECT")] == []
-    assert any(s.startswith("UPDATE task_snapshots") for s in statements)  # it did fold
+    assert any(s.startswith("UPDATE tasks SET snap_seq") for s in statements)  # it did fold
     read = await hop(store._conn, lambda con: _rows.read_task(con, "t1", "", None))
     assert read is not None and read.seq == read.base_seq == done.events[-1].seq == 3
     assert done.task is not None and done.task == read.task  # what the file folds to

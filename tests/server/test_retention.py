@@ -187,7 +187,11 @@ async def test_sqlite_keeps_no_row_of_a_deleted_task(tmp_path: Path, clock: Cloc
         await backend.close_all()
     raw = sqlite3.connect(backend.path)
     try:
-        for table in ("tasks", "task_snapshots", "task_events", "push_configs", "push_outbox"):
+        events = "SELECT DISTINCT t.id FROM task_events e JOIN tasks t ON t.ref = e.task_ref"
+        assert raw.execute(events).fetchall() == [("kept",)]
+        orphans = "SELECT COUNT(*) FROM task_events WHERE task_ref NOT IN (SELECT ref FROM tasks)"
+        assert raw.execute(orphans).fetchone() == (0,)  # the deleted task's events are gone
+        for table in ("tasks", "push_configs", "push_outbox"):
             column = "id" if table == "tasks" else "task_id"
             rows = raw.execute(f"SELECT DISTINCT {column} FROM {table}").fetchall()
             assert rows == [("kept",)], table

@@ -1,7 +1,8 @@
-"""A file of the store before the event log (schema version 2) is migrated when it is opened.
+"""Files of older store versions are migrated to version 4 when they are opened.
 
-The fixture file is built here from version 2's own DDL, frozen as it was written by the old
-store (whole tasks in ``tasks.body``, and the push tables), so the test does not depend on code
+Version 2 is the store before the event log (whole tasks in ``tasks.body``, and the push tables);
+version 3 the first event log (snapshots in a table of their own). Each fixture file is built
+here from that version's own DDL, frozen as it was written, so the test does not depend on code
 that no longer exists. The steps are in a2a_wire.server.store._log_sql's docstring.
 """
 
@@ -17,6 +18,7 @@ from a2a_wire.types import (
     Message,
     Part,
     Role,
+    StreamResponse,
     Task,
     TaskPushNotificationConfig,
     TaskState,
@@ -45,6 +47,12 @@ V2_SCHEMA = (
     "CREATE INDEX push_outbox_by_lane ON push_outbox (task_id, config_id, failed, seq)",
     "PRAGMA user_version = 2",
 )
+
+
+V4_COLUMNS = [
+    *("ref", "id", "owner", "context_id", "state", "status_s", "status_ns"),
+    *("changed_at", "first_seq", "snap_seq", "body"),
+]
 
 
 def make_task(task_id: str, state: TaskState | None, at: int, *, text: str = "hi") -> Task:
@@ -127,12 +135,9 @@ async def test_a_version_2_file_becomes_an_event_log(tmp_path: Path) -> None:
         await store.close()
     raw = sqlite3.connect(path)
     try:
-        assert raw.execute("PRAGMA user_version").fetchone() == (3,)
+        assert raw.execute("PRAGMA user_version").fetchone() == (4,)
         columns = [row[1] for row in raw.execute("PRAGMA table_info(tasks)")]
-        assert columns == [
-            *("id", "owner", "context_id", "state", "status_s", "status_ns"),
-            *("changed_at", "first_seq"),
-        ]
+        assert columns == V4_COLUMNS
         changed = dict(raw.execute("SELECT id, changed_at FROM tasks").fetchall())
         assert changed["done"] == BASE + 5 + 5e-9
         assert changed["bare"] == NOW  # no status time: the migration's
@@ -167,5 +172,105 @@ async def test_a_failed_migration_leaves_the_file_as_it_was(tmp_path: Path) -> N
     try:
         assert raw.execute("PRAGMA user_version").fetchone() == (2,)
         assert raw.execute("SELECT COUNT(*) FROM tasks WHERE body IS NOT NULL").fetchone() == (4,)
+    finally:
+        raw.close()
+
+
+V3_SCHEMA = (
+    "CREATE TABLE tasks (id TEXT PRIMARY KEY NOT NULL, owner TEXT NOT NULL,"
+    " context_id TEXT NOT NULL, state TEXT NOT NULL, status_s INTEGER NOT NULL,"
+    " status_ns INTEGER NOT NULL, changed_at REAL NOT NULL, first_seq INTEGER NOT NULL)",
+    "CREATE INDEX tasks_by_owner ON tasks (owner, status_s DESC, status_ns DESC, id)",
+    "CREATE INDEX tasks_by_context ON tasks (owner, context_id, status_s DESC, status_ns DESC, id)",
+    "CREATE INDEX tasks_by_change ON tasks (state, changed_at)",
+    "CREATE TABLE task_snapshots (task_id TEXT PRIMARY KEY NOT NULL, seq INTEGER NOT NULL,"
+    " body BLOB NOT NULL)",
+    "CREATE TABLE task_events (task_id TEXT NOT NULL, seq INTEGER NOT NULL,"
+    " kind INTEGER NOT NULL, body BLOB NOT NULL, PRIMARY KEY (task_id, seq)) WITHOUT ROWID",
+    "CREATE TABLE deleted_tasks (task_id TEXT PRIMARY KEY NOT NULL)",
+    *V2_SCHEMA[3:-1],  # the push tables, unchanged
+    "PRAGMA user_version = 3",
+)
+
+
+def frame(event: StreamResponse) -> bytes:
+    """An event as the log holds it: its StreamResponse JSON."""
+    return codec.encode(event)
+
+
+def write_v3_file(path: Path) -> dict[str, Task]:
+    """A database as the version 3 store left it; the tasks it holds (as GetTask reads them).
+
+    "done": folded through its last event, log kept from event 1; "run": WORKING by an event
+    after its snapshot (a tail); "gone": deleted, its events not purged yet.
+    """
+    stamp = Timestamp(seconds=BASE + 1, nanos=5)
+    working = TaskStatusUpdateEvent(
+        task_id="run", context_id="ctx", status=TaskStatus(state=S.WORKING, timestamp=stamp)
+    )
+    done, run = make_task("done", S.COMPLETED, 5), make_task("run", S.SUBMITTED, 0)
+    raw = sqlite3.connect(path)
+    for statement in V3_SCHEMA:
+        raw.execute(statement)
+    rows = [
+        ("done", "alice", S.COMPLETED, BASE + 5, 2, done),
+        ("run", "bob", S.WORKING, BASE + 1, 1, run),
+    ]
+    for task_id, owner, state, at, seq, snapshot in rows:
+        listing = (task_id, owner, str(state.value), at, float(at))
+        raw.execute("INSERT INTO tasks VALUES (?, ?, 'ctx', ?, ?, 5, ?, 1)", listing)
+        snap = (task_id, seq, codec.encode(snapshot))
+        raw.execute("INSERT INTO task_snapshots VALUES (?, ?, ?)", snap)
+    events = [
+        (task_id, 1, EventKind.TASK, frame(StreamResponse(task=make_task(task_id, S.SUBMITTED, 0))))
+        for task_id in ("done", "run", "gone")
+    ]
+    events.append(("done", 2, EventKind.STATUS, frame(StreamResponse(status_update=working))))
+    events.append(("run", 2, EventKind.STATUS, frame(StreamResponse(status_update=working))))
+    insert = "INSERT INTO task_events VALUES (?, ?, ?, ?)"
+    raw.executemany(insert, [(t, n, int(k), b) for t, n, k, b in events])
+    raw.execute("INSERT INTO deleted_tasks VALUES ('gone')")
+    raw.commit()
+    raw.close()
+    return {"done": done}
+
+
+async def test_a_version_3_file_keeps_its_snapshots_and_logs(tmp_path: Path) -> None:
+    path = tmp_path / "tasks.sqlite3"
+    tasks = write_v3_file(path)
+    store = SQLiteTaskStore(path, clock=lambda: NOW)
+    try:
+        assert await store.open() == ["run"]  # recovery runs on the migrated tasks
+        assert await store.get("done", owner="alice") == tasks["done"]
+        snapshot = await store.snapshot("done", owner="alice")
+        assert snapshot is not None and snapshot.seq == 2
+        logged = await store.read_events("done", 0, owner="alice")
+        assert logged is not None and not logged.from_snapshot
+        assert [(e.seq, e.kind) for e in logged.events] == [
+            (1, EventKind.TASK),
+            (2, EventKind.STATUS),
+        ]
+        run = await store.get("run", owner="bob")  # the tail was folded in, then recovery
+        assert run is not None and run.status is not None and run.status.state == S.FAILED
+        resumed = await store.read_events("run", 1, owner="bob")
+        assert resumed is not None and [e.seq for e in resumed.events] == [2, 3]
+        assert await store.get("gone") is None
+        while await store.purge(batch=10):
+            pass
+    finally:
+        await store.close()
+    raw = sqlite3.connect(path)
+    try:
+        assert raw.execute("PRAGMA user_version").fetchone() == (4,)
+        assert [row[1] for row in raw.execute("PRAGMA table_info(tasks)")] == V4_COLUMNS
+        tables = {
+            row[0] for row in raw.execute("SELECT name FROM sqlite_master WHERE type = 'table'")
+        }
+        assert "task_snapshots" not in tables and "tasks_new" not in tables
+        assert raw.execute(
+            "SELECT COUNT(*) FROM task_events WHERE task_ref NOT IN (SELECT ref FROM tasks)"
+        ).fetchone() == (0,)
+        indexes = {row[1] for row in raw.execute("PRAGMA index_list(tasks)")}
+        assert {"tasks_by_owner", "tasks_by_context", "tasks_by_change"} <= indexes
     finally:
         raw.close()

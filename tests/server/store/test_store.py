@@ -426,8 +426,8 @@ async def test_sqlite_file_survives_reopen_and_has_a_schema_version(tmp_path: Pa
         columns = [row[1] for row in raw.execute("PRAGMA table_info(tasks)")]
     raw.close()
     assert columns == [
-        *("id", "owner", "context_id", "state", "status_s", "status_ns"),
-        *("changed_at", "first_seq"),
+        *("ref", "id", "owner", "context_id", "state", "status_s", "status_ns"),
+        *("changed_at", "first_seq", "snap_seq", "body"),
     ]
     again = SQLiteTaskStore(path, synchronous="full")
     assert await again.open() == []
@@ -437,6 +437,30 @@ async def test_sqlite_file_survives_reopen_and_has_a_schema_version(tmp_path: Pa
             await again.open()
     finally:
         await again.close()
+
+
+async def test_sqlite_never_gives_a_new_task_the_number_of_a_deleted_one(tmp_path: Path) -> None:
+    # Events are keyed by the task's number (ref). The deleted task had the highest number and
+    # its events wait for the purge: a reused number would hand them to the next task.
+    store = SQLiteTaskStore(tmp_path / "db.sqlite3")
+    await store.open()
+    try:
+        await store.create(make_task("old"))
+        await store.append("old", [moved(S.COMPLETED, ts(1))])
+        assert await store.delete_task("old")
+        await store.create(make_task("new"))
+        events = await store.read_events("new", 0)
+        assert events is not None and [e.seq for e in events.events] == [1]
+        assert await store.get("new") == make_task("new")
+    finally:
+        await store.close()
+    with sqlite3.connect(tmp_path / "db.sqlite3") as raw:
+        refs = dict(raw.execute("SELECT task_id, ref FROM deleted_tasks").fetchall())
+        new_ref = raw.execute("SELECT ref FROM tasks WHERE id = 'new'").fetchone()[0]
+        owners = raw.execute("SELECT task_ref, COUNT(*) FROM task_events GROUP BY 1").fetchall()
+    raw.close()
+    assert new_ref > refs["old"]
+    assert sorted(owners) == [(refs["old"], 2), (new_ref, 1)]
 
 
 async def test_sqlite_refuses_a_newer_schema(tmp_path: Path) -> None:

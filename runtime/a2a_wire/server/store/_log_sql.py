@@ -2,30 +2,40 @@
 
 Layout (``PRAGMA user_version`` = :data:`LOG_SCHEMA_VERSION`)
 ------------------------------------------------------------
-* ``tasks``: the listing row. ``id`` (primary key), ``owner``, ``context_id``, ``state`` (the
-  TaskState wire value), ``status_s`` and ``status_ns`` (the status timestamp as seconds and
-  nanoseconds, exact for years 1 to 9999, which nanoseconds alone would overflow),
-  ``changed_at`` (the store's clock at the last state change, for retention) and ``first_seq``
-  (the lowest event number still logged). Small and fixed-size: a status event rewrites it, an
-  artifact chunk does not touch it. Indexes: ListTasks by ``owner`` and by ``(owner,
-  context_id)``, both ordered by status time then id, and ``(state, changed_at)`` for retention.
-* ``task_snapshots``: ``task_id``, ``seq`` (the last event folded in) and ``body`` (the task's
-  own ProtoJSON, :func:`a2a_wire.codec.encode`; everything a client can send reads back equal).
-  Written by ``create`` and by a fold only.
-* ``task_events``: ``(task_id, seq)`` primary key (a WITHOUT ROWID table: the event is stored in
-  the key's b-tree, one b-tree insert per event), ``kind`` and ``body``. Rows are inserted,
-  and deleted by compaction and purge; never updated.
-* ``deleted_tasks``: ids of deleted tasks whose events and outbox rows
+* ``tasks``: one row per task, its listing columns and its snapshot. ``ref`` (the integer
+  primary key, ``AUTOINCREMENT`` so that a number is never given twice, also after a delete),
+  ``id`` (unique), ``owner``, ``context_id``, ``state`` (the TaskState wire value), ``status_s`` and
+  ``status_ns`` (the status timestamp as seconds and nanoseconds, exact for years 1 to 9999,
+  which nanoseconds alone would overflow), ``changed_at`` (the store's clock at the last state
+  change, for retention), ``first_seq`` (the lowest event number still logged), ``snap_seq``
+  (the last event folded into the snapshot) and ``body`` (the snapshot: the task's own
+  ProtoJSON, :func:`a2a_wire.codec.encode`; everything a client can send reads back equal). A
+  status event rewrites the listing columns, a fold the snapshot; an artifact chunk touches
+  neither. Indexes: ListTasks by ``owner`` and by ``(owner, context_id)``, both ordered by
+  status time then id, and ``(state, changed_at)`` for retention. The snapshot shares the row
+  (version 3 kept it in a table of its own): creating a task inserts into one B-tree less, and
+  a turn's settle updates one row.
+* ``task_events``: ``(task_ref, seq)`` primary key, ``task_ref`` being the task's ``ref`` (a
+  WITHOUT ROWID table: the event is stored in the key's B-tree, one B-tree insert per event),
+  ``kind`` and ``body``. Rows are inserted, and deleted by compaction and purge; never updated.
+  Keyed by the task's number rather than its id, the events of new tasks go to the right edge
+  of the B-tree, a few hot pages, where keys of random ids (UUIDs) sent each commit's inserts
+  to pages all over the file (version 3; in a benchmark's write pattern this one change took
+  the SQLite thread's work per SendMessage from about 250 to 165 µs; docs/performance.md).
+* ``deleted_tasks``: ``task_id`` and ``ref`` of deleted tasks whose events and outbox rows
   :meth:`~a2a_wire.server.store._log_sqlite.SQLiteTaskStore.purge` still owes.
 * ``push_configs`` and ``push_outbox``: as in :mod:`a2a_wire.server.store._push_sqlite`.
 
 A file written by another version is migrated when it is opened (:func:`migrate`, one
-transaction): version 1 (before push notifications) gains the push tables, then version 2 (whole
-tasks in ``tasks.body``, the store before the event log) becomes version 3: the new tables are
-created, each body becomes the task's snapshot as ``seq`` 1, ``changed_at`` is the status time
-(the migration's time for a task without one), ``first_seq`` is 2 (the log before that point
-was never kept, so a resume starts from the snapshot), ``tasks`` is rebuilt without ``body``,
-and ``user_version`` becomes 3. A newer version is refused rather than misread.
+transaction): version 1 (before push notifications) gains the push tables; version 2 (whole
+tasks in ``tasks.body``, the store before the event log) becomes version 4: the log tables are
+created, each body becomes the task's snapshot as ``snap_seq`` 1, ``changed_at`` is the status
+time (the migration's time for a task without one) and ``first_seq`` is 2 (the log before that
+point was never kept, so a resume starts from the snapshot); version 3 (snapshots in
+``task_snapshots``, events keyed by task id) becomes version 4 by moving each snapshot into its
+task's row and rekeying the events by ``ref`` (the events of deleted tasks, which a purge would
+have removed, are dropped then; their outbox rows are still purged). Both rebuild ``tasks`` and
+set ``user_version`` to 4. A newer version is refused rather than misread.
 
 Durability and one store per file
 ---------------------------------
@@ -67,6 +77,7 @@ __all__ = [
     "HEAD",
     "INSERT_EVENT",
     "INSERT_NEW_EVENT",
+    "INSERT_TASK",
     "LAST_SEQ",
     "LIST",
     "LOG_SCHEMA_VERSION",
@@ -82,7 +93,7 @@ __all__ = [
     "migrate",
 ]
 
-LOG_SCHEMA_VERSION = 3
+LOG_SCHEMA_VERSION = 4
 """Value of ``PRAGMA user_version`` for the event log layout."""
 
 SYNCHRONOUS_MODES = frozenset({"NORMAL", "FULL", "EXTRA"})
@@ -104,14 +115,17 @@ either way: committed frames are replayed from the WAL on the next open.
 
 _TASKS = (
     "CREATE TABLE tasks ("
-    " id TEXT PRIMARY KEY NOT NULL,"
+    " ref INTEGER PRIMARY KEY AUTOINCREMENT,"
+    " id TEXT NOT NULL UNIQUE,"
     " owner TEXT NOT NULL,"
     " context_id TEXT NOT NULL,"
     " state TEXT NOT NULL,"
     " status_s INTEGER NOT NULL,"
     " status_ns INTEGER NOT NULL,"
     " changed_at REAL NOT NULL,"
-    " first_seq INTEGER NOT NULL)"
+    " first_seq INTEGER NOT NULL,"
+    " snap_seq INTEGER NOT NULL,"
+    " body BLOB NOT NULL)"
 )
 
 _INDEXES = (
@@ -120,19 +134,22 @@ _INDEXES = (
     "CREATE INDEX tasks_by_change ON tasks (state, changed_at)",
 )
 
-_LOG_TABLES = (
-    "CREATE TABLE task_snapshots ("
-    " task_id TEXT PRIMARY KEY NOT NULL,"
-    " seq INTEGER NOT NULL,"
-    " body BLOB NOT NULL)",
+_COLUMNS = (
+    "id, owner, context_id, state, status_s, status_ns, changed_at, first_seq, snap_seq, body"
+)
+
+_EVENTS = (
     "CREATE TABLE task_events ("
-    " task_id TEXT NOT NULL,"
+    " task_ref INTEGER NOT NULL,"
     " seq INTEGER NOT NULL,"
     " kind INTEGER NOT NULL,"
     " body BLOB NOT NULL,"
-    " PRIMARY KEY (task_id, seq)) WITHOUT ROWID",
-    "CREATE TABLE deleted_tasks (task_id TEXT PRIMARY KEY NOT NULL)",
+    " PRIMARY KEY (task_ref, seq)) WITHOUT ROWID"
 )
+
+_DELETED = "CREATE TABLE deleted_tasks (task_id TEXT PRIMARY KEY NOT NULL, ref INTEGER NOT NULL)"
+
+_LOG_TABLES = (_EVENTS, _DELETED)
 
 SCHEMA = (
     _TASKS,
@@ -143,73 +160,100 @@ SCHEMA = (
 )
 """Statements creating the schema in an empty file."""
 
-_FROM_V2 = (
-    *_LOG_TABLES,
-    "INSERT INTO task_snapshots (task_id, seq, body) SELECT id, 1, body FROM tasks",
-    _TASKS.replace("CREATE TABLE tasks", "CREATE TABLE tasks_v3", 1),
-    "INSERT INTO tasks_v3 SELECT id, owner, context_id, state, status_s, status_ns,"
-    " CASE WHEN status_s = 0 AND status_ns = 0 THEN ? ELSE status_s + status_ns / 1e9 END, 2"
-    " FROM tasks",
+_REBUILT = (
     "DROP TABLE tasks",
-    "ALTER TABLE tasks_v3 RENAME TO tasks",
+    "ALTER TABLE tasks_new RENAME TO tasks",
     *_INDEXES,
     f"PRAGMA user_version = {LOG_SCHEMA_VERSION}",
 )
-"""Statements turning a version 2 file into version 3 (module docstring); ``?`` is the time now."""
 
-_LAST = (
-    "COALESCE((SELECT MAX(seq) FROM task_events WHERE task_id = ?1),"
-    " (SELECT seq FROM task_snapshots WHERE task_id = ?1))"
+
+def _new(statement: str, table: str) -> str:
+    return statement.replace(f"CREATE TABLE {table}", f"CREATE TABLE {table}_new", 1)
+
+
+_FROM_V2 = (
+    *_LOG_TABLES,
+    _new(_TASKS, "tasks"),
+    f"INSERT INTO tasks_new ({_COLUMNS}) SELECT id, owner, context_id, state, status_s,"
+    " status_ns,"
+    " CASE WHEN status_s = 0 AND status_ns = 0 THEN ? ELSE status_s + status_ns / 1e9 END,"
+    " 2, 1, body FROM tasks",
+    *_REBUILT,
 )
+"""Statements turning a version 2 file into version 4 (module docstring); ``?`` is the time now."""
+
+_FROM_V3 = (
+    _new(_TASKS, "tasks"),
+    f"INSERT INTO tasks_new ({_COLUMNS}) SELECT t.id, t.owner, t.context_id, t.state,"
+    " t.status_s, t.status_ns, t.changed_at, t.first_seq, s.seq, s.body"
+    " FROM tasks t JOIN task_snapshots s ON s.task_id = t.id ORDER BY t.rowid",
+    _new(_EVENTS, "task_events"),
+    "INSERT INTO task_events_new SELECT n.ref, e.seq, e.kind, e.body"
+    " FROM task_events e JOIN tasks_new n ON n.id = e.task_id",
+    "DROP TABLE task_events",
+    "ALTER TABLE task_events_new RENAME TO task_events",
+    _new(_DELETED, "deleted_tasks"),
+    "INSERT INTO deleted_tasks_new SELECT task_id, 0 FROM deleted_tasks",
+    "DROP TABLE deleted_tasks",
+    "ALTER TABLE deleted_tasks_new RENAME TO deleted_tasks",
+    "DROP TABLE task_snapshots",
+    *_REBUILT,
+)
+"""Statements turning a version 3 file into version 4 (module docstring)."""
+
+_LAST = "COALESCE((SELECT MAX(e.seq) FROM task_events e WHERE e.task_ref = t.ref), t.snap_seq)"
+"""The last event number of the task row ``t``."""
 
 INSERT_EVENT = (
-    "INSERT INTO task_events (task_id, seq, kind, body) SELECT ?1, ?2, ?3, ?4"
-    f" WHERE ?2 - 1 = {_LAST} AND EXISTS (SELECT 1 FROM tasks WHERE id = ?1)"
+    "INSERT INTO task_events (task_ref, seq, kind, body) SELECT t.ref, ?2, ?3, ?4"
+    f" FROM tasks t WHERE t.id = ?1 AND ?2 - 1 = {_LAST}"
 )
 """Log event ``?2`` of task ``?1`` if it is the next number and the task exists (else no row)."""
 
-INSERT_NEW_EVENT = "INSERT INTO task_events (task_id, seq, kind, body) VALUES (?, ?, ?, ?)"
-"""Log an event of a task created in the same transaction (its numbers are known to be free)."""
+INSERT_NEW_EVENT = "INSERT INTO task_events (task_ref, seq, kind, body) VALUES (?, ?, ?, ?)"
+"""Log an event of a task (by ``ref``) created in the same transaction (its numbers are free)."""
 
-LAST_SEQ = f"SELECT {_LAST}"
+LAST_SEQ = f"SELECT (SELECT {_LAST} FROM tasks t WHERE t.id = ?1)"
 """The task's last event number; NULL when there is no such task."""
+
+INSERT_TASK = (
+    f"INSERT INTO tasks ({_COLUMNS}) SELECT ?1, ?2, ?3, ?4, ?5, ?6, ?7, 1, 1, ?8"
+    " WHERE NOT EXISTS (SELECT 1 FROM deleted_tasks WHERE task_id = ?1)"
+)
+"""A new task's row: the listing values ``?1``-``?7`` (id first), snapshot ``?8`` as number 1."""
 
 UPDATE_STATUS = (
     "UPDATE tasks SET state = ?, status_s = ?, status_ns = ?, changed_at = ? WHERE id = ?"
 )
 
 HEAD = (
-    "SELECT t.owner, t.context_id, t.state, s.seq, length(s.body),"
-    " COALESCE((SELECT MAX(seq) FROM task_events WHERE task_id = ?1), s.seq),"
-    " (SELECT COALESCE(SUM(length(body)), 0) FROM task_events WHERE task_id = ?1 AND seq > s.seq)"
-    " FROM tasks t JOIN task_snapshots s ON s.task_id = t.id WHERE t.id = ?1"
+    f"SELECT t.owner, t.context_id, t.state, t.snap_seq, length(t.body), {_LAST},"
+    " (SELECT COALESCE(SUM(length(e.body)), 0) FROM task_events e"
+    " WHERE e.task_ref = t.ref AND e.seq > t.snap_seq)"
+    " FROM tasks t WHERE t.id = ?1"
 )
 """What the store remembers of a task: owner, context, state, snapshot, last number, tail."""
 
 READ = (
-    "SELECT s.seq, 0, s.body FROM tasks t JOIN task_snapshots s ON s.task_id = t.id"
-    " WHERE t.id = ?1 AND t.owner = ?2"
-    " UNION ALL SELECT seq, kind, body FROM task_events WHERE task_id = ?1"
-    " AND seq > (SELECT seq FROM task_snapshots WHERE task_id = ?1) ORDER BY 1"
+    "SELECT snap_seq, 0, body FROM tasks WHERE id = ?1 AND owner = ?2"
+    " UNION ALL SELECT e.seq, e.kind, e.body FROM tasks t JOIN task_events e"
+    " ON e.task_ref = t.ref WHERE t.id = ?1 AND e.seq > t.snap_seq ORDER BY 1"
 )
 """One statement: the snapshot row (kind 0) of ``?2``'s task ``?1``, then its tail."""
 
-FOLD = "UPDATE task_snapshots SET seq = ?, body = ? WHERE task_id = ? AND seq = ?"
+FOLD = "UPDATE tasks SET snap_seq = ?, body = ? WHERE id = ? AND snap_seq = ?"
 """Replace the snapshot if it is still the one the fold read (else no row changes)."""
 
 EVENTS = (
-    "SELECT e.seq, e.kind, e.body FROM tasks t JOIN task_events e ON e.task_id = t.id"
+    "SELECT e.seq, e.kind, e.body FROM tasks t JOIN task_events e ON e.task_ref = t.ref"
     " WHERE t.id = ? AND t.owner = ? AND e.seq > ? ORDER BY e.seq LIMIT ?"
 )
 
 BOUNDS = f"SELECT t.first_seq, {_LAST} FROM tasks t WHERE t.id = ?1 AND t.owner = ?2"
 """The lowest logged and the last event number of ``?2``'s task ``?1``."""
 
-LIST = (
-    "SELECT status_s, status_ns, id, s.seq, s.body,"
-    " COALESCE((SELECT MAX(e.seq) FROM task_events e WHERE e.task_id = t.id), s.seq)"
-    " FROM tasks t JOIN task_snapshots s ON s.task_id = t.id"
-)
+LIST = f"SELECT status_s, status_ns, id, snap_seq, body, {_LAST} FROM tasks t"
 """A ListTasks page: listing key, snapshot and last event number; add filters and order."""
 
 ORDER = " ORDER BY status_s DESC, status_ns DESC, id LIMIT ?"
@@ -246,7 +290,7 @@ def after_cursor(position: tuple[int, int, str]) -> tuple[str, list[Any]]:
 
 
 async def migrate(db: aiosqlite.Connection, now: float) -> None:
-    """Create the schema in an empty file, or bring an older one to version 3, in one transaction.
+    """Create the schema in an empty file, or bring an older one to version 4, in one transaction.
 
     Args:
         db: The connection, before anything else uses it.
@@ -262,7 +306,7 @@ async def migrate(db: aiosqlite.Connection, now: float) -> None:
             for statement in SCHEMA:
                 con.execute(statement)
             return
-        if version not in (1, 2, LOG_SCHEMA_VERSION):
+        if version not in (1, 2, 3, LOG_SCHEMA_VERSION):
             raise RuntimeError(
                 f"task database schema version {version} is not {LOG_SCHEMA_VERSION}; "
                 "it was written by another version of a2a-wire"
@@ -270,9 +314,9 @@ async def migrate(db: aiosqlite.Connection, now: float) -> None:
         if version == 1:  # before push notifications: add their tables
             for statement in PUSH_SCHEMA:
                 con.execute(statement)
-        if version < LOG_SCHEMA_VERSION:
-            for statement in _FROM_V2:
-                con.execute(statement, (now,) if "?" in statement else ())
+        steps = {1: _FROM_V2, 2: _FROM_V2, 3: _FROM_V3}.get(version, ())
+        for statement in steps:
+            con.execute(statement, (now,) if "?" in statement else ())
 
     await hop(db, lambda con: transaction(con, lambda: work(con)))
 

@@ -245,11 +245,14 @@ def drop_events(db: sqlite3.Connection, task_id: str, through: int, batch: int) 
     Returns:
         The number of events deleted.
     """
-    sql = "SELECT first_seq FROM tasks WHERE id = ?"
+    sql = "SELECT ref, first_seq FROM tasks WHERE id = ?"
     rows = list(_all(db, sql, (task_id,)))
-    upto = min(through, rows[0][0] + batch - 1) if rows else 0
-    sql = "DELETE FROM task_events WHERE task_id = ? AND seq <= ? RETURNING 1"
-    dropped = len(list(_all(db, sql, (task_id, upto))))
+    if not rows:
+        return 0
+    ref, first_seq = rows[0]
+    upto = min(through, first_seq + batch - 1)
+    sql = "DELETE FROM task_events WHERE task_ref = ? AND seq <= ? RETURNING 1"
+    dropped = len(list(_all(db, sql, (ref, upto))))
     if dropped:
         sql = "UPDATE tasks SET first_seq = ? WHERE id = ?"
         _all(db, sql, (upto + 1, task_id))
@@ -278,26 +281,23 @@ def tasks_in_states(
     sql = f"SELECT id FROM tasks WHERE state IN ({', '.join('?' * len(states))})"
     sql += " AND changed_at < ?"
     if logged:
-        sql += " AND EXISTS (SELECT 1 FROM task_events WHERE task_id = tasks.id)"
+        sql += " AND EXISTS (SELECT 1 FROM task_events WHERE task_ref = tasks.ref)"
     sql += " ORDER BY changed_at, id LIMIT ?"
     return [row[0] for row in _all(db, sql, [*states, before, limit])]
 
 
 def delete_rows(db: sqlite3.Connection, task_id: str) -> bool:
-    """Delete a task's row, snapshot and configs, and queue the rest; in a transaction.
+    """Delete a task's row (with its snapshot) and configs, and queue the rest; in a transaction.
 
     Returns:
         Whether the task existed.
     """
-    sql = "DELETE FROM tasks WHERE id = ? RETURNING id"
-    if not list(_all(db, sql, (task_id,))):
+    gone = list(_all(db, "DELETE FROM tasks WHERE id = ? RETURNING ref", (task_id,)))
+    if not gone:
         return False
-    for sql in (
-        "DELETE FROM task_snapshots WHERE task_id = ?",
-        "DELETE FROM push_configs WHERE task_id = ?",
-        "INSERT OR IGNORE INTO deleted_tasks (task_id) VALUES (?)",
-    ):
-        _all(db, sql, (task_id,))
+    _all(db, "DELETE FROM push_configs WHERE task_id = ?", (task_id,))
+    sql = "INSERT OR IGNORE INTO deleted_tasks (task_id, ref) VALUES (?, ?)"
+    _all(db, sql, (task_id, gone[0][0]))
     return True
 
 
@@ -308,15 +308,15 @@ def purge_rows(db: sqlite3.Connection, batch: int) -> int:
         Rows deleted, counting the task's ``deleted_tasks`` entry when it is done; 0 when no
         deleted task is left.
     """
-    rows = list(_all(db, "SELECT task_id FROM deleted_tasks LIMIT 1"))
+    rows = list(_all(db, "SELECT task_id, ref FROM deleted_tasks LIMIT 1"))
     if not rows:
         return 0
-    task_id = rows[0][0]
+    task_id, ref = rows[0]
     sql = (
-        "DELETE FROM task_events WHERE task_id = ?1 AND seq IN"
-        " (SELECT seq FROM task_events WHERE task_id = ?1 ORDER BY seq LIMIT ?2) RETURNING 1"
+        "DELETE FROM task_events WHERE task_ref = ?1 AND seq IN"
+        " (SELECT seq FROM task_events WHERE task_ref = ?1 ORDER BY seq LIMIT ?2) RETURNING 1"
     )
-    done = len(list(_all(db, sql, (task_id, batch))))
+    done = len(list(_all(db, sql, (ref, batch))))
     if done < batch:
         sql = (
             "DELETE FROM push_outbox WHERE seq IN"

@@ -7,7 +7,7 @@ moves the head's state on and decides whether to fold; :func:`write_events` or
 :func:`~a2a_wire.server.store._push_sqlite.hop`, writes the rows; :func:`settle`, back on the
 loop after the commit, records what was committed and what the fold wrote in the head.
 
-A create with events writes the task's row, snapshot and event 1, its push configs and outbox
+A create with events writes the task's row (with its snapshot) and event 1, its push configs and outbox
 rows, then the batch, in one ``BEGIN IMMEDIATE`` transaction: one hop and one commit where a
 create and an append took two of each.
 """
@@ -23,7 +23,12 @@ from typing import Any
 from a2a_wire.server.store._base import state_key
 from a2a_wire.server.store._log import Appended, EventKind, LogEvent
 from a2a_wire.server.store._log_fold import Prepared, Shadow, should_fold, status_instant
-from a2a_wire.server.store._log_sql import INSERT_EVENT, INSERT_NEW_EVENT, UPDATE_STATUS
+from a2a_wire.server.store._log_sql import (
+    INSERT_EVENT,
+    INSERT_NEW_EVENT,
+    INSERT_TASK,
+    UPDATE_STATUS,
+)
 from a2a_wire.server.store._log_sqlite_rows import Folded, Head, Known, fold_known, fold_task
 from a2a_wire.server.store._push_sqlite import enqueue, put_configs, transaction
 from a2a_wire.types import TaskPushNotificationConfig, TaskState
@@ -130,15 +135,16 @@ def absorb(head: Head, folded: Folded, cache_bytes: int) -> None:
 
 
 def _write_rows(
-    db: sqlite3.Connection, task_id: str, batch: Batch, *, first: bytes | None = None
+    db: sqlite3.Connection, task_id: str, batch: Batch, *, new: tuple[int, bytes] | None = None
 ) -> tuple[int, Folded | None]:
-    """The batch's rows; with the ``first`` event of a task inserted in this transaction.
+    """The batch's rows; ``new``: the ``ref`` and first event of a task inserted just now.
 
     The events of a new task need no check, and go in one statement with event 1.
     """
-    if first is not None:
-        rows = [(task_id, event.seq, int(event.kind), event.body) for event in batch.logged]
-        db.executemany(INSERT_NEW_EVENT, [(task_id, 1, int(EventKind.TASK), first), *rows])
+    if new is not None:
+        ref, first = new
+        rows = [(ref, event.seq, int(event.kind), event.body) for event in batch.logged]
+        db.executemany(INSERT_NEW_EVENT, [(ref, 1, int(EventKind.TASK), first), *rows])
     else:
         for event in batch.logged:
             params = (task_id, event.seq, int(event.kind), event.body)
@@ -191,22 +197,23 @@ def _try_fold(
 
 def insert_task(
     db: sqlite3.Connection, row: tuple[Any, ...], snapshot: bytes, first: bytes | None
-) -> None:
-    """Insert a new task's row, snapshot and event 1 (``None``: the caller does); in a transaction.
+) -> int:
+    """Insert a new task's row with its snapshot, and event 1 (``None``: the caller does).
+
+    In a transaction.
+
+    Returns:
+        The task's ``ref``, the number its events are keyed by.
 
     Raises:
         sqlite3.IntegrityError: the id is taken, also by a deleted task not purged yet.
     """
-    sql = (
-        "INSERT INTO tasks SELECT ?1, ?2, ?3, ?4, ?5, ?6, ?7, 1"
-        " WHERE NOT EXISTS (SELECT 1 FROM deleted_tasks WHERE task_id = ?1)"
-    )
-    if not db.execute(sql, row).rowcount:
+    cursor = db.execute(INSERT_TASK, (*row, snapshot))
+    if not cursor.rowcount or cursor.lastrowid is None:
         raise sqlite3.IntegrityError("the id of a deleted task")
-    sql = "INSERT INTO task_snapshots (task_id, seq, body) VALUES (?, 1, ?)"
-    db.execute(sql, (row[0], snapshot))
     if first is not None:
-        db.execute(INSERT_NEW_EVENT, (row[0], 1, int(EventKind.TASK), first))
+        db.execute(INSERT_NEW_EVENT, (cursor.lastrowid, 1, int(EventKind.TASK), first))
+    return cursor.lastrowid
 
 
 def create_rows(
@@ -230,12 +237,12 @@ def create_rows(
     """
 
     def steps() -> tuple[int, Folded | None]:
-        insert_task(db, row, snapshot, first if batch is None else None)
+        ref = insert_task(db, row, snapshot, first if batch is None else None)
         put_configs(db, configs)
         outbox = enqueue(db, row[0], first) if push else 0
         if batch is None:
             return outbox, None
-        more, folded = _write_rows(db, row[0], batch, first=first)
+        more, folded = _write_rows(db, row[0], batch, new=(ref, first))
         return outbox + more, folded
 
     return transaction(db, steps)
