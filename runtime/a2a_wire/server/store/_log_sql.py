@@ -20,8 +20,8 @@ Layout (``PRAGMA user_version`` = :data:`LOG_SCHEMA_VERSION`)
   ``kind`` and ``body``. Rows are inserted, and deleted by compaction and purge; never updated.
   Keyed by the task's number rather than its id, the events of new tasks go to the right edge
   of the B-tree, a few hot pages, where keys of random ids (UUIDs) sent each commit's inserts
-  to pages all over the file (version 3; in a benchmark's write pattern this one change took
-  the SQLite thread's work per SendMessage from about 250 to 165 µs; docs/performance.md).
+  to pages all over the file (version 3; replaying the writes of benchmarks/server.py, this
+  one change took SQLite's CPU per SendMessage from about 250 to 165 µs; docs/performance.md).
 * ``deleted_tasks``: ``task_id`` and ``ref`` of deleted tasks whose events and outbox rows
   :meth:`~a2a_wire.server.store._log_sqlite.SQLiteTaskStore.purge` still owes.
 * ``push_configs`` and ``push_outbox``: as in :mod:`a2a_wire.server.store._push_sqlite`.
