@@ -29,7 +29,7 @@ from pathlib import Path
 
 import aiohttp
 import orjson
-from server import LOAD_CORE, SERVER_CORE, Server, running
+from server import Server, pin_load_generator, running
 from server_load import HEADERS, SEND, new_session, run_load
 
 STEPS = 20
@@ -105,9 +105,7 @@ def main() -> int:
     args = parser.parse_args()
     if args.tasks < STEPS:
         parser.error(f"--tasks must be at least {STEPS}")
-    pin = hasattr(os, "sched_setaffinity") and {SERVER_CORE, LOAD_CORE} <= os.sched_getaffinity(0)
-    if pin:
-        os.sched_setaffinity(0, {LOAD_CORE})
+    pin = pin_load_generator()
     now = datetime.datetime.now().astimezone().strftime("%Y-%m-%d %H:%M %Z")
     print(f"date:     {now}")
     print(

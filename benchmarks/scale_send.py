@@ -30,12 +30,11 @@ request, and *capacity* is requests per CPU-second of server and database togeth
 
 from __future__ import annotations
 
-import os
 import sys
 from importlib.metadata import version
 
 import _pg
-from server import LOAD_CORE, PG_SERVERS, SERVER_CORE, parse_args, run_all
+from server import LOAD_CORE, PG_SERVERS, SERVER_CORE, parse_args, pin_load_generator, run_all
 from server_load import SEND
 from server_report import Cell, Cells, _pct, disturbance, print_header, rate
 
@@ -92,9 +91,7 @@ def print_ratios(cells: Cells) -> None:
 def main() -> int:
     args = parse_args(SERVERS, __doc__)
     args.kinds, args.concurrency = (SEND,), [C]
-    pin = hasattr(os, "sched_setaffinity") and {SERVER_CORE, LOAD_CORE} <= os.sched_getaffinity(0)
-    if pin:
-        os.sched_setaffinity(0, {LOAD_CORE})
+    pin = pin_load_generator()
     placement = (
         f"servers (all their processes) on CPU {SERVER_CORE}, load generator on CPU {LOAD_CORE}, "
         "PostgreSQL not pinned"

@@ -363,11 +363,17 @@ def _before(parser: argparse.ArgumentParser, args: argparse.Namespace) -> Before
     return before_of(parser, args)
 
 
-def main() -> int:
-    args = parse_args()
+def pin_load_generator() -> bool:
+    """Move this process to LOAD_CORE when both cores are ours; whether servers get pinned too."""
     pin = hasattr(os, "sched_setaffinity") and {SERVER_CORE, LOAD_CORE} <= os.sched_getaffinity(0)
     if pin:
         os.sched_setaffinity(0, {LOAD_CORE})
+    return pin
+
+
+def main() -> int:
+    args = parse_args()
+    pin = pin_load_generator()
     placement = f"server on CPU {SERVER_CORE}, load generator on CPU {LOAD_CORE}"
     print_header(args, placement if pin else "not pinned (needs CPUs 0 and 1)")
     cells = run_all(args, pin)

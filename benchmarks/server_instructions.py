@@ -20,7 +20,6 @@ from __future__ import annotations
 import argparse
 import asyncio
 import glob
-import os
 import shutil
 import socket
 import subprocess
@@ -31,6 +30,7 @@ from pathlib import Path
 
 import aiohttp
 import server_load as load
+import server_threads
 from server import Before, add_before_options, before_of, server_command
 
 HERE = Path(__file__).resolve().parent
@@ -46,18 +46,9 @@ def _free_port() -> int:
 
 
 def _cpu_seconds(pid: int) -> float:
-    total = 0
-    for stat in glob.glob(f"/proc/{pid}/task/*/stat"):
-        fields = Path(stat).read_text().rsplit(")", 1)[1].split()
-        total += int(fields[11]) + int(fields[12])
-    return total / os.sysconf("SC_CLK_TCK")
-
-
-async def _run(url: str, kind: str, count: int) -> None:
-    async with load.new_session(16) as session:
-        result = await load.run_load(session, url, kind, 16, 600.0, count=count)
-    if result.errors:
-        raise SystemExit(f"{result.errors} bad answers, e.g. {result.samples[:2]}")
+    """CPU seconds of every thread of the process."""
+    counters = server_threads.read(pid)
+    return counters.loop + counters.others
 
 
 async def _ready(url: str, deadline: float) -> None:
@@ -106,12 +97,12 @@ def measure(
     )
     try:
         asyncio.run(_ready(url, time.monotonic() + 120))
-        asyncio.run(_run(url, KINDS[kind], warmup))
+        asyncio.run(load.run_checked(url, KINDS[kind], warmup))
         control = ["callgrind_control", "-i"]
         if tool == "callgrind":
             subprocess.run([*control, "on", str(server.pid)], check=True, capture_output=True)
         before = _cpu_seconds(server.pid)
-        asyncio.run(_run(url, KINDS[kind], requests))
+        asyncio.run(load.run_checked(url, KINDS[kind], requests))
         if tool != "callgrind":
             return (_cpu_seconds(server.pid) - before) / requests * 1e6
         subprocess.run([*control, "off", str(server.pid)], check=True, capture_output=True)

@@ -230,6 +230,14 @@ async def run_load(
     return out
 
 
+async def run_checked(url: str, kind: str, count: int, concurrency: int = 16) -> None:
+    """Send exactly ``count`` requests of ``kind``; exit the benchmark on any bad answer."""
+    async with new_session(concurrency) as session:
+        result = await run_load(session, url, kind, concurrency, 600.0, count=count)
+    if result.errors:
+        raise SystemExit(f"{result.errors} bad answers, e.g. {result.samples[:2]}")
+
+
 def new_session(concurrency: int) -> aiohttp.ClientSession:
     """A session with a keep-alive pool of ``concurrency`` connections and a 30 s timeout."""
     connector = aiohttp.TCPConnector(limit=concurrency, limit_per_host=concurrency)

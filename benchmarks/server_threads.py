@@ -29,7 +29,13 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import server_load as load
-from server import LOAD_CORE, SERVER_CORE, Before, add_before_options, before_of, running
+from server import (
+    Before,
+    add_before_options,
+    before_of,
+    pin_load_generator,
+    running,
+)
 
 KINDS = {"send": load.SEND, "stream": load.STREAM}
 FIGURES = ("loop CPU µs", "other threads CPU µs", "KB written", "read syscalls")
@@ -60,21 +66,14 @@ def read(pid: int) -> Reading:
     return Reading(loop, others, int(io["write_bytes"]), int(io["syscr"]))
 
 
-async def _load(url: str, kind: str, count: int) -> None:
-    async with load.new_session(16) as session:
-        result = await load.run_load(session, url, kind, 16, 600.0, count=count)
-    if result.errors:
-        raise SystemExit(f"{result.errors} bad answers, e.g. {result.samples[:2]}")
-
-
 def measure(
     mode: str, kind: str, requests: int, warmup: int, pin: bool, before: Before | None
 ) -> tuple[float, ...]:
     """The :data:`FIGURES` per request of one cell."""
     with running(mode, pin, before=before) as server:
-        asyncio.run(_load(server.url, kind, warmup))
+        asyncio.run(load.run_checked(server.url, kind, warmup))
         start = read(server.process.pid)
-        asyncio.run(_load(server.url, kind, requests))
+        asyncio.run(load.run_checked(server.url, kind, requests))
         end = read(server.process.pid)
     return (
         (end.loop - start.loop) / requests * 1e6,
@@ -95,9 +94,7 @@ def main() -> int:
     args = parser.parse_args()
     before = before_of(parser, args)
     modes = args.modes.split(",") + (["before-sqlite"] if before is not None else [])
-    pin = hasattr(os, "sched_setaffinity") and {SERVER_CORE, LOAD_CORE} <= os.sched_getaffinity(0)
-    if pin:
-        os.sched_setaffinity(0, {LOAD_CORE})
+    pin = pin_load_generator()
     cells: dict[tuple[str, str], list[tuple[float, ...]]] = {}
     print(
         f"| round | server | workload | {' | '.join(FIGURES)} |\n|---|---|---|---:|---:|---:|---:|"

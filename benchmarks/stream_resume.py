@@ -27,7 +27,6 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import os
 import statistics
 import sys
 import tempfile
@@ -40,7 +39,7 @@ from typing import Any
 import aiohttp
 import orjson
 from _servers import chunk_text
-from server import LOAD_CORE, SERVER_CORE, running
+from server import pin_load_generator, running
 
 from a2a_wire._protocol.sse import SSEDecoder
 
@@ -186,9 +185,7 @@ def main() -> int:
     parser.add_argument("--stores", default=",".join(STORES), help="comma-separated subset")
     args = parser.parse_args()
     events = args.events or (1_000 if args.quick else 10_000)
-    pin = hasattr(os, "sched_setaffinity") and {SERVER_CORE, LOAD_CORE} <= os.sched_getaffinity(0)
-    if pin:
-        os.sched_setaffinity(0, {LOAD_CORE})
+    pin = pin_load_generator()
     print(f"workload: {events:,} chunks; the subscriber drops every {args.every} events")
     print(
         "| store | events | last id | chunks | resumes | resume p50 ms | p99 ms | max ms | run s |"

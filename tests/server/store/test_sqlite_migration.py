@@ -199,7 +199,7 @@ def frame(event: StreamResponse) -> bytes:
 
 
 def write_v3_file(path: Path) -> dict[str, Task]:
-    """A database as the version 3 store left it; the tasks it holds (as GetTask reads them).
+    """A database as the version 3 store left it; its settled task "done", as GetTask reads it.
 
     "done": folded through its last event, log kept from event 1; "run": WORKING by an event
     after its snapshot (a tail); "gone": deleted, its events not purged yet.
