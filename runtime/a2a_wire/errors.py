@@ -6,7 +6,7 @@ the classes not defined here (``_support`` is ``a2a_wire._generated._support``, 
 classes are in ``a2a_wire.server._errors``, ``client``'s in ``a2a_wire.client._errors``)::
 
     A2AError                         abstract root                                   [_support]
-    ├── ProtocolError                abstract: a JSON-RPC error (code, message, data)
+    ├── ProtocolError                abstract: a JSON-RPC error (code, message, data) [_protocol.rpc_error]
     │   ├── JSONParseError             -32700
     │   │   └── UnreadableBodyError    HTTP 400: the body could not be read            [server]
     │   ├── InvalidRequestError        -32600
@@ -30,6 +30,8 @@ classes are in ``a2a_wire.server._errors``, ``client``'s in ``a2a_wire.client._e
     │   ├── ExtendedAgentCardNotConfiguredError│
     │   ├── ExtensionSupportRequiredError -32008
     │   ├── VersionNotSupportedError   -32009  ┘
+    │   ├── UnavailableError           -32000  HTTP 503 + Retry-After: retry later
+    │   │   └── StoreUnavailableError  the task store cannot be reached; STORE_UNAVAILABLE [server.store]
     │   └── UnknownProtocolError       any other code received from a peer
     ├── DecodeError                  a JSON value does not fit its message; has a path [_support]
     ├── JSONSyntaxError (ValueError) the text is not strict JSON                        [codec]
@@ -80,10 +82,19 @@ received from a peer, :func:`from_wire` rebuilds the registered class, keeping `
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
-from typing import Any, ClassVar
+from typing import Any
 
 from a2a_wire._generated._support import A2AError
+from a2a_wire._protocol.rpc_error import (
+    A2A_DOMAIN,
+    BAD_REQUEST_TYPE,
+    ERROR_CLASSES,
+    ERROR_INFO_TYPE,
+    FieldViolation,
+    ProtocolError,
+)
 
 __all__ = [
     "A2A_DOMAIN",
@@ -106,21 +117,12 @@ __all__ = [
     "PushNotificationNotSupportedError",
     "TaskNotCancelableError",
     "TaskNotFoundError",
+    "UnavailableError",
     "UnknownProtocolError",
     "UnsupportedOperationError",
     "VersionNotSupportedError",
     "from_wire",
 ]
-
-A2A_DOMAIN = "a2a-protocol.org"
-ERROR_INFO_TYPE = "type.googleapis.com/google.rpc.ErrorInfo"
-BAD_REQUEST_TYPE = "type.googleapis.com/google.rpc.BadRequest"
-
-#: JSON-RPC code -> class, filled in by each concrete subclass's definition.
-ERROR_CLASSES: dict[int, type[ProtocolError]] = {}
-
-FieldViolation = tuple[str, str]
-"""A ``google.rpc.BadRequest`` field violation: (field path, description)."""
 
 
 class ClientError(A2AError):
@@ -143,80 +145,6 @@ class CardSignatureError(InvalidAgentCardError):
     def __init__(self, reasons: Sequence[str]) -> None:
         self.reasons = tuple(reasons)
         super().__init__("agent card signature not verified: " + "; ".join(self.reasons))
-
-
-class ProtocolError(A2AError):
-    """An error with a JSON-RPC identity: a code, a message and ``data`` detail objects.
-
-    The wire identity is class attributes; :class:`UnknownProtocolError` and the server's
-    translations of aiohttp errors set ``code`` or ``http_status`` on the instance instead.
-
-    Attributes:
-        code: The JSON-RPC error code; concrete classes register it in :data:`ERROR_CLASSES`.
-        default_message: The message when none is given.
-        reason: The ErrorInfo ``reason`` (A2A errors); ``""`` sends no ErrorInfo.
-        domain: The ErrorInfo ``domain``: ``a2a-protocol.org`` unless the reason is our own.
-        http_status: The status of a response holding only this error (module docstring).
-
-    Args:
-        message: Human-readable text; the class default when omitted.
-        metadata: String pairs for the ErrorInfo detail (A2A errors), e.g. ``{"taskId": ...}``.
-        data: The ``data`` array as received from a peer; when given it is kept verbatim.
-    """
-
-    _abstract = True
-    code: ClassVar[int]
-    default_message: ClassVar[str]
-    reason: ClassVar[str] = ""
-    domain: ClassVar[str] = A2A_DOMAIN
-    http_status: int = 200
-
-    def __init_subclass__(cls, **kwargs: Any) -> None:
-        super().__init_subclass__(**kwargs)
-        code = cls.__dict__.get("code")
-        if isinstance(code, int):
-            if code in ERROR_CLASSES:
-                raise TypeError(f"JSON-RPC code {code} registered twice")
-            ERROR_CLASSES[code] = cls
-
-    def __init__(
-        self,
-        message: str | None = None,
-        *,
-        metadata: dict[str, str] | None = None,
-        data: list[Any] | None = None,
-    ) -> None:
-        self.message = message if message is not None else self.default_message
-        super().__init__(self.message)
-        self.metadata = dict(metadata or {})
-        self.data = data
-
-    def details(self) -> list[dict[str, Any]]:
-        """The ``data`` array to send: received details verbatim, else built from this error."""
-        if self.data is not None:
-            return list(self.data)
-        if not self.reason:
-            return []
-        info: dict[str, Any] = {"@type": ERROR_INFO_TYPE, "reason": self.reason}
-        info["domain"] = self.domain
-        if self.metadata:
-            info["metadata"] = dict(self.metadata)
-        return [info]
-
-    def http_headers(self) -> list[tuple[str, str]]:
-        """Headers to add to a response holding only this error (a name may repeat); none here."""
-        return []
-
-    def to_wire(self) -> dict[str, Any]:
-        """The JSON-RPC error object: ``{"code", "message", "data"?}``."""
-        wire: dict[str, Any] = {"code": self.code, "message": self.message}
-        details = self.details()
-        if details:
-            wire["data"] = details
-        return wire
-
-    def __repr__(self) -> str:
-        return f"{type(self).__name__}(code={self.code}, message={self.message!r})"
 
 
 class JSONParseError(ProtocolError):
@@ -350,6 +278,44 @@ class VersionNotSupportedError(ProtocolError):
     reason = "VERSION_NOT_SUPPORTED"
 
 
+class UnavailableError(ProtocolError):
+    """The server cannot serve the call now, but may soon: retry after ``retry_after`` seconds.
+
+    Code -32000 is the one code of JSON-RPC's implementation-defined server range (-32000 to
+    -32099) that A2A does not claim (spec 9.5). Sent alone, it is answered with HTTP 503 and a
+    ``Retry-After`` header; the ErrorInfo ``reason`` says what is unavailable.
+
+    Args:
+        message: Human-readable text; the class default when omitted.
+        retry_after: Whole seconds the caller should wait (at least 1), also sent as ErrorInfo
+            ``retryAfterSeconds``.
+        metadata: More string pairs for the ErrorInfo detail.
+        data: The ``data`` array as received from a peer; kept verbatim.
+    """
+
+    code = -32000
+    default_message = "The server is unavailable for now; retry later"
+    reason = "UNAVAILABLE"
+    domain = "a2a-wire"
+    http_status = 503
+
+    def __init__(
+        self,
+        message: str | None = None,
+        *,
+        retry_after: float = 1.0,
+        metadata: dict[str, str] | None = None,
+        data: list[Any] | None = None,
+    ) -> None:
+        self.retry_after = max(1, math.ceil(retry_after))
+        info = {"retryAfterSeconds": str(self.retry_after), **(metadata or {})}
+        super().__init__(message, metadata=info, data=data)
+
+    def http_headers(self) -> list[tuple[str, str]]:
+        """The ``Retry-After`` header."""
+        return [("Retry-After", str(self.retry_after))]
+
+
 class UnknownProtocolError(ProtocolError):
     """An error code received from a peer that this version does not register."""
 
@@ -393,4 +359,6 @@ def from_wire(error: object) -> ProtocolError:
             for v in detail.get("fieldViolations") or []:
                 if isinstance(v, dict):
                     exc.violations.append((str(v.get("field", "")), str(v.get("description", ""))))
+    if isinstance(exc, UnavailableError) and exc.metadata.get("retryAfterSeconds", "").isdigit():
+        exc.retry_after = max(1, int(exc.metadata["retryAfterSeconds"]))
     return exc

@@ -28,10 +28,12 @@ from a2a_wire.errors import (
     InvalidParamsError,
     ProtocolError,
     TaskNotFoundError,
+    UnavailableError,
     UnknownProtocolError,
     from_wire,
 )
 from a2a_wire.server import _errors as server_errors
+from a2a_wire.server.store import StoreUnavailableError
 
 ERROR_INFO = "type.googleapis.com/google.rpc.ErrorInfo"
 BAD_REQUEST = "type.googleapis.com/google.rpc.BadRequest"
@@ -165,7 +167,7 @@ def test_every_code_maps_to_the_class_that_declares_it() -> None:
     assert sorted(ERROR_CLASSES) == [
         *range(-32700, -32699),
         *range(-32603, -32599),
-        *range(-32009, -32000),
+        *range(-32009, -31999),
     ]
     declaring = {
         cls.__dict__["code"]: cls
@@ -192,9 +194,41 @@ def test_a_second_class_for_a_code_is_refused() -> None:
 
 
 def test_refinements_keep_their_parent_code_and_are_not_registered() -> None:
-    refusals = [server_errors.UnauthenticatedError, server_errors.ServerFailureError]
+    refusals = [
+        server_errors.UnauthenticatedError,
+        server_errors.ServerFailureError,
+        StoreUnavailableError,
+    ]
     for cls in refusals:
         assert ERROR_CLASSES[cls.code] is cls.__bases__[0]
+
+
+# -- unavailable ------------------------------------------------------------------------------
+
+
+def test_a_store_fault_is_a_retryable_503_with_its_reason() -> None:
+    exc = StoreUnavailableError("the database restarts", retry_after=2.2)
+    assert (exc.code, exc.http_status, exc.retry_after) == (-32000, 503, 3)
+    assert exc.http_headers() == [("Retry-After", "3")]
+    assert exc.to_wire() == {
+        "code": -32000,
+        "message": "the database restarts",
+        "data": [
+            {
+                "@type": "type.googleapis.com/google.rpc.ErrorInfo",
+                "reason": "STORE_UNAVAILABLE",
+                "domain": "a2a-wire",
+                "metadata": {"retryAfterSeconds": "3"},
+            }
+        ],
+    }
+
+
+def test_a_received_unavailable_error_keeps_its_wait() -> None:
+    exc = from_wire(StoreUnavailableError(retry_after=7).to_wire())
+    assert type(exc) is UnavailableError
+    assert (exc.retry_after, exc.http_headers()) == (7, [("Retry-After", "7")])
+    assert from_wire({"code": -32000, "message": "busy"}).retry_after == 1  # type: ignore[attr-defined]
 
 
 # -- from_wire --------------------------------------------------------------------------------
@@ -293,7 +327,10 @@ def test_local_errors_build_their_details() -> None:
 # -- HTTP status ------------------------------------------------------------------------------
 
 
-@pytest.mark.parametrize("cls", sorted(set(ERROR_CLASSES.values()), key=lambda c: c.code))
+@pytest.mark.parametrize(
+    "cls",
+    sorted(set(ERROR_CLASSES.values()) - {UnavailableError}, key=lambda c: c.code),
+)
 def test_json_rpc_errors_travel_with_http_200(cls: type[ProtocolError]) -> None:
     assert cls.http_status == 200
     assert cls().http_headers() == []

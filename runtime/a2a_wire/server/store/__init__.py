@@ -39,6 +39,7 @@ from a2a_wire.server.store._push import (
     PushStore,
 )
 from a2a_wire.server.store._shared import CancelReply, CancelRequest, SharedTaskStore
+from a2a_wire.server.store._unavailable import StoreUnavailableError
 
 __all__ = [
     "DEFAULT_PAGE_SIZE",
@@ -65,6 +66,7 @@ __all__ = [
     "SQLiteTaskStore",
     "SharedTaskStore",
     "Snapshot",
+    "StoreUnavailableError",
     "TaskPage",
     "TaskQuery",
 ]

@@ -218,6 +218,15 @@ class EventLogStore(PushStore, Protocol):
         """Release resources; the data stays for the next ``open``."""
         ...
 
+    async def ping(self) -> None:
+        """Check, with one bounded round trip, that the store can serve calls (readiness).
+
+        Raises:
+            StoreUnavailableError: the database cannot be reached within the store's
+                deadline (:mod:`a2a_wire.server.store._unavailable`).
+        """
+        ...
+
     async def create(
         self,
         task: Task,

@@ -147,6 +147,9 @@ class InMemoryTaskStore(InMemoryPushStore, EventLogStore):
         """Mark the store closed; the tasks stay for the next ``open``."""
         self._open = False
 
+    async def ping(self) -> None:
+        """Always ready: the tasks are in this process's memory."""
+
     async def create(
         self,
         task: Task,

@@ -225,6 +225,10 @@ class PostgresEventLog(PostgresCancels, PostgresRetention, PostgresPushStore, Ev
         if pool is not None:
             await pool.close()
 
+    async def ping(self) -> None:
+        """One ``SELECT 1`` through the pool (see ``EventLogStore.ping``)."""
+        await self._pool.fetchval("SELECT 1")
+
     async def create(
         self,
         task: Task,

@@ -181,6 +181,10 @@ class SQLitePushStore(PushStore):
         rows = await db.execute_fetchall("SELECT DISTINCT task_id FROM push_configs")
         self._push_tasks = {row[0] for row in rows}
 
+    async def ping(self) -> None:
+        """One ``SELECT 1`` on the store's connection thread (see ``EventLogStore.ping``)."""
+        await self._run(lambda con: con.execute("SELECT 1").fetchone())
+
     async def _run(self, work: Callable[[sqlite3.Connection], T]) -> T:
         """A read (or a single statement), as a hop of its own."""
         return await hop(self._conn, work)

@@ -1,0 +1,30 @@
+"""The store cannot be reached: the one error every backend raises for a fault of its database.
+
+A store call that fails because the database is down, restarting, stalled past its deadline,
+locked by another program or out of disk raises :class:`StoreUnavailableError`, whatever the
+driver's own exception was (it is kept as ``__cause__``). Callers treat it as retryable: the
+server answers HTTP 503 with ``Retry-After`` (a JSON-RPC -32000 error whose ErrorInfo reason is
+``STORE_UNAVAILABLE``), and the runtime retries what it must record. Bugs (a wrong statement, a
+broken invariant) are not translated: they stay internal errors.
+"""
+
+from __future__ import annotations
+
+from a2a_wire.errors import UnavailableError
+
+__all__ = ["StoreUnavailableError"]
+
+
+class StoreUnavailableError(UnavailableError):
+    """The task store cannot be reached now (database down, stalled, locked or full).
+
+    Args:
+        message: What failed, without secrets (no DSN, no statement text).
+        retry_after: Seconds the caller should wait before trying again (at least 1).
+    """
+
+    default_message = "The task store is unavailable; retry later"
+    reason = "STORE_UNAVAILABLE"
+
+    def __init__(self, message: str | None = None, *, retry_after: float = 1.0) -> None:
+        super().__init__(message, retry_after=retry_after)
