@@ -23,20 +23,20 @@ what the remote task does as the events of the local task:
 The message sent on is a copy with a fresh ``messageId``; the routing keys ``skillId`` and
 ``agent`` of its metadata are dropped (a ``remoteSkillId`` becomes the remote's ``skillId``).
 Which agent: the message's ``metadata.agent``, else the skill's ``agent`` option, else the only
-registered agent. A follow-up to a task waiting for input goes to the same remote task.
+registered agent. A follow-up to a task waiting for input goes to the same remote task, from any
+process serving the task (:func:`~a2a_wire.cli._relay.remote_from_history`).
 """
 
 from __future__ import annotations
 
 import asyncio
-import copy
 from collections import OrderedDict
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
-from typing import Any
 
 from a2a_wire._protocol.ids import new_uuid
-from a2a_wire._protocol.states import is_settled, is_terminal
+from a2a_wire._protocol.states import is_terminal
+from a2a_wire.cli._relay import Relay, Remote, remote_from_history
 from a2a_wire.client._client import A2AClient, ClientSettings
 from a2a_wire.client._credentials import CredentialProvider, NoCredentials
 from a2a_wire.client._errors import ClientError
@@ -47,11 +47,6 @@ from a2a_wire.types import (
     Message,
     Role,
     SendMessageRequest,
-    StreamResponse,
-    Task,
-    TaskState,
-    TaskStatus,
-    TaskStatusUpdateEvent,
 )
 
 __all__ = ["DelegateSkill", "EchoSkill", "RemoteAgent"]
@@ -133,14 +128,7 @@ async def _connect(agent: RemoteAgent) -> A2AClient:
     )
 
 
-@dataclass(slots=True)
-class _Remote:
-    agent: RemoteAgent
-    task_id: str = ""
-    context_id: str = ""
-
-
-def _outgoing(message: Message, remote: _Remote) -> SendMessageRequest:
+def _outgoing(message: Message, remote: Remote) -> SendMessageRequest:
     """The message to send on: same parts, fresh id, routing keys removed."""
     metadata = dict(message.metadata or {})
     remote_skill = metadata.get("remoteSkillId")
@@ -184,7 +172,7 @@ class DelegateSkill(AgentExecutor):
         self.agents = dict(agents)
         self.default_agent = agent
         self._connect = connect
-        self._remotes: OrderedDict[str, _Remote] = OrderedDict()
+        self._remotes: OrderedDict[str, Remote] = OrderedDict()
         self._canceling: set[str] = set()  # local tasks whose cancel is under way
 
     def _choose(self, message: Message) -> RemoteAgent | str:
@@ -200,7 +188,7 @@ class DelegateSkill(AgentExecutor):
         names = ", ".join(sorted(self.agents))
         return f"Name the remote agent in message metadata 'agent' (one of: {names})."
 
-    def _track(self, task_id: str, remote: _Remote) -> None:
+    def _track(self, task_id: str, remote: Remote) -> None:
         self._remotes[task_id] = remote
         self._remotes.move_to_end(task_id)
         while len(self._remotes) > _MAX_TRACKED:
@@ -212,6 +200,8 @@ class DelegateSkill(AgentExecutor):
         assert message is not None
         updater = TaskUpdater(events, context)
         remote = self._remotes.get(context.task_id)
+        if remote is None and context.task is not None:  # a follow-up another process began
+            remote = remote_from_history(context.task, self.agents)
         if remote is None:
             if context.task is not None:
                 await updater.fail("The remote task of this conversation is no longer known.")
@@ -220,8 +210,8 @@ class DelegateSkill(AgentExecutor):
             if isinstance(chosen, str):
                 await updater.reject(chosen)
                 return
-            remote = _Remote(chosen)
-        relay = _Relay(updater, events, remote, self._track, started=context.task is not None)
+            remote = Remote(chosen)
+        relay = Relay(updater, events, remote, self._track, started=context.task is not None)
         relay.canceling = self._canceling
         try:
             client = await self._connect(remote.agent)
@@ -247,6 +237,8 @@ class DelegateSkill(AgentExecutor):
             TaskNotCancelableError: the remote agent refused (its task already ended).
         """
         remote = self._remotes.get(context.task_id)
+        if remote is None and context.task is not None:
+            remote = remote_from_history(context.task, self.agents)
         updater = TaskUpdater(events, context)
         if remote is None or not remote.task_id:
             await updater.cancel("Canceled before the remote agent had a task.")
@@ -259,7 +251,7 @@ class DelegateSkill(AgentExecutor):
         finally:
             self._canceling.discard(context.task_id)
 
-    async def _cancel_remote(self, remote: _Remote, local_id: str) -> str:
+    async def _cancel_remote(self, remote: Remote, local_id: str) -> str:
         """Cancel the remote task; return what became of it, for the status message."""
         name = remote.agent.name
         try:
@@ -274,124 +266,3 @@ class DelegateSkill(AgentExecutor):
             return f"could not cancel its task ({type(exc).__name__})"
         state = task.status.state.value if task.status is not None else "unknown"
         return f"reports its task as {state}"
-
-
-class _Relay:
-    """Turns the remote task's events into the local task's events."""
-
-    def __init__(
-        self,
-        updater: TaskUpdater,
-        events: EventQueue,
-        remote: _Remote,
-        track: Callable[[str, _Remote], None],
-        *,
-        started: bool,
-    ) -> None:
-        self.updater = updater
-        self.events = events
-        self.remote = remote
-        self.track = track
-        self.started = started
-        self.state: TaskState | None = None
-        self.canceling: set[str] = set()
-        # A follow-up's first snapshot shows the remote task before our message took effect
-        # (still INPUT_REQUIRED, old artifacts): nothing in it is news for the local task.
-        self._stale_snapshot = started
-
-    async def run(self, client: A2AClient, request: SendMessageRequest) -> None:
-        """Send ``request`` and relay every answer until the remote task settles."""
-        caps = client.card.capabilities if client.card is not None else None
-        if caps is not None and caps.streaming:
-            stream = client.resumable(client.send_streaming_message(request))
-            async with stream:
-                async for event in stream:
-                    await self.forward(event)
-        else:
-            answer = await client.send_message(request)
-            self._stale_snapshot = False  # a blocking answer is the task after our message
-            await self.forward(StreamResponse(task=answer.task, message=answer.message))
-        if self.state is None or not is_settled(self.state):
-            await self.updater.fail(
-                f"Remote agent {self.remote.agent.name!r} stopped before its task finished."
-            )
-
-    def _relabel(self, message: Message | None) -> Message | None:
-        if message is None:
-            return None
-        local = copy.copy(message)
-        local.task_id = self.updater.task_id
-        local.context_id = self.updater.context_id
-        return local
-
-    async def forward(self, event: StreamResponse) -> None:
-        """Relay one remote event."""
-        if event.message is not None:
-            reply = self._relabel(event.message)
-            assert reply is not None
-            if self.started:
-                await self.updater.complete(reply)
-                self.state = TaskState.COMPLETED
-            else:
-                reply.task_id = ""
-                await self.events.enqueue_event(reply)
-                self.state = TaskState.COMPLETED
-        elif event.task is not None:
-            await self._snapshot(event.task)
-        elif event.status_update is not None and event.status_update.status is not None:
-            await self._status(event.status_update.status)
-        elif event.artifact_update is not None and event.artifact_update.artifact is not None:
-            update = event.artifact_update
-            assert update.artifact is not None
-            await self.updater.add_artifact(
-                update.artifact.parts,
-                artifact_id=update.artifact.artifact_id,
-                name=update.artifact.name,
-                append=update.append,
-                last_chunk=update.last_chunk,
-                metadata=update.artifact.metadata,
-            )
-
-    async def _snapshot(self, task: Task) -> None:
-        self.remote.task_id, self.remote.context_id = task.id, task.context_id
-        self.track(self.updater.task_id, self.remote)
-        if self._stale_snapshot:
-            self._stale_snapshot = False
-            return
-        if not self.started:
-            self.started = True
-            info: dict[str, Any] = {
-                "agent": self.remote.agent.name,
-                "remoteTaskId": task.id,
-                "remoteContextId": task.context_id,
-            }
-            note = self.updater.new_message(f"Handed to remote agent {self.remote.agent.name!r}")
-            status = TaskStatus(state=TaskState.WORKING, message=note)
-            await self.events.enqueue_event(
-                TaskStatusUpdateEvent(
-                    task_id=self.updater.task_id,
-                    context_id=self.updater.context_id,
-                    status=status,
-                    metadata={"delegate": info},
-                )
-            )
-            self.state = TaskState.WORKING
-        for artifact in task.artifacts:
-            await self.updater.add_artifact(
-                artifact.parts,
-                artifact_id=artifact.artifact_id,
-                name=artifact.name,
-                metadata=artifact.metadata,
-            )
-        if task.status is not None:
-            await self._status(task.status)
-
-    async def _status(self, status: TaskStatus) -> None:
-        state = status.state
-        if state == TaskState.SUBMITTED or (state == self.state and status.message is None):
-            return
-        if state == TaskState.CANCELED and self.updater.task_id in self.canceling:
-            self.state = state  # settled; the local cancel records the outcome itself
-            return
-        await self.updater.update_status(state, self._relabel(status.message))
-        self.state = state

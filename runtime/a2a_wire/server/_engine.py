@@ -1,33 +1,33 @@
-"""The task runtime: starts agent runs, routes follow-ups and cancels, and tracks every hub.
+"""The task runtime: routes messages, follow-ups and cancels to the hub of each task.
 
 Multi-turn rules (spec 3.4): a message without ``taskId`` starts a new task whose id the server
 makes (a UUID4, spec 3.4.2), in the client's context or a fresh one (spec 3.4.1). A message with
 ``taskId`` must name a task the caller can see (-32001), that is not terminal (-32004), and whose
 context it does not contradict (-32602 on ``message.contextId``; a missing contextId is taken
-from the task). While the agent still runs on a task, a follow-up waits for that run if the
-task is interrupted (the agent is about to return), and is refused with -32004 otherwise.
+from the task). A follow-up to an interrupted task is accepted once the turn's interrupted
+state is committed (:mod:`a2a_wire.server._lifecycle`): a run still unwinding gets
+``followup_wait_seconds`` to return and is then superseded, and with a shared store a lease
+another process still holds gets as long to be given back. A follow-up while the agent's turn is
+still open is refused with -32004.
 
-CancelTask is in :mod:`a2a_wire.server._cancel`; with a store shared by several processes,
-:attr:`Runtime.peers` keeps runs in step with the store's leases (:mod:`a2a_wire.server._peers`). Every call and every open stream that uses a
-task's hub holds it (``async with runtime.hub(...)``, :meth:`Runtime.send`); a hub nobody holds
-and no agent runs on is forgotten. :func:`request_context` is the one builder of what the agent
-is given.
-
-Every agent run is an asyncio task kept in :attr:`Runtime.runs` until it finishes; :meth:`close`
-cancels and awaits them on shutdown. Nothing is fire-and-forget.
+Agent runs are started and ended by the :class:`~a2a_wire.server._runner.Runner`; CancelTask is
+in :mod:`a2a_wire.server._cancel`; with a store shared by several processes, :attr:`Runtime.peers`
+keeps runs in step with the store's leases (:mod:`a2a_wire.server._peers`). Every call and
+every open stream that uses a task's hub holds it (``async with runtime.hub(...)``,
+:meth:`Runtime.send`); a hub nobody holds and no agent runs on is forgotten.
+:func:`~a2a_wire.server._call.request_context` is the one builder of what the agent is given.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
-import functools
 import logging
 from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass
 
 from a2a_wire._protocol.ids import new_uuid
-from a2a_wire._protocol.states import is_interrupted, is_settled, is_terminal
+from a2a_wire._protocol.states import is_interrupted, is_terminal
 from a2a_wire.errors import (
     InternalError,
     InvalidParamsError,
@@ -36,10 +36,12 @@ from a2a_wire.errors import (
 )
 from a2a_wire.server import _history
 from a2a_wire.server._call import CallInfo, request_context
-from a2a_wire.server._executor import AgentExecutor, RequestContext, agent_message
+from a2a_wire.server._executor import AgentExecutor
 from a2a_wire.server._hub import TaskHub
+from a2a_wire.server._lifecycle import Phase
 from a2a_wire.server._peers import Peers
 from a2a_wire.server._run import Run
+from a2a_wire.server._runner import Runner, unrecorded
 from a2a_wire.server._settings import ServerSettings
 from a2a_wire.server._skills import SkillSet
 from a2a_wire.server._stored_answer import settled_answer
@@ -53,17 +55,14 @@ from a2a_wire.types import (
     Task,
     TaskPushNotificationConfig,
     TaskState,
-    TaskStatus,
-    TaskStatusUpdateEvent,
 )
 
 __all__ = ["Runtime", "Started"]
 
 log = logging.getLogger("a2a_wire.server")
 
-AGENT_FAILED = "The agent failed while working on this task."
-AGENT_SILENT = "The agent finished without replying."
-AGENT_RETURNED_EARLY = "The agent stopped before the task was finished."
+LEASE_RETRY_SECONDS = 0.1
+"""Pause between two tries of a follow-up to take a lease another process still holds."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -86,10 +85,13 @@ class Started:
         Raises:
             InternalError: the run ended without a task or a reply (the server shut down).
             TaskNotFoundError: the task was deleted meanwhile.
+            StoreUnavailableError: the store could not record how the task ends, or be read.
         """
         async with self.hub.lock:
             if self.run.reply is not None:
                 return SendMessageResponse(message=self.run.reply)
+            if self.run.phase is Phase.ENDING:
+                raise unrecorded(self.hub.task_id)
             if self.hub.state is None:
                 raise InternalError("The agent stopped without replying")
             done, self.hub.last_commit = self.hub.last_commit, None  # its fold is fresh
@@ -130,10 +132,15 @@ class Runtime:
         self.settings = settings
         self.skills = skills
         self.hubs: dict[str, TaskHub] = {}
-        self.runs: set[asyncio.Task[None]] = set()
         self.on_push = on_push
         shared = shared_store(store)
-        self.peers = Peers(self, shared) if shared is not None else None
+        self.runner = Runner(executor, shared)
+        self.peers = Peers(self.hubs.get, self.runner, settings, shared) if shared else None
+
+    @property
+    def runs(self) -> set[asyncio.Task[None]]:
+        """The asyncio tasks of the agent runs (:attr:`Runner.runs`)."""
+        return self.runner.runs
 
     # -- hubs ---------------------------------------------------------------------------------
 
@@ -263,7 +270,7 @@ class Runtime:
                 metadata=request.metadata,
                 skill_id=skill_id,
             )
-            self._start(hub, run, context)
+            self.runner.start(hub, run, context)
             yield Started(hub, run, hub.open_stream(history_length) if stream else None)
 
     async def _continue(
@@ -284,7 +291,7 @@ class Runtime:
                 raise self._busy(task.id)
             skill_id = self._route(message, task, info, request)
             message.context_id = task.context_id
-            if self.peers is not None and not await self.peers.take_lease(task.id):
+            if self.peers is not None and not await self._take_lease(task, self.peers):
                 raise self._busy(task.id)  # it runs in another process
             try:
                 now = await hub.add_message(message)
@@ -303,7 +310,7 @@ class Runtime:
                 metadata=request.metadata,
                 skill_id=skill_id,
             )
-            self._start(hub, run, context)
+            self.runner.start(hub, run, context)
             opened = hub.open_stream(history_length, snapshot=now) if stream else None
             return Started(hub, run, opened)
 
@@ -330,56 +337,44 @@ class Runtime:
         )
 
     async def _wait_idle(self, hub: TaskHub) -> None:
-        running = hub.run_task
+        """Wait for a run whose turn has ended to return (bounded), else supersede it.
+
+        ``followup_wait_seconds`` at most; a run whose turn is still open is busy (-32004).
+        """
+        running, run = hub.run_task, hub.active_run
+        if running is not None and run is not None and run.phase is Phase.WORKING:
+            # A stream reading the store may have shown the commit that ends the turn before
+            # the append returned to the hub; that append holds the lock until it has.
+            async with hub.lock:
+                running, run = hub.run_task, hub.active_run
         if running is None or running.done():
             return
-        if hub.state is None or not is_interrupted(hub.state):
+        if run is None or run.phase is not Phase.TURN_ENDED:
             raise self._busy(hub.task_id)
-        await asyncio.wait({running})  # the agent asked for input and is about to return
+        done, _ = await asyncio.wait({running}, timeout=self.settings.followup_wait_seconds)
+        if not done and hub.run_task is running:
+            log.warning(
+                "task %s: the agent's run had not returned %.1f s after its turn ended; "
+                "the follow-up supersedes it",
+                hub.task_id,
+                self.settings.followup_wait_seconds,
+            )
+            hub.supersede_run()
 
-    # -- agent runs ---------------------------------------------------------------------------
+    async def _take_lease(self, task: Task, peers: Peers) -> bool:
+        """Take the task's lease for a follow-up here; whether it was taken.
 
-    def _start(self, hub: TaskHub, run: Run, context: RequestContext) -> None:
-        run.context = context
-        task = asyncio.create_task(self._execute(hub, run, context))
-        hub.start_run(run, task)
-        self.runs.add(task)
-        task.add_done_callback(functools.partial(self._run_done, hub, run))
-
-    async def _execute(self, hub: TaskHub, run: Run, context: RequestContext) -> None:
-        try:
-            await self.executor.execute(context, run)
-        except asyncio.CancelledError:
-            raise
-        except Exception:  # the agent's code is a boundary: its failure fails the task
-            log.exception("agent failed on task %s", hub.task_id)
-            await self._conclude(hub, run, AGENT_FAILED)
-        else:
-            await self._conclude(hub, run, None)
-        if self.peers is not None:
-            await self.peers.run_ended(hub.task_id)
-
-    async def _conclude(self, hub: TaskHub, run: Run, failure: str | None) -> None:
-        """After ``execute``: fail a task the agent left unfinished, or made none for."""
-        async with hub.lock:
-            if run.closed:
-                return
-            state = hub.state
-            if failure is None:
-                if state is None:
-                    failure = AGENT_SILENT
-                elif is_settled(state):
-                    return
-                else:
-                    failure = AGENT_RETURNED_EARLY
-            elif state is not None and is_terminal(state):
-                return
-            status = TaskStatus(state=TaskState.FAILED, message=agent_message(failure))
-            await hub.publish_locked(TaskStatusUpdateEvent(status=status), run)
-
-    def _run_done(self, hub: TaskHub, run: Run, task: asyncio.Task[None]) -> None:
-        self.runs.discard(task)
-        hub.end_run(run, task)
+        For an interrupted task, waits ``followup_wait_seconds`` at most for another process
+        whose run is still unwinding to give it back; a running task's lease is tried once.
+        """
+        loop = asyncio.get_running_loop()
+        wait = self.settings.followup_wait_seconds if is_interrupted(_state(task)) else 0.0
+        deadline = loop.time() + wait
+        while not await peers.take_lease(task.id):
+            if loop.time() >= deadline:
+                return False
+            await asyncio.sleep(LEASE_RETRY_SECONDS)
+        return True
 
     # -- shutdown -----------------------------------------------------------------------------
 
@@ -389,10 +384,4 @@ class Runtime:
             self.peers.close()
         for hub in list(self.hubs.values()):
             hub.finish_all()
-        runs = list(self.runs)
-        for task in runs:
-            task.cancel()
-        if runs:
-            _, pending = await asyncio.wait(runs, timeout=self.settings.shutdown_grace_seconds)
-            if pending:
-                log.warning("%d agent runs ignored cancellation at shutdown", len(pending))
+        await self.runner.stop(self.settings.shutdown_grace_seconds)

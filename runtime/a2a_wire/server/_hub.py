@@ -1,36 +1,26 @@
 """Per-task coordination: append an agent's event to the task's log, then tell its streams.
 
-Theory of operation
--------------------
 Each task the server is busy with has one :class:`TaskHub`: its id and state, its open streams
 (:class:`~a2a_wire.server._subscriber.Subscriber`), its running agent and a lock; not the task,
 which lives in the store as the log of its events (:mod:`a2a_wire.server.store._log`). Every
-change goes through :meth:`TaskHub.publish`, which under the lock:
+change goes through :meth:`TaskHub.publish`, which under the lock appends the event (``create``
+for the event that makes the task), checked by :func:`a2a_wire._protocol.tasks.apply` (an
+illegal event is refused, logged, and changes nothing); once it is committed, offers it to the
+open streams (nothing reaches a client before it is committed, spec 3.5.2) and, with push
+notifications on, wakes the delivery worker for the outbox rows the same transaction wrote
+(:mod:`a2a_wire.server.store._push`; a new task's inline push config is stored with it).
 
-1. appends the event to the log (``append``, or ``create`` for the event that makes the task),
-   checked against the task's state by :func:`a2a_wire._protocol.tasks.apply` (an illegal event
-   is refused, logged, and changes nothing), at a cost in proportion to the event, not to the
-   task. It is committed (durable) and numbered when the call returns;
-2. offers the committed events to the task's open streams, which read the log themselves (an
-   offer saves a read), so nothing reaches a client before it is committed (spec 3.5.2);
-3. with push notifications on (``on_push``), the same append put each streamed event in the
-   outbox of every webhook of the task, in one transaction (:mod:`a2a_wire.server.store._push`);
-   the hub then wakes the delivery worker. A new task is stored with the push config sent
-   inline with its SendMessage, and its first outbox row is the task itself.
+One event is appended at a time, so an illegal event refuses only itself. A new stream
+registers under the same lock with its position in the log (a snapshot, or ``Last-Event-ID``).
+The event that makes the task terminal or interrupted, or a direct Message reply, ends the
+run's turn (:mod:`a2a_wire.server._lifecycle`): the hub releases the waiting calls and forgets
+its streams (each ends after that event, spec 3.1.2, 3.1.6).
 
-Appends to one task are serialised by the lock, and one event is appended at a time, so that an
-illegal event refuses only itself. A new stream registers while holding the same lock, with its
-position in the log (the snapshot it starts from, or the client's ``Last-Event-ID``). After the
-event that makes the task terminal or interrupted, or a direct Message reply, the hub releases
-the waiting calls and forgets its streams (each ends after that event, spec 3.1.2, 3.1.6).
-
-The hub owns its state. The runtime (:mod:`a2a_wire.server._engine`) asks it to start, end and
-stop an agent run, and holds it (:meth:`TaskHub.hold`) while a call or a stream uses it; a hub
-neither held nor running calls ``on_idle``, and the runtime forgets it (the task is stored).
-During :meth:`TaskHub.cancelling`, the end of the agent's run does not release the calls
-waiting on it; the cancel does, once recorded (:mod:`a2a_wire.server._cancel`).
-
-This module uses asyncio (locks, futures) but not aiohttp.
+The runtime (:mod:`a2a_wire.server._engine`, :mod:`a2a_wire.server._runner`) asks the hub to
+start, end, stop and supersede a run, and holds it (:meth:`TaskHub.hold`) while a call or a
+stream uses it; a hub neither held nor running calls ``on_idle`` and is forgotten. During
+:meth:`TaskHub.cancelling`, the end of the agent's run does not release the calls waiting on
+it; the cancel does, once recorded (:mod:`a2a_wire.server._cancel`). No aiohttp here.
 """
 
 from __future__ import annotations
@@ -213,6 +203,11 @@ class TaskHub:
         running.cancel()
         return True
 
+    def supersede_run(self) -> None:
+        """Drop a run whose turn ended but that has not returned, and forget it (a follow-up's)."""
+        self.drop_run()
+        self._run_task = self._active_run = None
+
     @contextlib.contextmanager
     def cancelling(self) -> Iterator[None]:
         """For the ``with`` block, a cancel is under way (see the module docstring)."""
@@ -295,8 +290,11 @@ class TaskHub:
             done = await self._append(event)
         except (InvalidTransitionError, TaskNotFoundError) as exc:
             return self._refuse(event, str(exc))
-        if isinstance(event, TaskStatusUpdateEvent) and is_settled(done.state):
-            self._settle(run)
+        if isinstance(event, TaskStatusUpdateEvent):
+            if is_settled(done.state):
+                self._settle(run)
+            else:
+                run.resumed()  # the agent took the task out of its interrupted state itself
         return True
 
     async def add_message(self, message: Message) -> Snapshot:
@@ -388,8 +386,11 @@ class TaskHub:
         run.answered(reply)
 
     def _settle(self, run: Run) -> None:
-        """The task is terminal or interrupted: its streams end by themselves; release the calls."""
+        """The task is terminal or interrupted: the turn is over; release the calls.
+
+        A follow-up may come at once; the streams end by themselves.
+        """
         self._subscribers.clear()
-        run.settle()
-        if self._active_run is not None:
-            self._active_run.settle()
+        run.turn_ended()
+        if self._active_run is not None and self._active_run is not run:
+            self._active_run.turn_ended()

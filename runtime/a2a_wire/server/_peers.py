@@ -21,27 +21,27 @@ keeps the server's runs in step with them.
   SendMessage released with the CANCELED task. Then it replies: done, or the error it would
   have answered (the hook refused, or the task ended otherwise or is gone), or, when the task
   has no run here, absent. That work is an asyncio task kept in
-  :attr:`~a2a_wire.server._engine.Runtime.runs`, so shutdown cancels and awaits it (and no
+  :attr:`~a2a_wire.server._runner.Runner.runs`, so shutdown cancels and awaits it (and no
   reply is sent: the asker's bound applies).
 * **Follow-ups anywhere** (spec 3.4). A message continuing an interrupted task may reach any
   process: before it is recorded, that process takes the task's lease
-  (:meth:`Peers.take_lease`); while another live process holds it, the task is still being
-  worked on there and the message is refused as busy (-32004), as on one process. A run that
-  returns leaving its lease behind (a task left interrupted after such a take, or a failure
-  that could not be recorded) gives it back (:meth:`Peers.run_ended`), so the next follow-up
-  may go anywhere and a running task is taken over rather than renewed for ever.
+  (:meth:`Peers.take_lease`); while another live process holds it, the runtime waits
+  ``followup_wait_seconds`` for it to be given back (the run there is unwinding), then refuses
+  the message as busy (-32004). A run that returns leaving its lease behind (a task left
+  interrupted after such a take) gives it back (:class:`~a2a_wire.server._runner.Runner`), so
+  the next follow-up may go anywhere; the store renews only the leases of live runs, so one
+  that cannot be given back expires and its task is taken over rather than renewed for ever.
 * **Streams** of a task whose executor runs elsewhere wait on the store, not on this process's
   runs (:mod:`a2a_wire.server._subscriber`); the hubs are made with ``follow``.
 """
 
 from __future__ import annotations
 
-import asyncio
 import dataclasses
 import logging
 import uuid
-from collections.abc import Coroutine
-from typing import TYPE_CHECKING, Any
+from collections.abc import Callable
+from typing import Any
 
 from a2a_wire._protocol.states import is_settled
 from a2a_wire.errors import ProtocolError
@@ -49,11 +49,10 @@ from a2a_wire.server import _history
 from a2a_wire.server._cancel import cancel_here
 from a2a_wire.server._executor import RequestContext
 from a2a_wire.server._hub import TaskHub
+from a2a_wire.server._runner import Runner
+from a2a_wire.server._settings import ServerSettings
 from a2a_wire.server.store._shared import CancelReply, CancelRequest, SharedTaskStore
 from a2a_wire.types import Task
-
-if TYPE_CHECKING:  # the runtime makes its Peers; this module only calls back into it
-    from a2a_wire.server._engine import Runtime
 
 __all__ = ["Peers"]
 
@@ -64,12 +63,22 @@ class Peers:
     """The runtime's side of a shared store (see the module docstring).
 
     Args:
-        runtime: The runtime whose runs follow the store's leases.
+        hubs: The hub of a task in use here, by task id (``None`` when it has none).
+        runner: Starts and ends this process's agent runs.
+        settings: The server's settings (``cancel_grace_seconds``).
         store: The runtime's store, as a shared one; the callbacks are registered on it.
     """
 
-    def __init__(self, runtime: Runtime, store: SharedTaskStore) -> None:
-        self.runtime = runtime
+    def __init__(
+        self,
+        hubs: Callable[[str], TaskHub | None],
+        runner: Runner,
+        settings: ServerSettings,
+        store: SharedTaskStore,
+    ) -> None:
+        self.hubs = hubs
+        self.runner = runner
+        self.settings = settings
         self.store = store
         self.closed = False
         store.on_lease_lost(self._lease_lost)
@@ -114,7 +123,7 @@ class Peers:
     # -- the store tells ------------------------------------------------------------------------
 
     def _lease_lost(self, task_id: str) -> None:
-        hub = self.runtime.hubs.get(task_id)
+        hub = self.hubs(task_id)
         if self.closed or hub is None or hub.state is None or is_settled(hub.state):
             return  # nothing runs here, or the run here ended the task itself
         if self.store.holds(task_id):
@@ -126,20 +135,15 @@ class Peers:
             )
 
     def _cancel_requested(self, request: CancelRequest) -> None:
-        hub = self.runtime.hubs.get(request.task_id)
+        hub = self.hubs(request.task_id)
         run = hub.active_run if hub is not None else None
         if self.closed:
             return  # shutting down: the asker's bound applies
         if hub is None or run is None or run.context is None:
             log.info("task %s: a cancel request came, but it does not run here", request.task_id)
-            self._spawn(self._reply(request, CancelReply("absent")))
+            self.runner.spawn(self._reply(request, CancelReply("absent")))
             return
-        self._spawn(self._cancel(hub, run.context, request))
-
-    def _spawn(self, work: Coroutine[Any, Any, None]) -> None:
-        task = asyncio.create_task(work)
-        self.runtime.runs.add(task)
-        task.add_done_callback(self.runtime.runs.discard)
+        self.runner.spawn(self._cancel(hub, run.context, request))
 
     async def _cancel(self, hub: TaskHub, started: RequestContext, request: CancelRequest) -> None:
         """A local CancelTask for another process, whose answer is sent back as a reply."""
@@ -150,10 +154,10 @@ class Peers:
                 started, message=None, task=view, configuration=None, metadata=request.metadata
             )
 
-        grace = self.runtime.settings.cancel_grace_seconds
+        grace = self.settings.cancel_grace_seconds
         with hub.hold():
             try:
-                await cancel_here(self.runtime.executor, hub, grace, context_for)
+                await cancel_here(self.runner.executor, hub, grace, context_for)
             except ProtocolError as exc:  # refused, ended otherwise, or gone: the asker says so
                 log.info("task %s: cancel request from another process: %s", hub.task_id, exc)
                 reply = CancelReply("error", exc.to_wire())

@@ -4,7 +4,8 @@ A run is a source of events for one :class:`~a2a_wire.server._hub.TaskHub`: its
 :meth:`Run.enqueue_event` hands each event to the hub, which applies, stores and streams it.
 The futures of a run are what a SendMessage call waits on: :attr:`Run.first` (the task exists,
 or the agent replied) and :attr:`Run.settled` (the task is terminal or interrupted, the agent
-replied, or the run ended). Once closed, a run takes no more events.
+replied, or the run ended). Its phase (:mod:`a2a_wire.server._lifecycle`) says where it is in
+its life; once ``ENDED`` (closed), a run takes no more events.
 """
 
 from __future__ import annotations
@@ -13,6 +14,7 @@ import asyncio
 from typing import TYPE_CHECKING
 
 from a2a_wire.server._executor import AgentEvent, RequestContext
+from a2a_wire.server._lifecycle import Phase, Step, advance
 from a2a_wire.types import Message
 
 if TYPE_CHECKING:  # the hub imports this module; a run only calls its hub
@@ -35,7 +37,7 @@ class Run:
     """
 
     __slots__ = (
-        "_closed",
+        "_phase",
         "_reply",
         "context",
         "context_id",
@@ -56,7 +58,7 @@ class Run:
         self.first: asyncio.Future[None] = loop.create_future()
         self.settled: asyncio.Future[None] = loop.create_future()
         self._reply: Message | None = None
-        self._closed = False
+        self._phase = Phase.WORKING
         if hub.state is not None:
             self.first.set_result(None)
 
@@ -66,23 +68,47 @@ class Run:
         return self._reply
 
     @property
+    def phase(self) -> Phase:
+        """Where the run is in its life (:mod:`a2a_wire.server._lifecycle`)."""
+        return self._phase
+
+    @property
     def closed(self) -> bool:
-        """No more events are taken from this run."""
-        return self._closed
+        """No more events are taken from this run (it is ``ENDED``)."""
+        return self._phase is Phase.ENDED
+
+    def step(self, step: Step) -> None:
+        """Move to the phase after ``step``.
+
+        Raises:
+            RuntimeError: the step is illegal in the run's phase (a runtime bug).
+        """
+        self._phase = advance(self._phase, step)
 
     async def enqueue_event(self, event: AgentEvent) -> bool:
         """Apply, store and stream one event (see :meth:`TaskHub.publish`)."""
         return await self.hub.publish(event, self)
 
     def close(self) -> None:
-        """Take no more events from this run."""
-        self._closed = True
+        """Take no more events from this run (``STOPPED``; closing twice is fine)."""
+        self._phase = advance(self._phase, Step.STOPPED)
 
     def answered(self, reply: Message) -> None:
-        """The agent replied with ``reply`` instead of making a task: the run is over."""
+        """The agent replied with ``reply`` instead of making a task: the turn and run are over."""
         self._reply = reply
-        self._closed = True
+        self.turn_ended()
+        self.close()
+
+    def turn_ended(self) -> None:
+        """An interrupted or terminal state is committed: the turn is over; release the waiters."""
+        if self._phase in (Phase.WORKING, Phase.TURN_ENDED):
+            self._phase = advance(self._phase, Step.SETTLED)
         self.settle()
+
+    def resumed(self) -> None:
+        """After its turn ended, the agent's event left the interrupted state: a new turn."""
+        if self._phase is Phase.TURN_ENDED:
+            self._phase = advance(self._phase, Step.RESUMED)
 
     def task_made(self) -> None:
         """Release whoever waits for the task to exist."""

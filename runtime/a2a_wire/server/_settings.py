@@ -44,6 +44,9 @@ class ServerSettings:
         cancel_grace_seconds: How long CancelTask waits for the agent's ``execute`` to stop
             after it was cancelled, before recording the task as canceled anyway.
         shutdown_grace_seconds: How long shutdown waits for cancelled agent runs to finish.
+        followup_wait_seconds: How long a follow-up to an interrupted task waits for the agent's
+            run, whose turn has ended, to return (or, with a shared store, for another
+            process to give the task's lease back) before it supersedes that run.
         first_event_seconds: How long SendMessage with ``returnImmediately`` waits for the
             agent's first event (which decides between a task and a direct Message reply)
             before the server makes the SUBMITTED task itself and answers with it.
@@ -86,6 +89,7 @@ class ServerSettings:
     card_max_age_seconds: int = 300
     cancel_grace_seconds: float = 5.0
     shutdown_grace_seconds: float = 10.0
+    followup_wait_seconds: float = 5.0
     first_event_seconds: float = 1.0
     max_parts_per_message: int = 100
     max_history_per_task: int = DEFAULT_HISTORY_LIMIT
@@ -119,6 +123,7 @@ class ServerSettings:
             "keepalive_seconds": self.keepalive_seconds,
             "cancel_grace_seconds": self.cancel_grace_seconds,
             "shutdown_grace_seconds": self.shutdown_grace_seconds,
+            "followup_wait_seconds": self.followup_wait_seconds,
             "first_event_seconds": self.first_event_seconds,
             "max_parts_per_message": self.max_parts_per_message,
             "max_history_per_task": self.max_history_per_task,

@@ -21,10 +21,17 @@ class StoreUnavailableError(UnavailableError):
     Args:
         message: What failed, without secrets (no DSN, no statement text).
         retry_after: Seconds the caller should wait before trying again (at least 1).
+        metadata: More ErrorInfo pairs, e.g. ``{"taskId": ...}`` for a stream it ends.
     """
 
     default_message = "The task store is unavailable; retry later"
     reason = "STORE_UNAVAILABLE"
 
-    def __init__(self, message: str | None = None, *, retry_after: float = 1.0) -> None:
-        super().__init__(message, retry_after=retry_after)
+    def __init__(
+        self,
+        message: str | None = None,
+        *,
+        retry_after: float = 1.0,
+        metadata: dict[str, str] | None = None,
+    ) -> None:
+        super().__init__(message, retry_after=retry_after, metadata=metadata)

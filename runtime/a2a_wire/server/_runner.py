@@ -1,0 +1,182 @@
+"""Agent runs: one asyncio task per ``execute``, started here and always ended here.
+
+The :class:`Runner` starts the agent on a message (:meth:`Runner.start`) and keeps the asyncio
+task in :attr:`Runner.runs` until it is done; nothing is fire-and-forget, and :meth:`Runner.stop`
+cancels and awaits them at shutdown. However ``execute`` ends (it returned, failed, was
+cancelled, or lost its lease), the run's end follows the table of
+:mod:`a2a_wire.server._lifecycle`, in a ``finally``:
+
+* a task the agent left unfinished (or never made) gets a FAILED status with a message saying
+  why (:data:`AGENT_FAILED`, :data:`AGENT_SILENT`, :data:`AGENT_RETURNED_EARLY`);
+* when the store cannot record it (:class:`~a2a_wire.server.store.StoreUnavailableError`),
+  the task's streams end with that retryable error naming the task, a SendMessage waiting on
+  the run answers it (HTTP 503), and the record is tried again in the background, the pause
+  doubling from :data:`END_RETRY_SECONDS` to :data:`END_RETRY_MAX_SECONDS`, until it is
+  recorded, the run's lease is lost (another process then fails the task by the takeover rules,
+  :mod:`a2a_wire.server._peers`), or shutdown cancels it (a restart fails it on ``open``);
+* with a shared store the run gives its lease back once its end is recorded, unless a
+  follow-up superseded it; a lease that cannot be given back is left to expire.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import functools
+import logging
+from collections.abc import Coroutine
+from typing import Any
+
+from a2a_wire._protocol.states import is_settled, is_terminal
+from a2a_wire.server._executor import AgentExecutor, RequestContext, agent_message
+from a2a_wire.server._hub import TaskHub
+from a2a_wire.server._lifecycle import Phase, Step
+from a2a_wire.server._run import Run
+from a2a_wire.server.store._shared import SharedTaskStore
+from a2a_wire.server.store._unavailable import StoreUnavailableError
+from a2a_wire.types import TaskState, TaskStatus, TaskStatusUpdateEvent
+
+__all__ = [
+    "AGENT_FAILED",
+    "AGENT_RETURNED_EARLY",
+    "AGENT_SILENT",
+    "END_RETRY_MAX_SECONDS",
+    "END_RETRY_SECONDS",
+    "Runner",
+    "unrecorded",
+]
+
+log = logging.getLogger("a2a_wire.server")
+
+AGENT_FAILED = "The agent failed while working on this task."
+AGENT_SILENT = "The agent finished without replying."
+AGENT_RETURNED_EARLY = "The agent stopped before the task was finished."
+
+END_RETRY_SECONDS = 0.5
+"""First pause before recording a run's end again when the store was unavailable."""
+END_RETRY_MAX_SECONDS = 5.0
+"""Longest pause between two such tries (the pause doubles each time)."""
+
+
+def unrecorded(task_id: str) -> StoreUnavailableError:
+    """The retryable error of a task whose end the store could not record yet."""
+    return StoreUnavailableError(
+        f"The task store is unavailable; the end of task {task_id} is not recorded yet. "
+        "Resume the task (SubscribeToTask or GetTask) later",
+        metadata={"taskId": task_id},
+    )
+
+
+class Runner:
+    """Starts agent runs and ends every one of them (see the module docstring).
+
+    Args:
+        executor: The agent.
+        leases: The store's leases, when it is shared with other processes.
+
+    Attributes:
+        runs: The asyncio tasks of the runs (and of cancels asked by other processes).
+    """
+
+    def __init__(self, executor: AgentExecutor, leases: SharedTaskStore | None) -> None:
+        self.executor = executor
+        self.leases = leases
+        self.runs: set[asyncio.Task[None]] = set()
+
+    def start(self, hub: TaskHub, run: Run, context: RequestContext) -> None:
+        """Run ``execute`` for ``run`` on ``hub``'s task as an asyncio task of :attr:`runs`."""
+        run.context = context
+        task = asyncio.create_task(self._execute(hub, run, context))
+        hub.start_run(run, task)
+        self.runs.add(task)
+        task.add_done_callback(functools.partial(self._run_done, hub, run))
+
+    def spawn(self, work: Coroutine[Any, Any, None]) -> None:
+        """Run other work of the runtime's as an asyncio task of :attr:`runs`."""
+        task = asyncio.create_task(work)
+        self.runs.add(task)
+        task.add_done_callback(self.runs.discard)
+
+    async def _execute(self, hub: TaskHub, run: Run, context: RequestContext) -> None:
+        """Run the agent, then end the run: always (``finally``), whatever failed around it."""
+        try:
+            try:
+                await self.executor.execute(context, run)
+            except asyncio.CancelledError:
+                raise
+            except Exception:  # the agent's code is a boundary: its failure fails the task
+                log.exception("agent failed on task %s", hub.task_id)
+                failure: str | None = AGENT_FAILED
+            else:
+                failure = None
+            await self._record_end(hub, run, failure)
+            if self.leases is not None and hub.active_run is run:  # not superseded meanwhile
+                await self._give_back_lease(hub.task_id)
+        finally:
+            # Cancelled: a cancel's CANCELED ends the lease, a lost lease is gone, and a store
+            # that closes expires its leases; in every case the run takes no more events.
+            run.close()
+
+    async def _record_end(self, hub: TaskHub, run: Run, failure: str | None) -> None:
+        """Record how the task ends after ``execute``, retrying while the store is unavailable.
+
+        On the first failure the streams and waiting calls are released with a retryable error
+        naming the task; the tries go on until recorded, the lease is lost, or shutdown
+        cancels the run.
+        """
+        pause = END_RETRY_SECONDS
+        while True:
+            try:
+                await self._conclude(hub, run, failure)
+            except StoreUnavailableError:
+                if run.phase is not Phase.ENDING:
+                    run.step(Step.UNRECORDED)
+                    hub.finish_all(unrecorded(hub.task_id))
+                    run.settle()
+                if self.leases is not None and not self.leases.holds(hub.task_id):
+                    return  # another process takes the task over by the lease rules
+                await asyncio.sleep(pause)
+                pause = min(pause * 2, END_RETRY_MAX_SECONDS)
+                continue
+            if not run.closed:
+                run.step(Step.RECORDED if run.phase is Phase.ENDING else Step.RETURNED)
+            return
+
+    async def _give_back_lease(self, task_id: str) -> None:
+        assert self.leases is not None
+        try:
+            if self.leases.holds(task_id):
+                await self.leases.release(task_id)
+        except StoreUnavailableError:
+            pass  # left to expire; the heartbeat renews only the leases of live runs
+
+    async def _conclude(self, hub: TaskHub, run: Run, failure: str | None) -> None:
+        """After ``execute``: fail a task the agent left unfinished, or made none for."""
+        async with hub.lock:
+            if run.closed:
+                return
+            state = hub.state
+            if failure is None:
+                if state is None:
+                    failure = AGENT_SILENT
+                elif is_settled(state):
+                    return
+                else:
+                    failure = AGENT_RETURNED_EARLY
+            elif state is not None and is_terminal(state):
+                return
+            status = TaskStatus(state=TaskState.FAILED, message=agent_message(failure))
+            await hub.publish_locked(TaskStatusUpdateEvent(status=status), run)
+
+    def _run_done(self, hub: TaskHub, run: Run, task: asyncio.Task[None]) -> None:
+        self.runs.discard(task)
+        hub.end_run(run, task)
+
+    async def stop(self, grace: float) -> None:
+        """Cancel every run and wait ``grace`` seconds at most for them to end."""
+        runs = list(self.runs)
+        for task in runs:
+            task.cancel()
+        if runs:
+            _, pending = await asyncio.wait(runs, timeout=grace)
+            if pending:
+                log.warning("%d agent runs ignored cancellation at shutdown", len(pending))
