@@ -9,6 +9,7 @@ Agents that must still be running when a test acts wait on gates the test opens.
 from __future__ import annotations
 
 import asyncio
+import logging
 from pathlib import Path
 from typing import Any
 
@@ -38,7 +39,7 @@ from a2a_wire.server import (
     create_app,
 )
 from a2a_wire.server._lifecycle import TRANSITIONS, Phase, Step, advance
-from a2a_wire.server._runner import AGENT_FAILED
+from a2a_wire.server._runner import AGENT_FAILED, STORE_LOST
 from a2a_wire.server.store import SQLiteTaskStore
 
 # -- the table --------------------------------------------------------------------------------
@@ -72,7 +73,7 @@ def test_every_phase_can_be_ended_and_an_ended_run_stays_ended() -> None:
 
 
 class Turns(AgentExecutor):
-    """``fail``: WORKING, wait at :attr:`gate`, raise. ``ask``/``auth``: ask for input (or auth)
+    """``fail``: WORKING, wait at :attr:`gate`, raise (``write``: write an artifact first). ``ask``/``auth``: ask for input (or auth)
     and return; every follow-up asks again. ``linger``: ask for input, then never return."""
 
     def __init__(self) -> None:
@@ -86,10 +87,12 @@ class Turns(AgentExecutor):
         assert context.message is not None
         text = context.message.parts[0].text or ""
         updater = TaskUpdater(events, context)
-        if text == "fail":
+        if text in ("fail", "write"):
             await updater.start_work()
             self.started.set()
             await self.gate.wait()
+            if text == "write":  # raises StoreUnavailableError while the store is down
+                await updater.add_artifact("after the gate")
             raise RuntimeError("the agent broke while the store was down")
         if text.startswith("auth"):
             await updater.require_auth("sign in")
@@ -151,6 +154,26 @@ async def test_a_blocked_send_answers_retryably_when_the_end_cannot_be_recorded(
     task_id = error["data"][0]["metadata"]["taskId"]
     store.down = False
     assert await poll(lambda: _state_of(client, task_id), lambda s: s == "TASK_STATE_FAILED")
+
+
+async def test_an_agent_stopped_by_the_store_fails_its_task_without_a_traceback(
+    aiohttp_client: Any, caplog: pytest.LogCaptureFixture
+) -> None:
+    client, agent, store = await _failing_run(aiohttp_client)
+    blocked = asyncio.create_task(rpc(client, "SendMessage", send_params("write")))
+    await agent.started.wait()
+    store.down = True
+    with caplog.at_level(logging.INFO, "a2a_wire"):
+        agent.gate.set()
+        error = (await blocked)["error"]
+        task_id = error["data"][0]["metadata"]["taskId"]
+        store.down = False
+        task = await poll(
+            lambda: result(client, "GetTask", {"id": task_id}),
+            lambda t: t["status"]["state"] == "TASK_STATE_FAILED",
+        )
+    assert task["status"]["message"]["parts"][0]["text"] == STORE_LOST
+    assert [r.getMessage() for r in caplog.records if r.exc_info] == []
 
 
 async def test_shutdown_ends_a_run_whose_end_is_still_unrecorded(aiohttp_client: Any) -> None:

@@ -94,7 +94,7 @@ class Started:
                 raise unrecorded(self.hub.task_id)
             if self.hub.state is None:
                 raise InternalError("The agent stopped without replying")
-            done, self.hub.last_commit = self.hub.last_commit, None  # its fold is fresh
+            done, self.run.commit = self.run.commit, None  # the commit that ended the turn
             if (answer := settled_answer(done, history_length)) is not None:
                 return answer
             return SendMessageResponse(task=_history.view(await self.hub.task(), history_length))

@@ -99,7 +99,6 @@ class TaskHub:
         self._active_run: Run | None = None
         self._canceling = False
         self._holds = 0
-        self.last_commit: Appended | None = None  # what Started.outcome answers from
         self._new_push_configs: list[TaskPushNotificationConfig] = []
         if push_config is not None:
             push_config.task_id = task_id
@@ -292,7 +291,7 @@ class TaskHub:
             return self._refuse(event, str(exc))
         if isinstance(event, TaskStatusUpdateEvent):
             if is_settled(done.state):
-                self._settle(run)
+                self._settle(run, done)
             else:
                 run.resumed()  # the agent took the task out of its interrupted state itself
         return True
@@ -317,7 +316,7 @@ class TaskHub:
 
     async def _append(self, event: LogInput) -> Appended:
         done = await self._store.append(self.task_id, [event], push=self._on_push is not None)
-        self._state, self.last_commit = done.state, done
+        self._state = done.state
         if done.outbox and self._on_push is not None:
             self._on_push()
         self._offer(done.events)
@@ -366,13 +365,13 @@ class TaskHub:
             task, owner=run.owner, push_configs=configs, push=push, events=events
         )
         self._new_push_configs = []
-        self._state, self.last_commit = done.state, done
+        self._state = done.state
         if done.outbox and self._on_push is not None:
             self._on_push()
         self._offer(done.events)
         run.task_made()
         if is_settled(done.state):
-            self._settle(run)
+            self._settle(run, done)
 
     def _reply(self, message: Message, run: Run) -> None:
         reply = copy.copy(message)
@@ -385,12 +384,12 @@ class TaskHub:
         self._subscribers.clear()
         run.answered(reply)
 
-    def _settle(self, run: Run) -> None:
+    def _settle(self, run: Run, done: Appended) -> None:
         """The task is terminal or interrupted: the turn is over; release the calls.
 
         A follow-up may come at once; the streams end by themselves.
         """
         self._subscribers.clear()
-        run.turn_ended()
+        run.turn_ended(done)
         if self._active_run is not None and self._active_run is not run:
-            self._active_run.turn_ended()
+            self._active_run.turn_ended(done)

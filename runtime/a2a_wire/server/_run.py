@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING
 
 from a2a_wire.server._executor import AgentEvent, RequestContext
 from a2a_wire.server._lifecycle import Phase, Step, advance
+from a2a_wire.server.store._log import Appended
 from a2a_wire.types import Message
 
 if TYPE_CHECKING:  # the hub imports this module; a run only calls its hub
@@ -34,10 +35,13 @@ class Run:
         first: Resolved when the task exists or the agent replied with a Message.
         settled: Resolved when the task is terminal or interrupted, the agent replied with a
             Message, or the run ended.
+        commit: The store's answer to the append that last ended the run's turn (what a
+            blocking SendMessage answers from), until the answer takes it.
     """
 
     __slots__ = (
         "_phase",
+        "commit",
         "_reply",
         "context",
         "context_id",
@@ -59,6 +63,7 @@ class Run:
         self.settled: asyncio.Future[None] = loop.create_future()
         self._reply: Message | None = None
         self._phase = Phase.WORKING
+        self.commit: Appended | None = None
         if hub.state is not None:
             self.first.set_result(None)
 
@@ -96,13 +101,16 @@ class Run:
     def answered(self, reply: Message) -> None:
         """The agent replied with ``reply`` instead of making a task: the turn and run are over."""
         self._reply = reply
-        self.turn_ended()
-        self.close()
-
-    def turn_ended(self) -> None:
-        """An interrupted or terminal state is committed: the turn is over; release the waiters."""
         if self._phase in (Phase.WORKING, Phase.TURN_ENDED):
             self._phase = advance(self._phase, Step.SETTLED)
+        self.close()
+        self.settle()
+
+    def turn_ended(self, commit: Appended) -> None:
+        """``commit`` made the task interrupted or terminal: the turn is over; release the waiters."""
+        if self._phase in (Phase.WORKING, Phase.TURN_ENDED):
+            self._phase = advance(self._phase, Step.SETTLED)
+            self.commit = commit
         self.settle()
 
     def resumed(self) -> None:

@@ -7,7 +7,9 @@ cancelled, or lost its lease), the run's end follows the table of
 :mod:`a2a_wire.server._lifecycle`, in a ``finally``:
 
 * a task the agent left unfinished (or never made) gets a FAILED status with a message saying
-  why (:data:`AGENT_FAILED`, :data:`AGENT_SILENT`, :data:`AGENT_RETURNED_EARLY`);
+  why (:data:`AGENT_FAILED`, :data:`AGENT_SILENT`, :data:`AGENT_RETURNED_EARLY`, or
+  :data:`STORE_LOST` when ``enqueue_event`` raised StoreUnavailableError and the agent let it
+  through: no traceback is logged for it, the store warns once per outage);
 * when the store cannot record it (:class:`~a2a_wire.server.store.StoreUnavailableError`),
   the task's streams end with that retryable error naming the task, a SendMessage waiting on
   the run answers it (HTTP 503), and the record is tried again in the background, the pause
@@ -41,6 +43,7 @@ __all__ = [
     "AGENT_SILENT",
     "END_RETRY_MAX_SECONDS",
     "END_RETRY_SECONDS",
+    "STORE_LOST",
     "Runner",
     "unrecorded",
 ]
@@ -50,6 +53,7 @@ log = logging.getLogger("a2a_wire.server")
 AGENT_FAILED = "The agent failed while working on this task."
 AGENT_SILENT = "The agent finished without replying."
 AGENT_RETURNED_EARLY = "The agent stopped before the task was finished."
+STORE_LOST = "The task store became unavailable while the agent worked on this task."
 
 END_RETRY_SECONDS = 0.5
 """First pause before recording a run's end again when the store was unavailable."""
@@ -98,16 +102,17 @@ class Runner:
 
     async def _execute(self, hub: TaskHub, run: Run, context: RequestContext) -> None:
         """Run the agent, then end the run: always (``finally``), whatever failed around it."""
+        failure: str | None = None
         try:
             try:
                 await self.executor.execute(context, run)
             except asyncio.CancelledError:
                 raise
+            except StoreUnavailableError:  # from enqueue_event; the store logs the outage once
+                failure = STORE_LOST
             except Exception:  # the agent's code is a boundary: its failure fails the task
                 log.exception("agent failed on task %s", hub.task_id)
-                failure: str | None = AGENT_FAILED
-            else:
-                failure = None
+                failure = AGENT_FAILED
             await self._record_end(hub, run, failure)
             if self.leases is not None and hub.active_run is run:  # not superseded meanwhile
                 await self._give_back_lease(hub.task_id)
