@@ -4,29 +4,25 @@ Every method handler (:mod:`a2a_wire.server._methods`, :mod:`a2a_wire.server._ca
 :mod:`a2a_wire.server.push._configs`) has one signature: it takes a :class:`MethodCall`, which
 holds the decoded request, the caller, and the application's :class:`Services` (the runtime, the
 store, the settings), and returns the method's generated result type (``Method.result``); the
-HTTP glue encodes that once (:mod:`a2a_wire.server._app`).
-
-:func:`request_context` is the one builder of the agent's
-:class:`~a2a_wire.server._executor.RequestContext`, for a message as for a cancel.
+HTTP glue encodes that once (:mod:`a2a_wire.server._app`). What the agent is given is built
+from the :class:`CallInfo` by :func:`a2a_wire.server._executor.request_context`.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass, replace
-from typing import TYPE_CHECKING, Any, Generic, TypeVar
+from typing import TYPE_CHECKING, Generic, TypeVar
 
-from a2a_wire.server import _history
 from a2a_wire.server._auth import owner_key
-from a2a_wire.server._executor import RequestContext
 from a2a_wire.server._settings import ServerSettings
 from a2a_wire.server.store._log import EventLogStore
-from a2a_wire.types import AgentCard, Message, SendMessageConfiguration, Task
+from a2a_wire.types import AgentCard
 
 if TYPE_CHECKING:  # the runtime takes CallInfo from here; the services only name its type
     from a2a_wire.server._engine import Runtime
 
-__all__ = ["CallInfo", "MethodCall", "Services", "request_context"]
+__all__ = ["CallInfo", "MethodCall", "Services"]
 
 P = TypeVar("P")
 
@@ -128,43 +124,3 @@ class MethodCall(Generic[P]):
     def extended_card(self) -> Callable[[CallInfo], AgentCard] | None:
         """The extended card builder, if one is served."""
         return self.services.extended_card
-
-
-def request_context(
-    info: CallInfo,
-    task_id: str,
-    context_id: str,
-    *,
-    message: Message | None = None,
-    task: Task | None = None,
-    configuration: SendMessageConfiguration | None = None,
-    metadata: dict[str, Any] | None = None,
-    skill_id: str = "",
-) -> RequestContext:
-    """What the agent is given for one call: a message, or a cancel (``message`` ``None``).
-
-    Args:
-        info: The caller.
-        task_id: The task worked on (chosen already for a new one).
-        context_id: Its context.
-        message: The client's message.
-        task: The stored task, for a follow-up or a cancel; the agent gets a snapshot of it.
-        configuration: The request's ``configuration``.
-        metadata: The request's ``metadata``.
-        skill_id: The skill serving the call (``""`` without skills).
-
-    Returns:
-        The context for :meth:`~a2a_wire.server._executor.AgentExecutor.execute` or ``cancel``.
-    """
-    return RequestContext(
-        message=message,
-        task_id=task_id,
-        context_id=context_id,
-        task=None if task is None else _history.view(task),
-        caller=info.client_id,
-        requested_extensions=info.extensions,
-        configuration=configuration,
-        metadata=metadata,
-        tenant=info.tenant,
-        skill_id=skill_id,
-    )

@@ -38,8 +38,8 @@ from collections.abc import Callable
 from a2a_wire._protocol.states import is_terminal
 from a2a_wire.errors import ProtocolError, TaskNotCancelableError, TaskNotFoundError, from_wire
 from a2a_wire.server import _history
-from a2a_wire.server._call import MethodCall, request_context
-from a2a_wire.server._executor import AgentExecutor, RequestContext
+from a2a_wire.server._call import MethodCall
+from a2a_wire.server._executor import AgentExecutor, RequestContext, request_context
 from a2a_wire.server._hub import TaskHub
 from a2a_wire.server._run import Run
 from a2a_wire.server.store._log import EventLogStore

@@ -15,7 +15,7 @@ in :mod:`a2a_wire.server._cancel`; with a store shared by several processes, :at
 keeps runs in step with the store's leases (:mod:`a2a_wire.server._peers`). Every call and
 every open stream that uses a task's hub holds it (``async with runtime.hub(...)``,
 :meth:`Runtime.send`); a hub nobody holds and no agent runs on is forgotten.
-:func:`~a2a_wire.server._call.request_context` is the one builder of what the agent is given.
+:func:`~a2a_wire.server._executor.request_context` is the one builder of what the agent is given.
 """
 
 from __future__ import annotations
@@ -35,8 +35,8 @@ from a2a_wire.errors import (
     UnsupportedOperationError,
 )
 from a2a_wire.server import _history
-from a2a_wire.server._call import CallInfo, request_context
-from a2a_wire.server._executor import AgentExecutor
+from a2a_wire.server._call import CallInfo
+from a2a_wire.server._executor import AgentExecutor, request_context
 from a2a_wire.server._hub import TaskHub
 from a2a_wire.server._lifecycle import Phase
 from a2a_wire.server._peers import Peers

@@ -30,6 +30,7 @@ from dataclasses import dataclass
 from typing import Any, Protocol
 
 from a2a_wire._protocol.ids import new_uuid
+from a2a_wire.server import _history
 from a2a_wire.types import (
     Artifact,
     Message,
@@ -46,10 +47,12 @@ from a2a_wire.types import (
 __all__ = [
     "AgentEvent",
     "AgentExecutor",
+    "Caller",
     "EventQueue",
     "RequestContext",
     "TaskUpdater",
     "agent_message",
+    "request_context",
 ]
 
 AgentEvent = Message | Task | TaskStatusUpdateEvent | TaskArtifactUpdateEvent
@@ -97,6 +100,57 @@ class RequestContext:
     def conversation_key(self) -> tuple[str, str, str]:
         """``(tenant, caller, context_id)``: the conversation, unique across callers."""
         return self.tenant, self.caller, self.context_id
+
+
+class Caller(Protocol):
+    """Who calls, as :func:`request_context` reads it (the server's per-call info)."""
+
+    @property
+    def client_id(self) -> str: ...
+    @property
+    def extensions(self) -> tuple[str, ...]: ...
+    @property
+    def tenant(self) -> str: ...
+
+
+def request_context(
+    info: Caller,
+    task_id: str,
+    context_id: str,
+    *,
+    message: Message | None = None,
+    task: Task | None = None,
+    configuration: SendMessageConfiguration | None = None,
+    metadata: dict[str, Any] | None = None,
+    skill_id: str = "",
+) -> RequestContext:
+    """What the agent is given for one call: a message, or a cancel (``message`` ``None``).
+
+    Args:
+        info: The caller (a :class:`~a2a_wire.server._call.CallInfo`).
+        task_id: The task worked on (chosen already for a new one).
+        context_id: Its context.
+        message: The client's message.
+        task: The stored task, for a follow-up or a cancel; the agent gets a snapshot of it.
+        configuration: The request's ``configuration``.
+        metadata: The request's ``metadata``.
+        skill_id: The skill serving the call (``""`` without skills).
+
+    Returns:
+        The context for :meth:`~a2a_wire.server._executor.AgentExecutor.execute` or ``cancel``.
+    """
+    return RequestContext(
+        message=message,
+        task_id=task_id,
+        context_id=context_id,
+        task=None if task is None else _history.view(task),
+        caller=info.client_id,
+        requested_extensions=info.extensions,
+        configuration=configuration,
+        metadata=metadata,
+        tenant=info.tenant,
+        skill_id=skill_id,
+    )
 
 
 class EventQueue(Protocol):
