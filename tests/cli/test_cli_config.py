@@ -10,11 +10,12 @@ from e2e_support import ShoutAgent, cli, environment, free_port, write_config
 from hypothesis import given
 from hypothesis import strategies as st
 
-from a2a_wire.cli._app import build_card
+from a2a_wire.cli._app import build_card, build_store
 from a2a_wire.cli._skills import DelegateSkill, EchoSkill
 from a2a_wire.cli.config import ConfigError, default_data_dir, load
 from a2a_wire.cli.config._lines import key_lines, line_of
 from a2a_wire.server import hash_secret, verify_secret
+from a2a_wire.server.store import SQLiteTaskStore
 
 
 def test_embedded_default(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
@@ -282,3 +283,16 @@ def test_environment_has_no_inherited_credentials(monkeypatch: pytest.MonkeyPatc
     monkeypatch.setenv("A2A_WIRE_TOKEN", "leak")
     assert "A2A_WIRE_TOKEN" not in environment()
     assert os.environ["A2A_WIRE_TOKEN"] == "leak"
+
+
+def test_sqlite_busy_timeout_reaches_the_store(tmp_path: Path) -> None:
+    path = tmp_path / "serve.toml"
+    path.write_text(
+        f'[server]\ndata_dir = "{tmp_path / "data"}"\nsqlite_busy_timeout_seconds = 0.25\n',
+        encoding="utf-8",
+    )
+    store = build_store(load(path))
+    assert isinstance(store, SQLiteTaskStore) and store._busy_ms == 250
+    path.write_text("[server]\nsqlite_busy_timeout_seconds = -1\n", encoding="utf-8")
+    with pytest.raises(ConfigError, match="sqlite_busy_timeout_seconds: must be >= 0"):
+        load(path)

@@ -30,6 +30,7 @@ from a2a_wire.cli._logging import (
     configure_logging,
 )
 from a2a_wire.cli.config import load
+from a2a_wire.server._health import HEALTH_KEY
 from a2a_wire.server.store import SQLiteTaskStore
 
 
@@ -265,3 +266,18 @@ def test_records_go_to_the_stderr_of_the_moment(
     logging.getLogger("a2a_wire.server").info("two")
     assert "info two logger=a2a_wire.server" in second.getvalue()
     assert "Logging error" not in second.getvalue()
+
+
+async def test_probes_are_logged_and_answer_while_draining(
+    served: tuple[Any, RequestLog], caplog: pytest.LogCaptureFixture
+) -> None:
+    client, requests = served
+    caplog.set_level(logging.INFO, logger="a2a_wire.access")
+    assert (await client.get("/readyz")).status == 200
+    requests.draining = True
+    client.app[HEALTH_KEY].stop()  # as serve's stop does
+    ready = await client.get("/readyz")
+    assert ready.status == 503 and (await ready.json())["reason"] == "SHUTTING_DOWN"
+    assert (await client.get("/healthz")).status == 200  # alive while it drains
+    lines = [(f["method"], f["path"], f["status"]) for f in _lines(caplog)]
+    assert lines == [("GET", "/readyz", 200), ("GET", "/readyz", 503), ("GET", "/healthz", 200)]

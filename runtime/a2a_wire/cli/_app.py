@@ -167,6 +167,7 @@ def build_store(config: Config) -> EventLogStore:
     return SQLiteTaskStore(
         server.database,
         synchronous=server.sqlite_synchronous,
+        busy_timeout_seconds=server.sqlite_busy_timeout_seconds,
         page_token_key=key,
         history_limit=limit,
     )

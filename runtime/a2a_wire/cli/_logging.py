@@ -50,6 +50,7 @@ from a2a_wire._protocol.wire import JSON_MEDIA_TYPE
 from a2a_wire.server._app import CALLS_KEY
 from a2a_wire.server._executor import AgentExecutor, EventQueue, RequestContext
 from a2a_wire.server._report import CLIENT_ID_KEY, ERROR_CODES_KEY
+from a2a_wire.server._settings import PROBE_PATHS
 
 __all__ = [
     "JSONFormatter",
@@ -142,7 +143,7 @@ class RequestLog:
     @web.middleware
     async def middleware(self, request: web.Request, handler: Handler) -> web.StreamResponse:
         """Answer the request through ``handler`` and log one line about it."""
-        if self.draining:
+        if self.draining and request.path not in PROBE_PATHS:  # /readyz says so itself
             return _unavailable()
         note = _Note()
         token = _NOTE.set(note)

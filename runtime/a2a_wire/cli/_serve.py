@@ -51,6 +51,7 @@ from a2a_wire.cli._logging import RequestLog
 from a2a_wire.cli.config._load import Config
 from a2a_wire.errors import A2AError, InternalError
 from a2a_wire.server._app import RUNTIME_KEY
+from a2a_wire.server._health import HEALTH_KEY
 
 __all__ = [
     "READY",
@@ -309,6 +310,7 @@ async def _stop(
     """Steps 1 to 3 of the module docstring: refuse, drain, end streams, cancel, close."""
     app = runner.app
     requests.draining = True
+    app[HEALTH_KEY].stop()  # not ready from now on
     for site in sites:
         await site.stop()
     await _drain(app, requests, grace)

@@ -306,7 +306,7 @@ def json_body(raw: RawResponse, url: str) -> object:
             with contextlib.suppress(codec.JSONSyntaxError):
                 obj = codec.loads(raw.body)
                 if isinstance(obj, dict) and "error" in obj:
-                    raise errors.from_wire(obj["error"])
+                    raise _with_retry_after(errors.from_wire(obj["error"]), raw.headers)
         raise HTTPStatusError(raw.status, raw.reason, url)
     if not is_json:
         raise UnexpectedContentTypeError(raw.content_type, JSON_MEDIA_TYPES, status=raw.status)
@@ -314,3 +314,20 @@ def json_body(raw: RawResponse, url: str) -> object:
         return codec.loads(raw.body)
     except codec.JSONSyntaxError as exc:
         raise errors.InvalidAgentResponseError(f"response body is not JSON: {exc}") from None
+
+
+def _with_retry_after(
+    exc: errors.ProtocolError, headers: Mapping[str, str]
+) -> errors.ProtocolError:
+    """``exc``, with ``retry_after`` from the ``Retry-After`` header (seconds) when needed.
+
+    Only for an :class:`~a2a_wire.errors.UnavailableError` whose error object names no
+    ``retryAfterSeconds`` of its own.
+    """
+    header = headers.get("Retry-After", "").strip()
+    if not isinstance(exc, errors.UnavailableError) or not header.isdigit():
+        return exc
+    sent = [d.get("metadata") for d in exc.data or [] if isinstance(d, dict)]
+    if not any(isinstance(m, dict) and "retryAfterSeconds" in m for m in sent):
+        exc.retry_after = max(1, int(header))
+    return exc

@@ -3,32 +3,32 @@
 :func:`create_app` builds an :class:`aiohttp.web.Application` serving
 
 * ``GET /.well-known/agent-card.json``: the agent card, with caching headers (spec 8.2, 8.6);
+* ``GET /healthz`` and ``GET /readyz``: liveness and readiness (:mod:`a2a_wire.server._health`);
 * ``POST <rpc_path>``: JSON-RPC 2.0 (spec 9.1-9.4). The method logic is in
   :mod:`a2a_wire.server._methods`; this module reads the body, checks the envelope, and writes a JSON
   answer or an event stream.
 
 HTTP-level rules kept here:
 
-* Before anything else, :class:`a2a_wire.server._admission.Admission` authenticates the request when
-  clients are registered (HTTP 401 with ``WWW-Authenticate`` and a JSON-RPC error body) and
-  applies the per-client rate limit (HTTP 429 with ``Retry-After``); streams also need a free
-  per-client stream slot (HTTP 429). The public card needs no credentials.
+* Before anything else, :class:`a2a_wire.server._admission.Admission` authenticates JSON-RPC
+  requests when clients are registered (HTTP 401) and applies the per-client rate and stream
+  limits (HTTP 429 with ``Retry-After``). The card and the probes need no credentials.
 * The extensions a request names in ``A2A-Extensions`` that the card declares are echoed in the
   response's ``A2A-Extensions`` header (spec 3.2.6).
 * A body whose ``Content-Type`` is not ``application/json`` (or ``application/a2a+json``) is
   refused before parsing: HTTP 415 with a -32005 error body. A missing Content-Type counts as
   not JSON.
 * A body over ``max_body_bytes`` is HTTP 413; an unknown path 404, a wrong HTTP method 405; each
-  with a -32600 JSON-RPC error body. Any unexpected exception is logged and answered with HTTP
-  500 and a -32603 body that holds no detail. No answer the application gives is an HTML page.
+  with a -32600 body. An unexpected exception is logged and answered with HTTP 500 and a
+  -32603 body that holds no detail. No answer is an HTML page.
 * The body must arrive within ``body_timeout_seconds`` (HTTP 408, then the connection is
   closed); a body that does not decode is HTTP 400 (-32700) and closes the connection too; a
   client that hangs up while sending is not an error (one debug line, status 499 for the
   request log). Refusals settle the body they leave unread (:mod:`a2a_wire.server._body`).
-* aiohttp itself answers what it cannot parse as HTTP (a garbage request line, oversized or
-  malformed headers) with a ``text/plain`` 400, before any application code runs: aiohttp 3.14
-  offers no public hook for that answer (``RequestHandler.handle_error`` is called directly).
-* JSON-RPC errors found while answering a call use HTTP 200 (as the reference SDK does).
+* What aiohttp cannot parse as HTTP it answers itself (``text/plain`` 400; docs/server.md).
+* JSON-RPC errors found while answering a call use HTTP 200 (as the reference SDK does), but
+  :class:`~a2a_wire.errors.UnavailableError` (-32000) alone in its request: HTTP 503 with
+  ``Retry-After`` (in a batch it stays an entry of the 200 array).
 * Every error that answers a whole request is raised, and the middleware turns it into the
   response: its status and headers are the error's own (``http_status``, ``http_headers``;
   the refusals are in :mod:`a2a_wire.server._errors`), aiohttp's HTTP exceptions are
@@ -47,11 +47,8 @@ HTTP-level rules kept here:
   version, capability, params, an unknown or terminal task) is a plain JSON answer; only one
   found after it is sent as an event (see :mod:`a2a_wire.server._streaming`).
 
-The task store's ``open`` (recovery) runs at startup and its ``close`` at cleanup
-(``app.cleanup_ctx``); on shutdown, open streams are ended and agent runs cancelled and awaited.
-When the card declares push notifications, the delivery worker of :mod:`a2a_wire.server.push._delivery`
-runs between the store's open and close (``PUSH_DELIVERER_KEY``); the retention sweeper of
-:mod:`a2a_wire.server._retention` always does (``RETENTION_KEY``).
+The store opens (recovery) at startup and closes at cleanup (``app.cleanup_ctx``); the push
+deliverer (``PUSH_DELIVERER_KEY``) and the retention sweeper (``RETENTION_KEY``) run in between.
 """
 
 from __future__ import annotations
@@ -79,6 +76,7 @@ from a2a_wire.errors import (
     InvalidRequestError,
     MethodNotFoundError,
     ProtocolError,
+    UnavailableError,
 )
 from a2a_wire.server._admission import (
     Admission,
@@ -92,8 +90,14 @@ from a2a_wire.server._call import CallInfo, Services
 from a2a_wire.server._card import CardPublisher
 from a2a_wire.server._cors import Cors
 from a2a_wire.server._engine import Runtime
-from a2a_wire.server._errors import ServerFailureError, UnsupportedMediaTypeError, from_http
+from a2a_wire.server._errors import (
+    ServerFailureError,
+    UnsupportedMediaTypeError,
+    from_http,
+    with_retry_after,
+)
 from a2a_wire.server._executor import AgentExecutor
+from a2a_wire.server._health import HEALTH_KEY, Health
 from a2a_wire.server._methods import Capabilities, call_stream, call_unary
 from a2a_wire.server._report import CLIENT_ID_KEY, ERROR_CODES_KEY, error_codes
 from a2a_wire.server._retention import RETENTION_KEY, Retention
@@ -127,12 +131,17 @@ def _json(value: Any, status: int = 200) -> web.Response:
     return response
 
 
-def _error(exc: ProtocolError) -> web.Response:
-    """The response holding only ``exc``: its HTTP status and headers, a JSON-RPC error body."""
-    response = _json(_jsonrpc.error(None, exc), exc.http_status)
+def _with_status(answer: Any, exc: ProtocolError) -> web.Response:
+    """``answer`` (holding ``exc``) with the error's own HTTP status and headers."""
+    response = _json(answer, exc.http_status)
     for name, value in exc.http_headers():
         response.headers.add(name, value)
     return response
+
+
+def _error(exc: ProtocolError) -> web.Response:
+    """The response holding only ``exc``: its HTTP status and headers, a JSON-RPC error body."""
+    return _with_status(_jsonrpc.error(None, exc), exc)
 
 
 class _RPCEndpoint:
@@ -164,10 +173,12 @@ class _RPCEndpoint:
             method = call.method
             if method is not None and method.streaming and _streamable(call):
                 return await self._stream(request, call, info, refusal)
-            answer = await self._answer(call, info, refusal)
-            return web.Response(status=204) if answer is None else _json(answer)
+            answer, exc = await self._answer(call, info, refusal)
+            if answer is None:
+                return web.Response(status=204)
+            return _with_status(answer, exc) if isinstance(exc, UnavailableError) else _json(answer)
         answers = await asyncio.gather(*(self._answer(c, info, refusal) for c in calls))
-        batch = [answer for answer in answers if answer is not None]
+        batch = [answer for answer, _ in answers if answer is not None]
         return _json(batch) if batch else web.Response(status=204)
 
     async def _stream(
@@ -191,17 +202,19 @@ class _RPCEndpoint:
                 self.services, self.caps, call.method, call.params, info
             )
         except ProtocolError as exc:
-            return error_answer(call.id, exc)
+            return error_answer(call.id, self._told(exc))
         except Exception:  # outermost boundary of a call: log, answer -32603 without detail
             log.exception("%s failed", call.method_name)
             return error_answer(call.id, InternalError())
-        keepalive = self.settings.keepalive_seconds
-        return await stream_events(request, call.id, subscription, keepalive)
+        return await stream_events(request, call.id, subscription, self.settings)
 
     async def _answer(
         self, call: Call, info: CallInfo, refusal: ProtocolError | None
-    ) -> dict[str, Any] | None:
-        """The response object for one non-streamed call; ``None`` for a notification."""
+    ) -> tuple[dict[str, Any] | None, ProtocolError | None]:
+        """The response object for one non-streamed call and the error it holds, if any.
+
+        The object is ``None`` for a notification.
+        """
         exc = _refusal(call, refusal)
         if exc is None:
             assert call.method is not None
@@ -209,13 +222,16 @@ class _RPCEndpoint:
                 value = await call_unary(self.services, self.caps, call.method, call.params, info)
                 encoded = value.to_dict()  # the one place a unary result becomes JSON
             except ProtocolError as error:
-                exc = error
+                exc = self._told(error)
             except Exception:  # outermost boundary of a call: log, answer -32603 without detail
                 log.exception("%s failed", call.method_name)
                 exc = InternalError()
             else:
-                return None if call.notification else _jsonrpc.result(call.id, encoded)
-        return None if call.notification else _jsonrpc.error(call.id, exc)
+                return None if call.notification else _jsonrpc.result(call.id, encoded), None
+        return None if call.notification else _jsonrpc.error(call.id, exc), exc
+
+    def _told(self, exc: ProtocolError) -> ProtocolError:
+        return with_retry_after(exc, self.settings.store_retry_after_seconds)
 
 
 def _streamable(call: Call) -> bool:
@@ -308,6 +324,8 @@ def create_app(
     app[RUNTIME_KEY] = runtime
     app[STORE_KEY] = store
     app[_SETTINGS] = settings
+    app[HEALTH_KEY] = health = Health(store, settings)
+    health.install(app)
     _add_routes(app, settings, security, publisher, endpoint)
     app.cleanup_ctx.append(_storage)
     if deliverer is not None:  # after the store: started once it is open, closed before it

@@ -14,6 +14,10 @@ code to them; they use -32600, docs/prose-and-proto.md row 39) whose reason is
 
 :func:`from_http` translates aiohttp's own HTTP exceptions (no route, wrong method, body over
 ``client_max_size``) at that same boundary; those keep aiohttp's status on the instance.
+
+A call refused because the task store is unavailable is the one JSON-RPC error answered with
+a status of its own (HTTP 503, ``Retry-After``) when it is alone in its request: the glue tells
+the client ``ServerSettings.store_retry_after_seconds`` (:func:`with_retry_after`).
 """
 
 from __future__ import annotations
@@ -30,6 +34,7 @@ from a2a_wire.errors import (
     ProtocolError,
 )
 from a2a_wire.server._limits import retry_after_header
+from a2a_wire.server.store._unavailable import StoreUnavailableError
 
 __all__ = [
     "DOMAIN",
@@ -43,6 +48,7 @@ __all__ = [
     "UnreadableBodyError",
     "UnsupportedMediaTypeError",
     "from_http",
+    "with_retry_after",
 ]
 
 DOMAIN = "a2a-wire"
@@ -222,3 +228,23 @@ def from_http(exc: web.HTTPException, request: web.Request, max_body: int) -> Pr
     if exc.status >= 500:
         return ServerFailureError(message, status=exc.status)
     return HTTPRefusalError(message, status=exc.status, allow=exc.headers.get(hdrs.ALLOW, ""))
+
+
+def with_retry_after(exc: ProtocolError, seconds: float) -> ProtocolError:
+    """``exc``, or for a :class:`StoreUnavailableError` the same one telling ``seconds``.
+
+    Args:
+        exc: The error that answers a call.
+        seconds: ``ServerSettings.store_retry_after_seconds``.
+
+    Returns:
+        The error to send: a store's unavailability with ``retry_after`` (and ErrorInfo
+        ``retryAfterSeconds``) from ``seconds`` and its other metadata kept; anything else as is.
+    """
+    if not isinstance(exc, StoreUnavailableError):
+        return exc
+    told = StoreUnavailableError(exc.message, retry_after=seconds)
+    kept = {key: value for key, value in exc.metadata.items() if key != "retryAfterSeconds"}
+    told.metadata.update(kept)
+    told.__cause__ = exc.__cause__
+    return told

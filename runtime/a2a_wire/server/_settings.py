@@ -15,7 +15,10 @@ from a2a_wire.server._history import DEFAULT_HISTORY_LIMIT
 from a2a_wire.server.push._settings import PushSettings
 from a2a_wire.server.store._log_memory import DEFAULT_MAX_TASKS
 
-__all__ = ["ServerSettings"]
+__all__ = ["PROBE_PATHS", "ServerSettings"]
+
+PROBE_PATHS = ("/healthz", "/readyz")
+"""The liveness and readiness paths (:mod:`a2a_wire.server._health`), never the JSON-RPC one."""
 
 MIB = 1024 * 1024
 DAY = 86400.0
@@ -75,6 +78,13 @@ class ServerSettings:
         memory_max_tasks: Most tasks the in-memory store that ``create_app`` makes holds; the
             oldest finished (then interrupted) ones make room for new ones.
         retention_interval_seconds: Time between two passes of the retention sweeper.
+        store_retry_after_seconds: ``Retry-After`` (whole seconds, rounded up) of an answer
+            refused because the task store is unavailable (HTTP 503, -32000
+            ``STORE_UNAVAILABLE``), and of ``/readyz`` when not ready.
+        stream_outage_seconds: How long an open stream rides out a store that fails its reads
+            (retrying with backoff, keep-alives still sent); then it ends with a -32000 error
+            event naming the task, for the client to resume.
+        readiness_timeout_seconds: Longest time ``GET /readyz`` waits for the store's ping.
         push: Push notification delivery (timeouts, retries, webhook address allowlist); used
             when the card declares ``capabilities.pushNotifications``.
     """
@@ -104,17 +114,23 @@ class ServerSettings:
     event_log_retention_seconds: float = 3600.0
     memory_max_tasks: int = DEFAULT_MAX_TASKS
     retention_interval_seconds: float = 60.0
+    store_retry_after_seconds: float = 1.0
+    stream_outage_seconds: float = 10.0
+    readiness_timeout_seconds: float = 2.0
     push: PushSettings = field(default_factory=PushSettings)
 
     def __post_init__(self) -> None:
         """Check the values.
 
         Raises:
-            ValueError: a limit is not positive, ``rpc_path`` does not start with ``/``, or an
+            ValueError: a limit is not positive, ``rpc_path`` does not start with ``/`` (or is
+                ``/healthz`` or ``/readyz``), or an
                 entry of ``cors_origins`` is not an origin.
         """
         if not self.rpc_path.startswith("/"):
             raise ValueError(f"rpc_path must start with '/': {self.rpc_path!r}")
+        if self.rpc_path in PROBE_PATHS:
+            raise ValueError(f"rpc_path must not be a probe's path: {self.rpc_path!r}")
         positive = {
             "max_body_bytes": self.max_body_bytes,
             "body_timeout_seconds": self.body_timeout_seconds,
@@ -136,6 +152,9 @@ class ServerSettings:
             "event_log_retention_seconds": self.event_log_retention_seconds,
             "memory_max_tasks": self.memory_max_tasks,
             "retention_interval_seconds": self.retention_interval_seconds,
+            "store_retry_after_seconds": self.store_retry_after_seconds,
+            "stream_outage_seconds": self.stream_outage_seconds,
+            "readiness_timeout_seconds": self.readiness_timeout_seconds,
         }
         for name, value in positive.items():
             if not value > 0:

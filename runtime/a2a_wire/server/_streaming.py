@@ -9,12 +9,14 @@ request's, then a blank line. The result bytes are the logged event's, encoded o
 
 An error found before the first event (an unknown task, a terminal task without
 ``Last-Event-ID``, bad params, a missing capability, and whatever the stream's first item is)
-is a plain JSON-RPC answer, ``application/json`` (:func:`error_answer`): the handler finds it,
+is a plain JSON-RPC answer, ``application/json`` (:func:`error_answer`; HTTP 200, or 503 with
+``Retry-After`` when the store is unavailable): the handler finds it,
 or, for a new task's stream, the response is prepared only once the agent's first event (or a
 keep-alive) is due. An error after that is sent as one
 event carrying the error object, and the stream ends. While nothing happens, a comment line is
 sent every ``keepalive_seconds`` so that proxies keep the connection and a vanished client is
-noticed.
+noticed. A store that fails the subscriber's reads is ridden out for ``stream_outage_seconds``,
+then the stream ends with a -32000 error event naming the task (:mod:`._subscriber`).
 """
 
 from __future__ import annotations
@@ -28,8 +30,10 @@ from a2a_wire._protocol import jsonrpc as _jsonrpc
 from a2a_wire._protocol import sse as _sse
 from a2a_wire._protocol.jsonrpc import RequestId
 from a2a_wire._protocol.wire import JSON_MEDIA_TYPE, SSE_MEDIA_TYPE
-from a2a_wire.errors import ProtocolError
+from a2a_wire.errors import ProtocolError, UnavailableError
+from a2a_wire.server._errors import with_retry_after
 from a2a_wire.server._report import ERROR_CODES_KEY
+from a2a_wire.server._settings import ServerSettings
 from a2a_wire.server._subscriber import END, KEEPALIVE, Frame, Item, Subscription
 
 __all__ = ["error_answer", "stream_events"]
@@ -56,16 +60,22 @@ def error_answer(rid: RequestId, exc: ProtocolError) -> web.Response:
         exc: The error.
 
     Returns:
-        HTTP 200, ``application/json``, the error object; its code under ``ERROR_CODES_KEY``.
+        ``application/json``, the error object (its code under ``ERROR_CODES_KEY``): HTTP 200,
+        or for an :class:`~a2a_wire.errors.UnavailableError` its 503 and ``Retry-After``.
     """
     body = codec.dumps(_jsonrpc.error(rid, exc))
-    response = web.Response(body=body, content_type=JSON_MEDIA_TYPE)
+    unavailable = isinstance(exc, UnavailableError)
+    status = exc.http_status if unavailable else 200
+    response = web.Response(body=body, status=status, content_type=JSON_MEDIA_TYPE)
+    if unavailable:
+        for name, value in exc.http_headers():
+            response.headers.add(name, value)
     response[ERROR_CODES_KEY] = (exc.code,)
     return response
 
 
 async def stream_events(
-    request: web.Request, rid: RequestId, subscription: Subscription, keepalive: float
+    request: web.Request, rid: RequestId, subscription: Subscription, settings: ServerSettings
 ) -> web.StreamResponse:
     """Write a subscription's events until it ends or the client leaves.
 
@@ -73,19 +83,22 @@ async def stream_events(
         request: The HTTP request.
         rid: The JSON-RPC request id, repeated in every event.
         subscription: The open subscription; closed when this returns.
-        keepalive: Seconds of silence before a keep-alive comment.
+        settings: Its ``keepalive_seconds`` (silence before a keep-alive comment),
+            ``stream_outage_seconds`` and ``store_retry_after_seconds``.
 
     Returns:
         The finished response.
     """
     prefix = b'{"jsonrpc":"2.0","id":' + codec.dumps(rid) + b',"result":'
     sub = subscription.subscriber
+    keepalive, outage = settings.keepalive_seconds, settings.stream_outage_seconds
+    retry = settings.store_retry_after_seconds
     try:
         # A new task's stream waits for the agent's first event before it answers, so that a
         # failure before it is a plain answer; any other stream has its first event at hand.
-        item: Item | None = await sub.next(keepalive) if sub.awaits_task else sub.ready()
+        item: Item | None = await sub.next(keepalive, outage) if sub.awaits_task else sub.ready()
         if isinstance(item, ProtocolError):  # before the first event: a plain answer
-            return error_answer(rid, item)
+            return error_answer(rid, with_retry_after(item, retry))
         response = _open(request)
         await response.prepare(request)
         ended = False
@@ -95,6 +108,7 @@ async def stream_events(
             chunks: list[bytes] = []
             while item is not None and not ended:
                 if isinstance(item, ProtocolError):  # the error event that ends the stream
+                    item = with_retry_after(item, retry)
                     response[ERROR_CODES_KEY] = (item.code,)
                 frame, ended = _frame(item, prefix, rid)
                 chunks.append(frame)
@@ -104,7 +118,7 @@ async def stream_events(
             else:
                 if chunks:
                     await response.write(b"".join(chunks))
-                item = await sub.next(keepalive)
+                item = await sub.next(keepalive, outage)
     except ConnectionError:
         log.debug("stream reader left")
     finally:

@@ -31,7 +31,8 @@ A stream ends after the first event it sends that leaves the task terminal or in
 3.1.2, 3.1.6); not at the task it starts with, which may be interrupted already (the stream then
 follows the next turn). It also ends after a direct Message reply (:meth:`Subscriber.reply`),
 when the task is gone (-32001), or, once the hub calls :meth:`Subscriber.finish`, after the
-events logged so far, with the hub's error if it gave one.
+events logged so far, with the hub's error if it gave one; or when the store has failed its
+reads for ``stream_outage_seconds`` (:mod:`a2a_wire.server._stream_outage`).
 
 A :class:`Subscription` is what a streaming method hands to the stream writer
 (:mod:`a2a_wire.server._streaming`): the subscriber plus what must be undone when the HTTP
@@ -43,7 +44,6 @@ from __future__ import annotations
 
 import asyncio
 import collections
-import enum
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
@@ -51,20 +51,14 @@ from a2a_wire import codec
 from a2a_wire._protocol.states import is_settled, is_terminal
 from a2a_wire.errors import ProtocolError, TaskNotFoundError
 from a2a_wire.server import _history
+from a2a_wire.server._stream_outage import DEFAULT_OUTAGE_SECONDS, KEEPALIVE, ReadOutage, Signal
 from a2a_wire.server.store._log import EventKind, EventLogStore, LogEvent, Snapshot
+from a2a_wire.server.store._unavailable import StoreUnavailableError
 from a2a_wire.types import StreamResponse, TaskState
 
 __all__ = ["END", "KEEPALIVE", "Frame", "Item", "Subscriber", "Subscription", "task_frame"]
 
 
-class Signal(enum.Enum):
-    """Non-data items a subscriber hands to its writer."""
-
-    KEEPALIVE = "keepalive"
-    END = "end"
-
-
-KEEPALIVE = Signal.KEEPALIVE
 END = Signal.END
 
 
@@ -125,6 +119,7 @@ class Subscriber:
         "_finished",
         "_follow",
         "_limit",
+        "_outage",
         "_owner",
         "_pending",
         "_stale",
@@ -164,6 +159,7 @@ class Subscriber:
         self._stale = exists
         self._stopped = False
         self._waiter: asyncio.Future[bool] | None = None
+        self._outage = ReadOutage()
         self.closed = False
 
     @property
@@ -248,15 +244,31 @@ class Subscriber:
         """The next item if one is at hand already, else ``None``; never waits."""
         return self._pending.popleft() if self._pending else None
 
-    async def next(self, timeout: float) -> Item:
-        """The next item, or :data:`KEEPALIVE` when nothing came for ``timeout`` seconds."""
+    async def next(self, timeout: float, outage: float = DEFAULT_OUTAGE_SECONDS) -> Item:
+        """The next item, or :data:`KEEPALIVE` when nothing came for ``timeout`` seconds.
+
+        Failed reads are retried; after ``outage`` seconds of them the item is the error that
+        ends the stream (:mod:`a2a_wire.server._stream_outage`).
+        """
+        due = asyncio.get_running_loop().time() + timeout
         while True:
             if self._pending:
                 return self._pending.popleft()
             if self._stopped:
                 return END
-            if self._exists and await self._fill():
+            try:
+                if self._exists and await self._fill():
+                    self._outage.clear()
+                    continue
+            except StoreUnavailableError as exc:
+                item = await self._outage.ride_out(exc, due, outage, self._task_id)
+                if isinstance(item, ProtocolError):  # lasted too long: the stream ends with it
+                    self._stopped = True
+                    self._cache.clear()
+                if item is not None:
+                    return item
                 continue
+            self._outage.clear()
             if self._finished is not None:
                 self._stopped = True
                 return self._finished

@@ -28,7 +28,6 @@ from a2a_wire.server.store import (
     SQLiteTaskStore,
     TaskPage,
     TaskQuery,
-    _log_sql,
 )
 from a2a_wire.server.store._log_sql import LOG_SCHEMA_VERSION
 from a2a_wire.types import (
@@ -475,16 +474,13 @@ async def test_sqlite_refuses_a_newer_schema(tmp_path: Path) -> None:
         await store.get("t1")  # the failed open left it closed
 
 
-async def test_sqlite_file_is_held_by_one_store(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    monkeypatch.setattr(_log_sql, "BUSY_TIMEOUT_MS", 50)
+async def test_sqlite_file_is_held_by_one_store(tmp_path: Path) -> None:
     path = tmp_path / "db.sqlite3"
     first = SQLiteTaskStore(path)
     await first.open()
     try:
         await first.create(make_task("t1"))
-        second = SQLiteTaskStore(path)
+        second = SQLiteTaskStore(path, busy_timeout_seconds=0.05)
         with pytest.raises(RuntimeError, match="in use"):
             await second.open()  # it must not recover (fail) the first store's live task
         task = await first.get("t1")

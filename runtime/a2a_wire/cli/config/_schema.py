@@ -20,6 +20,7 @@ import yarl
 from a2a_wire import __version__
 from a2a_wire.cli.config._lines import KeyPath
 from a2a_wire.netguard import AddressPolicy
+from a2a_wire.server.store._log_sql import BUSY_TIMEOUT_SECONDS
 
 DEFAULT_HOST = "127.0.0.1"
 DEFAULT_PORT = 8765
@@ -218,6 +219,7 @@ class ServerSection:
     data_dir: Path = Path()
     storage: str = "sqlite"
     sqlite_synchronous: str = "NORMAL"
+    sqlite_busy_timeout_seconds: float = BUSY_TIMEOUT_SECONDS
     log_level: str = "info"
     log_format: str = "text"
     keepalive_seconds: float = 15.0
@@ -242,6 +244,9 @@ def read_server(
         "data_dir": table.path_value("data_dir", base) or default_dir(),
         "storage": table.choice("storage", "sqlite", STORAGES),
         "sqlite_synchronous": table.choice("sqlite_synchronous", "normal", ("normal", "full")),
+        "sqlite_busy_timeout_seconds": table.number(
+            "sqlite_busy_timeout_seconds", BUSY_TIMEOUT_SECONDS, positive=False
+        ),
         "log_level": table.choice("log_level", "info", LOG_LEVELS),
         "log_format": table.choice("log_format", "text", LOG_FORMATS),
         "keepalive_seconds": table.number("keepalive_seconds", 15.0),

@@ -46,10 +46,17 @@ default) a committed write reaches the operating system before the call returns,
 the process being killed at any point, though the last commits may be lost if the machine loses
 power. ``synchronous="FULL"`` also survives power loss, at the cost of an fsync per commit.
 
+Locks
+-----
 Recovery assumes that no other process is running the tasks in the file, so the connection
 takes SQLite's EXCLUSIVE locking mode and holds the file from ``open`` to ``close``. A second
-store (in this or another process) fails to open it after :data:`BUSY_TIMEOUT_MS` instead of
+store (in this or another process) fails to open it after ``busy_timeout`` instead of
 failing the first store's live tasks. Inspect a live database through a copy, or after closing.
+So the one lock another program can hold against the store is one taken before the store's
+``open`` (a ``sqlite3`` shell in a transaction, a backup): ``open`` waits ``busy_timeout``
+(:data:`BUSY_TIMEOUT_SECONDS`, ``[server] sqlite_busy_timeout_seconds``), then fails. Once
+open, another program's statements get SQLITE_BUSY and the store's never do; should one
+(another locking mode, a file system that loses locks), it is ``StoreUnavailableError``.
 
 Statements
 ----------
@@ -71,7 +78,7 @@ from a2a_wire.server.store._sqlite_thread import close_connection, open_connecti
 
 __all__ = [
     "BOUNDS",
-    "BUSY_TIMEOUT_MS",
+    "BUSY_TIMEOUT_SECONDS",
     "EVENTS",
     "FOLD",
     "HEAD",
@@ -99,8 +106,9 @@ LOG_SCHEMA_VERSION = 4
 SYNCHRONOUS_MODES = frozenset({"NORMAL", "FULL", "EXTRA"})
 """Accepted ``synchronous`` settings; OFF is refused because writes must survive a crash."""
 
-BUSY_TIMEOUT_MS = 2000
-"""How long ``open`` waits for another connection to release the file before giving up."""
+BUSY_TIMEOUT_SECONDS = 2.0
+"""SQLite's ``busy_timeout`` by default: how long a statement waits for another program's lock
+on the file (in practice at ``open``, see "Locks" above) before SQLITE_BUSY."""
 
 WAL_AUTOCHECKPOINT_PAGES = 3_000
 """WAL pages (4 KiB each) after which a commit copies the WAL back into the file.
@@ -321,7 +329,9 @@ async def migrate(db: aiosqlite.Connection, now: float) -> None:
     await hop(db, lambda con: transaction(con, lambda: work(con)))
 
 
-async def connect(path: str | Path, synchronous: str, now: float) -> aiosqlite.Connection:
+async def connect(
+    path: str | Path, synchronous: str, now: float, *, busy_timeout_ms: int = 2000
+) -> aiosqlite.Connection:
     """Open the file (EXCLUSIVE, WAL; module docstring) and create or migrate its schema.
 
     On any failure the connection is closed and its worker thread has returned
@@ -332,6 +342,7 @@ async def connect(path: str | Path, synchronous: str, now: float) -> aiosqlite.C
         path: The database file.
         synchronous: One of :data:`SYNCHRONOUS_MODES`.
         now: The store's clock, for :func:`migrate`.
+        busy_timeout_ms: SQLite's ``busy_timeout`` for the connection.
 
     Raises:
         RuntimeError: another store holds the file, or it has a schema version this code does
@@ -339,7 +350,7 @@ async def connect(path: str | Path, synchronous: str, now: float) -> aiosqlite.C
     """
     db = await open_connection(path)
     try:
-        await db.execute_fetchall(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
+        await db.execute_fetchall(f"PRAGMA busy_timeout = {int(busy_timeout_ms)}")
         await db.execute_fetchall("PRAGMA locking_mode = EXCLUSIVE")
         await db.execute_fetchall("PRAGMA journal_mode = WAL")
         await db.execute_fetchall(f"PRAGMA synchronous = {synchronous}")
@@ -350,7 +361,7 @@ async def connect(path: str | Path, synchronous: str, now: float) -> aiosqlite.C
         await close_connection(db)
         if exc.sqlite_errorcode != sqlite3.SQLITE_BUSY:
             raise
-        raise RuntimeError(f"task database {path} is in use by another store") from exc
+        raise RuntimeError(f"task database {path} is in use by another store or program") from exc
     except BaseException:
         await close_connection(db)
         raise

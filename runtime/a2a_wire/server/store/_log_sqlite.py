@@ -8,7 +8,8 @@ Writes
 ------
 Every operation is one call on the connection's thread (a *hop*,
 :func:`~a2a_wire.server.store._push_sqlite.hop`), whatever number of statements it runs, so
-that one streamed chunk costs one thread switch. For each task in use the store keeps a *head*
+that one streamed chunk costs one thread switch; faults of the file become
+``StoreUnavailableError`` there (:mod:`._sqlite_faults`). For each task in use the store keeps a *head*
 (:class:`Head`, at most :data:`HEAD_CACHE`, least recently used dropped): state, last number
 reserved and committed, snapshot and tail sizes, loaded by one query. The file is held
 EXCLUSIVE, so only this store changes them. An append checks its events against the head and
@@ -22,11 +23,10 @@ checks, in the same statement, that its number follows the last one in the file 
 snapshot's once the log is compacted) and that the task still exists, so a failed or concurrent
 write can leave neither a gap nor a row of a deleted task (the events of a task created in the
 same transaction need no such check); after a failure the head is loaded again from the file.
-A fold is one UPDATE of the snapshot row, guarded by the snapshot number it read (a
-compare-and-set), in the same hop and transaction as the append that calls for it; a failed
-fold is logged and the append commits. A small snapshot stays in the head with its tail:
-folding it needs no read, reading a task at rest after its write (GetTask) no query, and until
-the first fold a :class:`~a2a_wire.server.store._log_fold.Shadow` of both no decoding either.
+A fold is one UPDATE of the snapshot row guarded by the snapshot number it read, in the append's
+hop and transaction; a failed fold is logged and the append commits. A small snapshot stays in
+the head with its tail: folding it or reading a task at rest needs no query, and until the first
+fold a :class:`~a2a_wire.server.store._log_fold.Shadow` of both no decoding either.
 """
 
 from __future__ import annotations
@@ -36,7 +36,7 @@ import copy
 import sqlite3
 import time
 from collections import OrderedDict
-from collections.abc import Callable, Collection, Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 
 import aiosqlite
@@ -77,6 +77,7 @@ from a2a_wire.server.store._log_fold import (
     restart_event,
     task_frame,
 )
+from a2a_wire.server.store._log_sqlite_retention import SQLiteRetention
 from a2a_wire.server.store._log_sqlite_rows import Folded, Head
 from a2a_wire.server.store._log_sqlite_write import (
     Batch,
@@ -88,8 +89,8 @@ from a2a_wire.server.store._log_sqlite_write import (
     write_events,
 )
 from a2a_wire.server.store._paging import PageTokens, check_page_size
-from a2a_wire.server.store._push_sqlite import SQLitePushStore, transaction
-from a2a_wire.types import Task, TaskPushNotificationConfig, TaskState
+from a2a_wire.server.store._push_sqlite import transaction
+from a2a_wire.types import Task, TaskPushNotificationConfig
 
 __all__ = ["BODY_CACHE_BYTES", "HEAD_CACHE", "SQLiteTaskStore"]
 
@@ -100,7 +101,7 @@ BODY_CACHE_BYTES = 8 * 1024
 """Largest snapshot a head keeps (:attr:`~._log_sqlite_rows.Head.body`)."""
 
 
-class SQLiteTaskStore(SQLitePushStore, EventLogStore):
+class SQLiteTaskStore(SQLiteRetention, EventLogStore):
     """Tasks as event logs in an SQLite file, the durable store.
 
     Args:
@@ -111,10 +112,12 @@ class SQLiteTaskStore(SQLitePushStore, EventLogStore):
         page_token_key: HMAC key for page tokens; random when ``None``.
         history_limit: Most messages a task keeps (``ServerSettings.max_history_per_task``);
             ``None`` keeps all.
+        busy_timeout_seconds: SQLite's ``busy_timeout``: how long a statement waits for a lock
+            another program holds on the file (see :mod:`._log_sql`) before it gives up.
         clock: Seconds since the epoch, for the state-change times retention reads.
 
     Raises:
-        ValueError: ``synchronous`` is not an accepted mode.
+        ValueError: ``synchronous`` is not an accepted mode, or the timeout is negative.
     """
 
     def __init__(
@@ -124,11 +127,15 @@ class SQLiteTaskStore(SQLitePushStore, EventLogStore):
         synchronous: str = "NORMAL",
         page_token_key: bytes | None = None,
         history_limit: int | None = DEFAULT_HISTORY_LIMIT,
+        busy_timeout_seconds: float = sql.BUSY_TIMEOUT_SECONDS,
         clock: Callable[[], float] = time.time,
     ) -> None:
         mode = synchronous.upper()
         if mode not in sql.SYNCHRONOUS_MODES:
             raise ValueError(f"synchronous must be one of {sorted(sql.SYNCHRONOUS_MODES)}")
+        if not busy_timeout_seconds >= 0:
+            raise ValueError("busy_timeout_seconds must not be negative")
+        self._busy_ms = round(busy_timeout_seconds * 1000)
         self._path = path
         self._synchronous = mode
         self.page_tokens = PageTokens(page_token_key)
@@ -157,7 +164,9 @@ class SQLiteTaskStore(SQLitePushStore, EventLogStore):
         """
         if self._db is not None:
             raise RuntimeError("the task store is already open")
-        self._db = db = await sql.connect(self._path, self._synchronous, self._clock())
+        self._db = db = await sql.connect(
+            self._path, self._synchronous, self._clock(), busy_timeout_ms=self._busy_ms
+        )
         try:
             await self._load_push(db)
             return await self._recover()
@@ -345,7 +354,7 @@ class SQLiteTaskStore(SQLitePushStore, EventLogStore):
             head = self._heads.get(task_id)
             if head is not None:
                 return head.committed > after_seq
-            found = list(await self._conn.execute_fetchall(sql.LAST_SEQ, (task_id,)))
+            found = await self._run(lambda con: con.execute(sql.LAST_SEQ, (task_id,)).fetchall())
             return found[0][0] is None or found[0][0] > after_seq
 
         return await self._waiters.wait(task_id, ready, timeout)
@@ -366,33 +375,6 @@ class SQLiteTaskStore(SQLitePushStore, EventLogStore):
         if dropped:
             self._waiters.wake(task_id)
         return dropped
-
-    async def expired(
-        self, states: Collection[TaskState], before: float, *, limit: int, logged: bool = False
-    ) -> builtins.list[str]:
-        """Tasks in ``states`` unchanged since ``before``, oldest first (see the protocol)."""
-        keys = sorted(state_key(state) for state in states)
-        return await self._run(
-            lambda con: rows.tasks_in_states(con, keys, before=before, limit=limit, logged=logged)
-        )
-
-    async def delete_task(self, task_id: str) -> bool:
-        """Make a task unknown with its push configs, in one transaction (see the protocol)."""
-        gone = await self._commit(
-            lambda con: transaction(con, lambda: rows.delete_rows(con, task_id))
-        )
-        self._heads.pop(task_id, None)
-        self._push_tasks.discard(task_id)
-        self._waiters.wake(task_id)
-        return gone
-
-    async def purge(self, *, batch: int = PURGE_BATCH) -> int:
-        """Delete up to ``batch`` event and outbox rows of a deleted task (see the protocol).
-
-        Returns:
-            Rows deleted, counting the task's entry in ``deleted_tasks`` when it is done.
-        """
-        return await self._commit(lambda con: transaction(con, lambda: rows.purge_rows(con, batch)))
 
 
 def _cached(body: bytes) -> bytes | None:

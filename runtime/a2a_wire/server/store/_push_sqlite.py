@@ -19,7 +19,9 @@ thread. So an operation costs one thread switch however many statements it runs,
 statement of another operation can slip into (and be rolled back with) a transaction, except
 writes that queued up together, which share one on purpose (:mod:`._sqlite_group`). The store
 keeps the set of task ids that have configs, loaded at ``open``, so that an append without push
-work for them skips the outbox statement.
+work for them skips the outbox statement. Every hop goes through the store's translation of
+environment faults (:mod:`._sqlite_faults`): a locked, full or failing file is
+``StoreUnavailableError``.
 """
 
 from __future__ import annotations
@@ -34,6 +36,7 @@ import aiosqlite
 
 from a2a_wire import codec
 from a2a_wire.server.store._push import Delivery, LaneKey, PushStore
+from a2a_wire.server.store._sqlite_faults import SQLiteFaults
 from a2a_wire.server.store._sqlite_group import WriteGroup
 from a2a_wire.types import TaskPushNotificationConfig
 
@@ -168,6 +171,7 @@ class SQLitePushStore(PushStore):
 
     _push_tasks: set[str]
     _group: WriteGroup
+    _faults: SQLiteFaults
 
     @property
     def _conn(self) -> aiosqlite.Connection:
@@ -176,6 +180,7 @@ class SQLitePushStore(PushStore):
     def _init_push(self) -> None:
         self._push_tasks = set()
         self._group = WriteGroup(lambda work: hop(self._conn, work))
+        self._faults = SQLiteFaults()
 
     async def _load_push(self, db: aiosqlite.Connection) -> None:
         rows = await db.execute_fetchall("SELECT DISTINCT task_id FROM push_configs")
@@ -186,12 +191,15 @@ class SQLitePushStore(PushStore):
         await self._run(lambda con: con.execute("SELECT 1").fetchone())
 
     async def _run(self, work: Callable[[sqlite3.Connection], T]) -> T:
-        """A read (or a single statement), as a hop of its own."""
-        return await hop(self._conn, work)
+        """A read (or a single statement), as a hop of its own; faults translated."""
+        return await self._faults.guard(hop(self._conn, work))
 
     async def _commit(self, work: Callable[[sqlite3.Connection], T]) -> T:
-        """A write, in a group with the writes queued beside it (:mod:`._sqlite_group`)."""
-        return await self._group.run(work)
+        """A write, grouped with the writes queued beside it (:mod:`._sqlite_group`).
+
+        Faults are translated as for a read (:mod:`._sqlite_faults`).
+        """
+        return await self._faults.guard(self._group.run(work))
 
     async def put_push_config(
         self, config: TaskPushNotificationConfig, *, limit: int | None = None
@@ -217,7 +225,7 @@ class SQLitePushStore(PushStore):
     ) -> TaskPushNotificationConfig | None:
         """The config, or ``None``."""
         sql = "SELECT body FROM push_configs WHERE task_id = ? AND id = ?"
-        rows = list(await self._conn.execute_fetchall(sql, (task_id, config_id)))
+        rows = await self._run(lambda con: con.execute(sql, (task_id, config_id)).fetchall())
         return codec.decode(TaskPushNotificationConfig, rows[0][0]) if rows else None
 
     async def list_push_configs(
@@ -225,7 +233,7 @@ class SQLitePushStore(PushStore):
     ) -> builtins.list[tuple[int, TaskPushNotificationConfig]]:
         """The task's configs with their positions, in creation order."""
         sql = "SELECT position, body FROM push_configs WHERE task_id = ? ORDER BY position"
-        rows = await self._conn.execute_fetchall(sql, (task_id,))
+        rows = await self._run(lambda con: con.execute(sql, (task_id,)).fetchall())
         return [(pos, codec.decode(TaskPushNotificationConfig, body)) for pos, body in rows]
 
     async def delete_push_config(self, task_id: str, config_id: str) -> bool:
@@ -249,18 +257,18 @@ class SQLitePushStore(PushStore):
 
     async def pending_lanes(self, after_seq: int) -> tuple[builtins.list[LaneKey], int]:
         """Lanes with rows above ``after_seq``."""
-        rows = await self._conn.execute_fetchall(_LANES, (after_seq,))
+        rows = await self._run(lambda con: con.execute(_LANES, (after_seq,)).fetchall())
         lanes = [(task_id, config_id) for task_id, config_id, _ in rows]
         return lanes, max([after_seq, *(row[2] for row in rows)])
 
     async def next_delivery(self, task_id: str, config_id: str) -> Delivery | None:
         """The lane's first undelivered row."""
-        rows = list(await self._conn.execute_fetchall(_NEXT, (task_id, config_id)))
+        rows = await self._run(lambda con: con.execute(_NEXT, (task_id, config_id)).fetchall())
         return _delivery(rows[0]) if rows else None
 
     async def delivery_done(self, seq: int) -> None:
         """Remove a delivered row."""
-        await self._conn.execute_fetchall("DELETE FROM push_outbox WHERE seq = ?", (seq,))
+        await self._run(lambda con: con.execute("DELETE FROM push_outbox WHERE seq = ?", (seq,)))
 
     async def delivery_retry(
         self, seq: int, *, attempts: int, next_attempt_at: float, error: str
@@ -269,13 +277,14 @@ class SQLitePushStore(PushStore):
         sql = (
             "UPDATE push_outbox SET attempts = ?, next_attempt_at = ?, last_error = ? WHERE seq = ?"
         )
-        await self._conn.execute_fetchall(sql, (attempts, next_attempt_at, error, seq))
+        await self._run(lambda con: con.execute(sql, (attempts, next_attempt_at, error, seq)))
 
     async def delivery_failed(self, seq: int, *, attempts: int, error: str) -> None:
         """Mark a row given up."""
         sql = "UPDATE push_outbox SET failed = 1, attempts = ?, last_error = ? WHERE seq = ?"
-        await self._conn.execute_fetchall(sql, (attempts, error, seq))
+        await self._run(lambda con: con.execute(sql, (attempts, error, seq)))
 
     async def failed_deliveries(self, task_id: str) -> builtins.list[Delivery]:
         """The task's given-up rows."""
-        return [_delivery(row) for row in await self._conn.execute_fetchall(_FAILED, (task_id,))]
+        rows = await self._run(lambda con: con.execute(_FAILED, (task_id,)).fetchall())
+        return [_delivery(row) for row in rows]
