@@ -113,6 +113,20 @@ async def _failing_run(aiohttp_client: Any) -> tuple[Any, Turns, SwitchedStore]:
     return client, agent, store
 
 
+async def _unavailable(call: asyncio.Task[Any]) -> dict[str, Any]:
+    """The -32000 STORE_UNAVAILABLE error of a call answered with HTTP 503 and Retry-After."""
+    response = await call
+    assert response.status == 503, await response.text()
+    assert response.headers["Retry-After"] == "1"
+    error: dict[str, Any] = (await response.json())["error"]
+    assert (error["code"], error["data"][0]["reason"]) == (-32000, "STORE_UNAVAILABLE")
+    return error
+
+
+def _send(client: Any, text: str) -> asyncio.Task[Any]:
+    return asyncio.create_task(post(client, envelope("SendMessage", send_params(text))))
+
+
 async def _state_of(client: Any, task_id: str) -> str:
     task = await result(client, "GetTask", {"id": task_id})
     return str(task["status"]["state"])
@@ -145,12 +159,11 @@ async def test_a_blocked_send_answers_retryably_when_the_end_cannot_be_recorded(
     aiohttp_client: Any,
 ) -> None:
     client, agent, store = await _failing_run(aiohttp_client)
-    blocked = asyncio.create_task(rpc(client, "SendMessage", send_params("fail")))
+    blocked = _send(client, "fail")
     await agent.started.wait()
     store.down = True
     agent.gate.set()
-    error = (await blocked)["error"]
-    assert (error["code"], error["data"][0]["reason"]) == (-32000, "STORE_UNAVAILABLE")
+    error = await _unavailable(blocked)
     task_id = error["data"][0]["metadata"]["taskId"]
     store.down = False
     assert await poll(lambda: _state_of(client, task_id), lambda s: s == "TASK_STATE_FAILED")
@@ -160,12 +173,12 @@ async def test_an_agent_stopped_by_the_store_fails_its_task_without_a_traceback(
     aiohttp_client: Any, caplog: pytest.LogCaptureFixture
 ) -> None:
     client, agent, store = await _failing_run(aiohttp_client)
-    blocked = asyncio.create_task(rpc(client, "SendMessage", send_params("write")))
+    blocked = _send(client, "write")
     await agent.started.wait()
     store.down = True
     with caplog.at_level(logging.INFO, "a2a_wire"):
         agent.gate.set()
-        error = (await blocked)["error"]
+        error = await _unavailable(blocked)
         task_id = error["data"][0]["metadata"]["taskId"]
         store.down = False
         task = await poll(
@@ -178,11 +191,11 @@ async def test_an_agent_stopped_by_the_store_fails_its_task_without_a_traceback(
 
 async def test_shutdown_ends_a_run_whose_end_is_still_unrecorded(aiohttp_client: Any) -> None:
     client, agent, store = await _failing_run(aiohttp_client)
-    blocked = asyncio.create_task(rpc(client, "SendMessage", send_params("fail")))
+    blocked = _send(client, "fail")
     await agent.started.wait()
     store.down = True
     agent.gate.set()
-    await blocked
+    await _unavailable(blocked)
     runtime = client.server.app[RUNTIME_KEY]
     assert runtime.runs
     await client.close()  # the app's cleanup cancels the retrying run and waits for it

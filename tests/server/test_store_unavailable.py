@@ -64,15 +64,8 @@ def no_traceback(caplog: pytest.LogCaptureFixture) -> None:
     assert bad == [], [r.getMessage() for r in bad]
 
 
-RUNTIME_OWNS_IT = pytest.mark.xfail(
-    strict=True,
-    reason="a new task is created by the agent run (server/_engine.py, _hub.py), which turns the "
-    "store's StoreUnavailableError into -32603 with a traceback: the task runtime's rework "
-    "(issue 23) is to let it through; this test then passes",
-)
-
 METHODS = [
-    pytest.param("SendMessage", lambda t: send_params("echo"), id="new", marks=RUNTIME_OWNS_IT),
+    pytest.param("SendMessage", lambda t: send_params("echo"), id="new"),
     pytest.param("SendMessage", lambda t: send_params("more", taskId=t), id="follow-up"),
     pytest.param("GetTask", lambda t: {"id": t}, id="GetTask"),
     pytest.param("ListTasks", lambda t: {}, id="ListTasks"),
@@ -135,9 +128,7 @@ async def test_other_errors_keep_http_200(client: Any) -> None:
     assert (await response.json())["error"]["code"] == -32001
 
 
-@pytest.mark.parametrize(
-    "method", [pytest.param("SendStreamingMessage", marks=RUNTIME_OWNS_IT), "SubscribeToTask"]
-)
+@pytest.mark.parametrize("method", ["SendStreamingMessage", "SubscribeToTask"])
 async def test_a_stream_refused_before_its_first_event_gets_503(
     client: Any, store: FailingStore, caplog: pytest.LogCaptureFixture, method: str
 ) -> None:
