@@ -79,7 +79,9 @@ def is_outage(exc: BaseException, conn: Conn | None = None) -> bool:
     Args:
         exc: What a call raised.
         conn: The connection it ran on, if one was at hand: an ``InterfaceError`` counts as a
-            fault only when that connection is closed.
+            fault only when that connection is closed, and asyncpg's ``InternalClientError``
+            (a protocol state broken by a session the server ended, e.g. on shutdown) only
+            with a connection.
     """
     driver = load_driver()
     faults = (
@@ -92,16 +94,24 @@ def is_outage(exc: BaseException, conn: Conn | None = None) -> bool:
     )
     if isinstance(exc, faults):
         return True
-    return isinstance(exc, driver.InterfaceError) and conn is not None and conn.is_closed()
+    if conn is None:
+        return False
+    if isinstance(exc, driver.InternalClientError):
+        return True  # the connection's protocol state broke: the server ended the session under it
+    return isinstance(exc, driver.InterfaceError) and conn.is_closed()
 
 
 @contextlib.contextmanager
-def translated(outage: OutageLog, conn: Conn | None = None) -> Iterator[None]:
+def translated(
+    outage: OutageLog, conn: Conn | None = None, *, answered: bool = True
+) -> Iterator[None]:
     """Raise a fault of the database inside as ``StoreUnavailableError``; note successes.
 
     Args:
         outage: The store's outage log, told of each fault and each success.
         conn: The connection the block uses, if any (see :func:`is_outage`).
+        answered: Whether the block's success shows the database answered (taking an idle
+            connection from the pool does not).
 
     Raises:
         StoreUnavailableError: the block raised a fault of the database (``from`` it).
@@ -113,9 +123,11 @@ def translated(outage: OutageLog, conn: Conn | None = None) -> Iterator[None]:
     except Exception as exc:
         if is_outage(exc, conn):
             raise outage.failed(exc) from exc
-        outage.ok()  # the database answered
+        if answered:
+            outage.ok()  # the database answered, with an error
         raise
-    outage.ok()
+    if answered:
+        outage.ok()
 
 
 class GuardedPool:
@@ -132,9 +144,11 @@ class GuardedPool:
         self.deadlines = deadlines
         self.outage = outage
 
-    def translated(self, conn: Conn | None = None) -> contextlib.AbstractContextManager[None]:
+    def translated(
+        self, conn: Conn | None = None, *, answered: bool = True
+    ) -> contextlib.AbstractContextManager[None]:
         """:func:`translated` with this pool's outage log."""
-        return translated(self.outage, conn)
+        return translated(self.outage, conn, answered=answered)
 
     @contextlib.asynccontextmanager
     async def acquire(
@@ -146,19 +160,20 @@ class GuardedPool:
             StoreUnavailableError: no connection in time, or the block failed for a fault.
         """
         wait = self.deadlines.acquire if timeout is None else min(timeout, self.deadlines.acquire)
-        with self.translated():
+        with self.translated(answered=False):
             conn = await self.raw.acquire(timeout=wait)
         try:
             with self.translated(conn):
                 yield conn
         except StoreUnavailableError:
-            conn.terminate()  # its state is unknown
+            with contextlib.suppress(load_driver().InterfaceError):  # already let go when closed
+                conn.terminate()  # its state is unknown
             raise
         finally:
             await self._release(conn)
 
     async def _release(self, conn: PoolConnectionProxy[Any]) -> None:
-        with self.translated(conn):
+        with self.translated(conn, answered=False):
             await self.raw.release(conn, timeout=self.deadlines.statement)
 
     async def fetch(self, query: str, *args: object, timeout: float | None = None) -> list[Any]:

@@ -88,7 +88,9 @@ async def open_pool(
 
     ``init`` runs once on each new connection (the text codec of :mod:`._log_postgres_text`);
     ``options`` are asyncpg's ``connect`` options for each (the deadlines of
-    :mod:`._log_postgres_conn`).
+    :mod:`._log_postgres_conn`). No connection is kept open for its own sake (``min_size=0``):
+    asyncpg would restore such a floor in the background during an outage, with a traceback
+    in the log at each attempt; idle connections stay in the pool all the same.
 
     The store sets nothing on its pool's connections that outlives a statement or a transaction
     (no ``SET``, ``LISTEN``, session advisory lock or open cursor: its listening connection is
@@ -98,7 +100,7 @@ async def open_pool(
     the connection again.
     """
     pool: asyncpg.Pool = await load_driver().create_pool(
-        dsn, min_size=1, max_size=size, reset=_keep_session, init=init, **(options or {})
+        dsn, min_size=0, max_size=size, reset=_keep_session, init=init, **(options or {})
     )
     return pool
 
