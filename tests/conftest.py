@@ -101,7 +101,8 @@ def pytest_runtest_makereport() -> Generator[None, pytest.TestReport, pytest.Tes
     in a fixture at each test's own line)."""
     report = yield
     longrepr = report.longrepr
-    if report.skipped and isinstance(longrepr, tuple) and pg_support.MISSING in longrepr[2]:
+    missing = (pg_support.MISSING, pg_support.CLUSTER_MISSING)
+    if report.skipped and isinstance(longrepr, tuple) and any(m in longrepr[2] for m in missing):
         report.longrepr = (pg_support.__file__, 1, longrepr[2])  # its docstring says how
     return report
 

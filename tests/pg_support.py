@@ -10,6 +10,14 @@
 3. Else the tests that need it are skipped, with one summary line saying what to set; with
    ``A2A_WIRE_REQUIRE_POSTGRES=1`` (set by ``.ci/run``) they fail instead.
 
+The fault tests restart and stop a server, so they always use a throwaway :class:`Cluster` of
+their own (never the server of ``A2A_WIRE_TEST_POSTGRES_DSN``): its binaries come from the
+folder ``A2A_WIRE_TEST_POSTGRES_BIN`` names (``.ci/run`` sets it, e.g.
+``/usr/lib/postgresql/15/bin``), else from the PATH; without them those tests skip with one
+summary line, and fail instead with ``A2A_WIRE_REQUIRE_POSTGRES_CLUSTER=1`` (set by
+``.ci/run``). pytest-postgresql's ``postgresql_proc`` would do the same, but runs ``pg_ctl`` as
+the current user, and PostgreSQL refuses to run as root, which CI is.
+
 Each test works in a schema of its own (:func:`new_schema`) and drops it (:func:`drop_schema`).
 A test that only needs an empty schema of the store's current layout takes a spare one under
 its new name (:func:`take_spare_schema`) and hands it back to :func:`recycle_schema`, which
@@ -38,9 +46,15 @@ from a2a_wire.server.store._log_postgres_ddl import SCHEMA_VERSION
 
 DSN_VARIABLE = "A2A_WIRE_TEST_POSTGRES_DSN"
 REQUIRE_VARIABLE = "A2A_WIRE_REQUIRE_POSTGRES"
+BIN_VARIABLE = "A2A_WIRE_TEST_POSTGRES_BIN"
+REQUIRE_CLUSTER_VARIABLE = "A2A_WIRE_REQUIRE_POSTGRES_CLUSTER"
 MISSING = (
     f"no PostgreSQL server: set {DSN_VARIABLE} (e.g. postgresql://postgres@127.0.0.1:5432/test),"
     " or put initdb and pg_ctl on the PATH"
+)
+CLUSTER_MISSING = (
+    "no PostgreSQL binaries for a throwaway cluster (the fault tests restart and stop it): set"
+    f" {BIN_VARIABLE} (e.g. /usr/lib/postgresql/15/bin), or put initdb and pg_ctl on the PATH"
 )
 
 
@@ -128,6 +142,12 @@ def free_port() -> int:
         return int(probe.getsockname()[1])
 
 
+def _binary(name: str) -> str | None:
+    """Where the PostgreSQL program ``name`` is: in ``$A2A_WIRE_TEST_POSTGRES_BIN``, else the PATH."""
+    folder = os.environ.get(BIN_VARIABLE)
+    return shutil.which(name, path=folder) if folder else shutil.which(name)
+
+
 @dataclass
 class Cluster:
     """A throwaway PostgreSQL cluster in a temporary folder, stopped by :meth:`stop`."""
@@ -135,18 +155,19 @@ class Cluster:
     folder: Path
     prefix: list[str]
     port: int
+    options: str = ""
 
     @property
     def dsn(self) -> str:
         return f"postgresql://postgres@127.0.0.1:{self.port}/postgres"
 
     @classmethod
-    def unavailable(cls) -> str | None:
-        """Why no cluster can be made here, or ``None`` if one can."""
-        if not (shutil.which("initdb") and shutil.which("pg_ctl")):
-            return MISSING
+    def unavailable(cls, missing: str = MISSING) -> str | None:
+        """Why no cluster can be made here (``missing`` says what to set), or ``None``."""
+        if not (_binary("initdb") and _binary("pg_ctl")):
+            return missing
         if os.geteuid() == 0 and not (_has_user("postgres") and shutil.which("runuser")):
-            return f"{MISSING} (as root, a postgres user and runuser are needed too)"
+            return f"{missing} (as root, a postgres user and runuser are needed too)"
         return None
 
     @classmethod
@@ -161,13 +182,29 @@ class Cluster:
         cluster = cls(folder, prefix, free_port())
         data = folder / "data"
         cluster._run("initdb", "-D", str(data), "-A", "trust", "-U", "postgres", "--no-sync")
-        options = (
+        cluster.options = (
             f"-c listen_addresses=127.0.0.1 -p {cluster.port} -k {folder}"
             " -c fsync=off -c synchronous_commit=off -c full_page_writes=off"
         )
-        log = str(folder / "server.log")
-        cluster._run("pg_ctl", "-D", str(data), "-l", log, "-o", options, "-w", "start")
+        cluster.start_server()
         return cluster
+
+    def start_server(self) -> None:
+        """Start the server again after :meth:`stop_server` (waits until it accepts)."""
+        log = str(self.folder / "server.log")
+        data = str(self.folder / "data")
+        self._run("pg_ctl", "-D", data, "-l", log, "-o", self.options, "-w", "start")
+
+    def stop_server(self) -> None:
+        """Stop the server (``fast``: sessions are ended), keeping the cluster's data."""
+        self._run("pg_ctl", "-D", str(self.folder / "data"), "-m", "fast", "-w", "stop")
+
+    def restart(self) -> None:
+        """``pg_ctl restart`` (``fast``): every session ends, the data stays."""
+        data, log = str(self.folder / "data"), str(self.folder / "server.log")
+        self._run(
+            "pg_ctl", "-D", data, "-l", log, "-m", "fast", "-o", self.options, "-w", "restart"
+        )
 
     def stop(self) -> None:
         """Stop the cluster and remove its folder."""
@@ -176,8 +213,9 @@ class Cluster:
         finally:
             shutil.rmtree(self.folder, ignore_errors=True)
 
-    def _run(self, *command: str) -> None:
-        subprocess.run([*self.prefix, *command], check=True, capture_output=True, timeout=120)
+    def _run(self, program: str, *args: str) -> None:
+        command = [*self.prefix, _binary(program) or program, *args]
+        subprocess.run(command, check=True, capture_output=True, timeout=120)
 
 
 def _has_user(name: str) -> bool:

@@ -40,7 +40,8 @@ def test_defaults_and_the_dsn_from_the_environment(
     path.write_text(
         '[server]\nstorage = "postgresql"\n\n[postgresql]\ndsn_env = "TASKS_DB"\n'
         'schema = "tasks_1"\npool_size = 3\npoll_interval_seconds = 0.25\n'
-        "lease_seconds = 4\nheartbeat_seconds = 0.5\n",
+        "lease_seconds = 4\nheartbeat_seconds = 0.5\nconnect_timeout_seconds = 2\n"
+        "statement_timeout_seconds = 1.5\nacquire_timeout_seconds = 3\n",
         encoding="utf-8",
     )
     monkeypatch.setenv("TASKS_DB", "host=db user=a2a")
@@ -51,6 +52,12 @@ def test_defaults_and_the_dsn_from_the_environment(
         0.25,
     )
     assert (section.lease_seconds, section.heartbeat_seconds) == (4.0, 0.5)
+    timeouts = (
+        section.connect_timeout_seconds,
+        section.statement_timeout_seconds,
+        section.acquire_timeout_seconds,
+    )
+    assert timeouts == (2.0, 1.5, 3.0)
     assert section.address() == "host=db user=a2a"
 
 
@@ -83,11 +90,13 @@ def test_every_problem_of_the_section_at_its_line(tmp_path: Path) -> None:
         "poll_interval_seconds = 0\n"  # 9
         "pool = 3\n"  # 10
         "lease_seconds = 2\n"
-        "heartbeat_seconds = 2\n",  # 12: not below the lease
+        "heartbeat_seconds = 2\n"  # 12: not below the lease
+        "statement_timeout_seconds = 0\n",  # 13
         encoding="utf-8",
     )
     problems = _problems(path)
-    assert [p.split(":", 2)[1] for p in problems] == ["5", "6", "7", "8", "9", "10", "12"]
+    assert [p.split(":", 2)[1] for p in problems] == ["5", "6", "7", "8", "9", "10", "12", "13"]
+    assert "postgresql.statement_timeout_seconds: must be positive" in problems[7]
     assert (
         "postgresql.heartbeat_seconds: heartbeat_seconds must be below lease_seconds"
         in (problems[6])
@@ -123,11 +132,12 @@ async def test_the_store_built_from_the_section_serves(
     path.write_text(
         '[server]\nstorage = "postgresql"\ndata_dir = "data"\n\n'
         f'[postgresql]\ndsn_env = "TEST_TASKS_DSN"\nschema = "{postgres_schema}"\npool_size = 2\n'
-        "lease_seconds = 6.5\nheartbeat_seconds = 1.5\n",
+        "lease_seconds = 6.5\nheartbeat_seconds = 1.5\nstatement_timeout_seconds = 2.5\n",
         encoding="utf-8",
     )
     store = build_postgres_store(load(path))
     assert (store._lease_seconds, store._heartbeat_seconds) == (6.5, 1.5)
+    assert (store._deadlines.statement, store._beat_deadline) == (2.5, 1.5)
     assert (tmp_path / "data" / "page-token.key").stat().st_mode & 0o777 == 0o600
     assert await store.open() == []
     try:

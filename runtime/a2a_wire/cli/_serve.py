@@ -52,6 +52,7 @@ from a2a_wire.cli.config._load import Config
 from a2a_wire.errors import A2AError, InternalError
 from a2a_wire.server._app import RUNTIME_KEY
 from a2a_wire.server._health import HEALTH_KEY
+from a2a_wire.server.store import StoreUnavailableError
 
 __all__ = [
     "READY",
@@ -167,9 +168,10 @@ async def _start(
     runner = web.AppRunner(app, access_log=None, handle_signals=False, shutdown_timeout=1.0)
     try:
         await runner.setup()
-    except (OSError, RuntimeError, sqlite3.Error) as exc:
+    except (OSError, RuntimeError, sqlite3.Error, StoreUnavailableError) as exc:
         await runner.cleanup()
-        raise StartError(f"cannot open the task store: {exc}") from exc
+        cause = exc.__cause__ if isinstance(exc, StoreUnavailableError) else None
+        raise StartError(f"cannot open the task store: {cause or exc}") from exc
     sites: list[web.BaseSite] = []
     if worker is not None:
         sites.extend(web.SockSite(runner, sock) for sock in worker.sockets)

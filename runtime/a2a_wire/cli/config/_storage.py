@@ -18,6 +18,11 @@ from dataclasses import dataclass, field
 
 from a2a_wire.cli.config._schema import Table
 from a2a_wire.server.store._log_postgres import POLL_INTERVAL, POOL_SIZE
+from a2a_wire.server.store._log_postgres_conn import (
+    ACQUIRE_TIMEOUT,
+    CONNECT_TIMEOUT,
+    STATEMENT_TIMEOUT,
+)
 from a2a_wire.server.store._log_postgres_lease import HEARTBEAT_SECONDS, LEASE_SECONDS
 from a2a_wire.server.store._log_postgres_sql import DEFAULT_SCHEMA, check_schema_name
 
@@ -45,6 +50,10 @@ class PostgresSection:
             heartbeat (docs/scale-out.md, "Sizing the lease").
         heartbeat_seconds: Seconds between a process's heartbeats (each also looks for expired
             leases to take over); below ``lease_seconds``.
+        connect_timeout_seconds: Longest time a new connection to PostgreSQL may take.
+        statement_timeout_seconds: Longest time one statement may take (PostgreSQL's
+            ``statement_timeout`` too); a request the store cannot answer in time gets 503.
+        acquire_timeout_seconds: Longest time a call waits for a connection of the pool.
     """
 
     dsn: str = field(default="", repr=False)
@@ -54,6 +63,9 @@ class PostgresSection:
     poll_interval_seconds: float = POLL_INTERVAL
     lease_seconds: float = LEASE_SECONDS
     heartbeat_seconds: float = HEARTBEAT_SECONDS
+    connect_timeout_seconds: float = CONNECT_TIMEOUT
+    statement_timeout_seconds: float = STATEMENT_TIMEOUT
+    acquire_timeout_seconds: float = ACQUIRE_TIMEOUT
 
     def address(self) -> str:
         """The DSN: ``dsn``, else the value of ``dsn_env`` now (``""`` when it is unset)."""
@@ -85,6 +97,9 @@ def read_postgresql(table: Table, server: Table, storage: str) -> PostgresSectio
         poll_interval_seconds=table.number("poll_interval_seconds", POLL_INTERVAL),
         lease_seconds=table.number("lease_seconds", LEASE_SECONDS),
         heartbeat_seconds=table.number("heartbeat_seconds", HEARTBEAT_SECONDS),
+        connect_timeout_seconds=table.number("connect_timeout_seconds", CONNECT_TIMEOUT),
+        statement_timeout_seconds=table.number("statement_timeout_seconds", STATEMENT_TIMEOUT),
+        acquire_timeout_seconds=table.number("acquire_timeout_seconds", ACQUIRE_TIMEOUT),
     )
     table.done()
     if section.heartbeat_seconds >= section.lease_seconds:

@@ -14,6 +14,10 @@ the one its events were checked against (:mod:`._log_postgres_write` says why th
 appends per task across processes). Readers wait on the store's :class:`~._log_postgres_listen.Listener` and poll every
 ``poll_interval`` seconds besides (the fallback for lost notifications).
 
+Every statement goes through the guarded pool of :mod:`._log_postgres_conn` (deadlines, faults
+raised as ``StoreUnavailableError``); reads are :mod:`._log_postgres_read`, the fence of a
+process whose heartbeats fail :mod:`._log_postgres_fence`.
+
 Recovery on open is the takeover scan of :mod:`._log_postgres_lease`: ``open`` fails the
 SUBMITTED and WORKING tasks whose lease has expired (their process died, or closed), never the
 running tasks of a live process; the keeper goes on scanning while the store is open.
@@ -21,7 +25,6 @@ running tasks of a live process; the keeper goes on scanning while the store is 
 
 from __future__ import annotations
 
-import asyncio
 import builtins
 import contextlib
 import copy
@@ -35,38 +38,35 @@ from a2a_wire._protocol.tasks import InvalidTransitionError
 from a2a_wire.errors import TaskNotFoundError
 from a2a_wire.server._history import trim
 from a2a_wire.server.store import _log_postgres_rows as rows
-from a2a_wire.server.store._base import (
-    TaskPage,
-    TaskQuery,
-    issue_cursor,
-    now_timestamp,
-    read_cursor,
-    state_key,
-    status_key,
-    task_state,
-)
+from a2a_wire.server.store._base import now_timestamp, state_key, status_key, task_state
 from a2a_wire.server.store._log import (
-    READ_LIMIT,
     Appended,
     EventKind,
     EventLogStore,
-    EventRange,
     LogEvent,
     LogInput,
-    Snapshot,
     first_turn,
 )
 from a2a_wire.server.store._log_fold import Prepared, prepare, remember, should_fold, task_frame
 from a2a_wire.server.store._log_postgres_cancel import PostgresCancels
+from a2a_wire.server.store._log_postgres_conn import (
+    ACQUIRE_TIMEOUT,
+    CONNECT_TIMEOUT,
+    STATEMENT_TIMEOUT,
+    Deadlines,
+    GuardedPool,
+    translated,
+)
 from a2a_wire.server.store._log_postgres_lease import HEARTBEAT_SECONDS, LEASE_SECONDS
 from a2a_wire.server.store._log_postgres_listen import GapWaiters, Listener
 from a2a_wire.server.store._log_postgres_push import PostgresPushStore
+from a2a_wire.server.store._log_postgres_read import PostgresReads
 from a2a_wire.server.store._log_postgres_retention import PostgresRetention
 from a2a_wire.server.store._log_postgres_rows import Head
 from a2a_wire.server.store._log_postgres_sql import (
     DEFAULT_SCHEMA,
     check_schema_name,
-    migrate_schema,
+    migrate,
     open_pool,
 )
 from a2a_wire.server.store._log_postgres_text import setup_connection
@@ -81,12 +81,11 @@ from a2a_wire.server.store._log_postgres_write import (
     lease_change,
     write_batch,
 )
-from a2a_wire.server.store._paging import PageTokens, check_page_size
+from a2a_wire.server.store._outage import OutageLog
+from a2a_wire.server.store._paging import PageTokens
 from a2a_wire.types import Task, TaskPushNotificationConfig, TaskState
 
 if TYPE_CHECKING:
-    import asyncpg
-
     from a2a_wire.server.store._log_postgres_sql import Queryable
 
 __all__ = ["HEAD_CACHE", "POLL_INTERVAL", "POOL_SIZE", "PostgresEventLog"]
@@ -101,7 +100,9 @@ POOL_SIZE = 10
 """Default most connections in a store's pool (its listening connection comes on top)."""
 
 
-class PostgresEventLog(PostgresCancels, PostgresRetention, PostgresPushStore, EventLogStore):
+class PostgresEventLog(
+    PostgresCancels, PostgresReads, PostgresRetention, PostgresPushStore, EventLogStore
+):
     """Event logs of tasks in a PostgreSQL schema, shared by any number of stores (processes).
 
     Args:
@@ -122,10 +123,16 @@ class PostgresEventLog(PostgresCancels, PostgresRetention, PostgresPushStore, Ev
             leaves both to the caller.
         lease_clock: Seconds since the epoch for leases and claims; ``None`` for the database
             server's clock.
+        connect_timeout: Seconds a new connection may take (the pool's and the listener's).
+        statement_timeout: Seconds one statement may take (on the server and here).
+        acquire_timeout: Seconds a call waits for a connection of the pool.
+
+    Every method that reaches the database raises ``StoreUnavailableError`` for a fault of it
+    (down, restarting, stalled past a deadline); see :mod:`._log_postgres_conn`.
 
     Raises:
         ValueError: ``schema`` is not a plain lower-case identifier, or a number is out of range
-            (``heartbeat_seconds`` must be below ``lease_seconds``).
+            (``heartbeat_seconds`` must be below ``lease_seconds``, timeouts above 0).
     """
 
     def __init__(
@@ -143,6 +150,9 @@ class PostgresEventLog(PostgresCancels, PostgresRetention, PostgresPushStore, Ev
         lease_seconds: float = LEASE_SECONDS,
         heartbeat_seconds: float | None = HEARTBEAT_SECONDS,
         lease_clock: Callable[[], float] | None = None,
+        connect_timeout: float = CONNECT_TIMEOUT,
+        statement_timeout: float = STATEMENT_TIMEOUT,
+        acquire_timeout: float = ACQUIRE_TIMEOUT,
     ) -> None:
         if pool_size < 1 or not poll_interval > 0:
             raise ValueError("pool_size must be at least 1 and poll_interval above 0")
@@ -150,6 +160,8 @@ class PostgresEventLog(PostgresCancels, PostgresRetention, PostgresPushStore, Ev
         if not 0 < beat < lease_seconds:
             raise ValueError("heartbeat_seconds must be above 0 and below lease_seconds")
         self._dsn = dsn
+        self._deadlines = Deadlines(connect_timeout, statement_timeout, acquire_timeout)
+        self._outage = OutageLog("PostgreSQL")
         self._schema = check_schema_name(schema)
         self._target = target = Target.for_schema(schema)
         self._sql = target.sql
@@ -159,16 +171,19 @@ class PostgresEventLog(PostgresCancels, PostgresRetention, PostgresPushStore, Ev
         self.page_tokens = PageTokens(page_token_key)
         self._history_limit = history_limit
         self._clock = clock
-        self._db: asyncpg.Pool | None = None
+        self._db: GuardedPool | None = None
         self._listener: Listener | None = None
         self._heads: OrderedDict[str, Head] = OrderedDict()
         self._locks = TaskLocks()
         self._waiters = GapWaiters()
-        self._init_leases(schema, process_id, lease_seconds, lease_clock)
+        # The heartbeat's deadline is also the fence's margin (:mod:`._log_postgres_fence`):
+        # short enough that the next beat can come back before the fence fires.
+        beat_deadline = min(statement_timeout, beat, (lease_seconds - beat) / 3)
+        self._init_leases(schema, process_id, lease_seconds, lease_clock, beat_deadline)
         self._init_cancels(heartbeat_seconds)
 
     @property
-    def _pool(self) -> asyncpg.Pool:
+    def _pool(self) -> GuardedPool:
         if self._db is None:
             raise RuntimeError("the task store is not open; call open() first")
         return self._db
@@ -181,13 +196,21 @@ class PostgresEventLog(PostgresCancels, PostgresRetention, PostgresPushStore, Ev
 
         Raises:
             RuntimeError: the store is already open, or the schema has a newer version.
+            StoreUnavailableError: the database cannot be reached.
         """
         if self._db is not None:
             raise RuntimeError("the task store is already open")
-        self._db = pool = await open_pool(self._dsn, self._pool_size, init=setup_connection)
+        deadlines, outage = self._deadlines, self._outage
+        with translated(outage):  # the migration has no statement deadline: data decides
+            await migrate(self._dsn, schema=self._schema, connect_timeout=deadlines.connect)
+            raw = await open_pool(
+                self._dsn,
+                self._pool_size,
+                init=setup_connection,
+                options=deadlines.connect_options(),
+            )
+        self._db = GuardedPool(raw, deadlines, outage)
         try:
-            async with pool.acquire() as conn:
-                await migrate_schema(conn, self._schema)
             self._listener = Listener(
                 self._dsn,
                 self._target.channel,
@@ -195,8 +218,10 @@ class PostgresEventLog(PostgresCancels, PostgresRetention, PostgresPushStore, Ev
                 on_gap=self._gap,
                 retry=self._poll,
                 extra={self._target.cancel_channel: self._cancel_notified},
+                options=deadlines.connect_options(),
             )
-            await self._listener.start()
+            with translated(outage):
+                await self._listener.start()
             await self._end_process()  # leases under this id are a previous incarnation's
             await self.heartbeat()
             failed = await self.take_over() if self._recover_on_open else []
@@ -209,15 +234,15 @@ class PostgresEventLog(PostgresCancels, PostgresRetention, PostgresPushStore, Ev
     async def close(self) -> None:
         """Stop the keeper and listening, expire leases and claims, close the pool; twice is fine.
 
-        Others take the expired leases over at once; the data stays.
+        Others take the expired leases over at once; the data stays. Bounded by the deadlines
+        when the database is gone (the leases then expire on their own).
         """
         await self._stop_keeper()
         listener, self._listener = self._listener, None
         pool = self._db
         if pool is not None:
             with contextlib.suppress(Exception):  # a lost database: the leases expire anyway
-                async with asyncio.timeout(self._poll + 5.0):
-                    await self._end_process()
+                await self._end_process()
         self._db = None
         self._heads.clear()
         if listener is not None:
@@ -226,8 +251,12 @@ class PostgresEventLog(PostgresCancels, PostgresRetention, PostgresPushStore, Ev
             await pool.close()
 
     async def ping(self) -> None:
-        """One ``SELECT 1`` through the pool (see ``EventLogStore.ping``)."""
-        await self._pool.fetchval("SELECT 1")
+        """One ``SELECT 1`` within the statement deadline (see ``EventLogStore.ping``).
+
+        Raises:
+            StoreUnavailableError: no answer in time, or the database is unreachable.
+        """
+        await self._pool.fetchval("SELECT 1", timeout=self._deadlines.statement)
 
     async def create(
         self,
@@ -342,58 +371,3 @@ class PostgresEventLog(PostgresCancels, PostgresRetention, PostgresPushStore, Ev
         head.state = prepared.status.state if prepared.status is not None else head.state
         remember(self._heads, task_id, head, HEAD_CACHE)
         return written
-
-    async def get(self, task_id: str, *, owner: str = "") -> Task | None:
-        """A fresh copy of ``owner``'s task, or ``None``."""
-        read = await rows.read_task(self._pool, self._sql, task_id, owner, self._history_limit)
-        return None if read is None else read.task
-
-    async def snapshot(self, task_id: str, *, owner: str = "") -> Snapshot | None:
-        """``owner``'s task with the number of its last event, or ``None``."""
-        read = await rows.read_task(self._pool, self._sql, task_id, owner, self._history_limit)
-        return None if read is None else Snapshot(read.task, read.seq)
-
-    async def list(self, query: TaskQuery, *, owner: str = "") -> TaskPage:
-        """One page of ``owner``'s tasks matching ``query``, newest status first.
-
-        Raises:
-            InvalidParamsError: the page token is not valid for this query.
-        """
-        check_page_size(query.page_size)
-        after = read_cursor(self.page_tokens, query, owner)
-        tasks, last, count = await rows.list_page(
-            self._pool, self._sql, query, owner, after, self._history_limit
-        )
-        token = issue_cursor(self.page_tokens, query, owner, last) if last is not None else ""
-        return TaskPage(tasks=tasks, next_page_token=token, total_size=count)
-
-    async def read_events(
-        self, task_id: str, after_seq: int, *, owner: str = "", limit: int = READ_LIMIT
-    ) -> EventRange | None:
-        """Events numbered above ``after_seq`` (see the protocol).
-
-        Raises:
-            ValueError: ``after_seq`` is negative or ``limit`` below 1.
-        """
-        if after_seq < 0 or limit < 1:
-            raise ValueError("after_seq must be at least 0 and limit at least 1")
-        return await rows.read_range(self._pool, self._sql, task_id, owner, after_seq, limit)
-
-    async def wait_events(self, task_id: str, after_seq: int, *, timeout: float) -> bool:
-        """Wait for an event above ``after_seq``: woken by a notification, or polling.
-
-        Returns:
-            ``True`` when woken or the table has such an event, ``False`` after ``timeout``.
-        """
-
-        def known() -> int:
-            head = self._heads.get(task_id)
-            return 0 if head is None else head.seq
-
-        async def ask() -> int | None:
-            last: int | None = await self._pool.fetchval(self._sql.last_seq, task_id)
-            return last
-
-        return await self._waiters.wait_after(
-            task_id, after_seq, known=known, ask=ask, timeout=timeout, poll=self._poll
-        )

@@ -44,12 +44,13 @@ import builtins
 import json
 import logging
 import math
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 
 from a2a_wire.server._waiting import wait_set
 from a2a_wire.server.store._log_postgres_lease import PostgresLeases
 from a2a_wire.server.store._log_postgres_sql import NOW
 from a2a_wire.server.store._shared import CancelReply, CancelRequest
+from a2a_wire.server.store._unavailable import StoreUnavailableError
 
 __all__ = ["PostgresCancels"]
 
@@ -224,8 +225,11 @@ class PostgresCancels(PostgresLeases):
 
     def _start_keeper(self) -> None:
         self._keeper = asyncio.create_task(self._keep(), name=f"a2a-keeper-{self.process_id}")
+        if self._heartbeat_seconds is not None:  # the keeper beats: fence if the beats fail
+            self._fence.start(asyncio.get_running_loop().time())
 
     async def _stop_keeper(self) -> None:
+        self._fence.stop()
         keeper, self._keeper = self._keeper, None
         if keeper is not None:
             keeper.cancel()
@@ -239,11 +243,19 @@ class PostgresCancels(PostgresLeases):
             wait = min(self._poll, max(0.0, beat_at - loop.time()))
             await wait_set(self._cancel_due, wait)
             self._cancel_due.clear()
-            try:
-                await self.poll_cancels()
-                if period is not None and loop.time() >= beat_at:
-                    beat_at = loop.time() + period
-                    await self.heartbeat()
-                    await self.take_over()
-            except Exception as exc:  # outermost boundary of a background task: keep going
-                log.warning("task store: keeper step failed (%s); trying again", exc)
+            if period is not None and loop.time() >= beat_at:  # first: the leases depend on it
+                beat_at = loop.time() + period
+                await self._keep_step(self._beat)
+            await self._keep_step(self.poll_cancels)
+
+    async def _beat(self) -> None:
+        await self.heartbeat()
+        await self.take_over()
+
+    async def _keep_step(self, step: Callable[[], Awaitable[object]]) -> None:
+        try:
+            await step()
+        except StoreUnavailableError:
+            pass  # the store's outage log said so, once for the outage
+        except Exception as exc:  # outermost boundary of a background task: keep going
+            log.warning("task store: keeper step failed (%s); trying again", exc)

@@ -13,9 +13,14 @@ of ``task_leases`` with the holder and an expiry time. The rules:
   :meth:`PostgresLeases.acquire` takes a lease ahead of such an append (a follow-up resuming an
   interrupted task), and fails while any other process's lease row exists, even an expired one:
   an expired lease is ended only by the takeover scan, which applies the restart rule.
-* **Heartbeat.** :meth:`PostgresLeases.heartbeat` is one statement that renews every lease and
-  delivery claim of the process and its row in ``processes``, by ``lease_seconds`` from now;
-  a lease released (expired to ``-infinity``) stays released. The
+* **Heartbeat.** :meth:`PostgresLeases.heartbeat` is one statement that renews the leases this
+  store holds (:meth:`~PostgresLeases.holds`: the tasks of its live runs, not every row under
+  its id), its delivery claims and its row in ``processes``, by ``lease_seconds`` from now,
+  within a deadline of its own shorter than the lease. A lease released (expired to
+  ``-infinity``), or whose release failed because the database was unreachable (it is
+  forgotten all the same), is not renewed: it expires, and the takeover applies the restart
+  rule to it. When heartbeats fail for nearly a lease, the store fences itself
+  (:mod:`._log_postgres_fence`). The
   store's keeper task beats every ``heartbeat_seconds``; :data:`LEASE_SECONDS` and
   :data:`HEARTBEAT_SECONDS` give a dead process's tasks to another within 13 s (the lease, then
   at most one scan period), under the 15 s the scale-out issue allows.
@@ -45,18 +50,19 @@ Times come from the *lease clock*: the database server's clock unless a store is
 
 from __future__ import annotations
 
+import asyncio
 import builtins
 import logging
 import uuid
 from collections.abc import Callable
-from dataclasses import dataclass, fields
 from typing import TYPE_CHECKING
 
-from a2a_wire.server.store._base import RECOVERED_STATES, now_timestamp, state_key
+from a2a_wire.server.store._base import RECOVERED_STATES, now_timestamp
 from a2a_wire.server.store._log_fold import prepare, restart_event
+from a2a_wire.server.store._log_postgres_fence import Fence
+from a2a_wire.server.store._log_postgres_lease_sql import LeaseStatements
 from a2a_wire.server.store._log_postgres_listen import GapWaiters
 from a2a_wire.server.store._log_postgres_rows import Head
-from a2a_wire.server.store._log_postgres_sql import NOW
 from a2a_wire.server.store._log_postgres_write import (
     DROP,
     LeaseChange,
@@ -67,14 +73,13 @@ from a2a_wire.server.store._log_postgres_write import (
 from a2a_wire.types import TaskState
 
 if TYPE_CHECKING:
-    import asyncpg
+    from a2a_wire.server.store._log_postgres_conn import GuardedPool
 
 __all__ = [
     "HEARTBEAT_SECONDS",
     "LEASE_SECONDS",
     "PROCESS_LOST_MESSAGE",
     "TAKEOVER_BATCH",
-    "LeaseStatements",
     "PostgresLeases",
 ]
 
@@ -95,114 +100,6 @@ PROCESS_LOST_MESSAGE = (
 )
 """Text of the agent status message put on tasks failed by a takeover."""
 
-_RUNNING = "(" + ", ".join(sorted(f"'{state_key(s)}'" for s in RECOVERED_STATES)) + ")"
-
-_HEARTBEAT = """
-WITH now AS (SELECT {now2} AS t), beat AS (
-  INSERT INTO {s}.processes (id, started_at, beat_at, expires_at)
-  SELECT $1, t, t, t + $3 FROM now
-  ON CONFLICT (id) DO UPDATE SET beat_at = excluded.beat_at, expires_at = excluded.expires_at
-), claims AS (
-  UPDATE {s}.push_outbox SET claim_until = now.t + $3 FROM now WHERE claimed_by = $1
-), leases AS (
-  UPDATE {s}.task_leases SET expires_at = now.t + $3 FROM now
-  WHERE process_id = $1 AND expires_at > '-infinity'
-  RETURNING task_id
-)
-SELECT task_id FROM leases
-"""
-
-_ACQUIRE = """
-INSERT INTO {s}.task_leases (task_id, process_id, expires_at)
-SELECT id, $2, {now3} + $4 FROM {s}.tasks WHERE id = $1 AND NOT deleted
-ON CONFLICT (task_id) DO UPDATE SET expires_at = excluded.expires_at
-WHERE task_leases.process_id = excluded.process_id
-RETURNING 1
-"""
-
-_RELEASE = """
-WITH t AS (
-  SELECT state IN {running} AS running FROM {s}.tasks WHERE id = $1 FOR SHARE
-), gone AS (
-  DELETE FROM {s}.task_leases WHERE task_id = $1 AND process_id = $2
-  AND NOT EXISTS (SELECT 1 FROM t WHERE running) RETURNING 1
-), expired AS (
-  UPDATE {s}.task_leases SET expires_at = '-infinity' WHERE task_id = $1 AND process_id = $2
-  AND EXISTS (SELECT 1 FROM t WHERE running) RETURNING 1
-)
-SELECT (SELECT count(*) FROM gone) + (SELECT count(*) FROM expired)
-"""
-
-_TIDY = """
-WITH now AS (SELECT {now1} AS t), processes AS (
-  DELETE FROM {s}.processes p USING now WHERE p.expires_at < now.t
-  AND NOT EXISTS (SELECT 1 FROM {s}.task_leases l WHERE l.process_id = p.id)
-), replies AS (
-  DELETE FROM {s}.cancel_replies r USING now WHERE r.replied_at < now.t - 3600
-  OR NOT EXISTS (SELECT 1 FROM {s}.processes p WHERE p.id = r.asker AND p.expires_at >= now.t)
-)
-DELETE FROM {s}.cancel_requests c WHERE NOT EXISTS (
-  SELECT 1 FROM {s}.task_leases l WHERE l.task_id = c.task_id AND l.process_id = c.process_id)
-"""
-
-_CLOSE = """
-WITH leases AS (
-  UPDATE {s}.task_leases SET expires_at = '-infinity' WHERE process_id = $1
-), claims AS (
-  UPDATE {s}.push_outbox SET claimed_by = NULL, claim_until = 0 WHERE claimed_by = $1
-)
-DELETE FROM {s}.processes WHERE id = $1
-"""
-
-
-@dataclass(frozen=True, slots=True)
-class LeaseStatements:
-    """The lease statements with the schema's name filled in (see :mod:`._log_postgres_sql`)."""
-
-    heartbeat: str
-    acquire: str
-    release: str
-    expired: str
-    lock_task: str
-    task_alive: str
-    lock_lease: str
-    drop: str
-    holder: str
-    processes: str
-    tidy: str
-    close: str
-
-    @classmethod
-    def for_schema(cls, schema: str) -> LeaseStatements:
-        """The statements on the tables of ``schema`` (a name already checked)."""
-        texts = {
-            "heartbeat": _HEARTBEAT,
-            "acquire": _ACQUIRE,
-            "release": _RELEASE,
-            "expired": "SELECT task_id FROM {s}.task_leases WHERE expires_at < {now1}"
-            " ORDER BY expires_at, task_id LIMIT $2",
-            "lock_task": "SELECT owner, context_id, state, last_seq FROM {s}.tasks"
-            " WHERE id = $1 AND NOT deleted FOR UPDATE SKIP LOCKED",
-            "task_alive": "SELECT EXISTS (SELECT 1 FROM {s}.tasks WHERE id = $1 AND NOT deleted)",
-            "lock_lease": "SELECT process_id FROM {s}.task_leases"
-            " WHERE task_id = $1 AND expires_at < {now2} FOR UPDATE SKIP LOCKED",
-            "drop": "WITH c AS (DELETE FROM {s}.cancel_requests WHERE task_id = $1)"
-            " DELETE FROM {s}.task_leases WHERE task_id = $1",
-            "holder": "SELECT process_id FROM {s}.task_leases"
-            " WHERE task_id = $1 AND expires_at >= {now2}",
-            "processes": "SELECT id FROM {s}.processes WHERE expires_at >= {now1} ORDER BY id",
-            "tidy": _TIDY,
-            "close": _CLOSE,
-        }
-        assert set(texts) == {f.name for f in fields(cls)}
-        marks = {f"now{n}": NOW.replace("{n}", str(n)) for n in (1, 2, 3)}
-        return cls(
-            **{
-                name: text.strip().format(s=schema, running=_RUNNING, **marks)
-                for name, text in texts.items()
-            }
-        )
-
 
 class PostgresLeases:
     """The lease part of :class:`~._log_postgres.PostgresEventLog` (see the module docstring).
@@ -217,13 +114,15 @@ class PostgresLeases:
     _lease_clock: Callable[[], float] | None
     _held: set[str]
     _lost_callbacks: builtins.list[Callable[[str], None]]
+    _beat_deadline: float
+    _fence: Fence
     _heads: dict[str, Head]
     _waiters: GapWaiters
     _history_limit: int | None
     _clock: Callable[[], float]
 
     @property
-    def _pool(self) -> asyncpg.Pool:
+    def _pool(self) -> GuardedPool:
         raise NotImplementedError  # pragma: no cover - provided by the task store
 
     def _init_leases(
@@ -232,6 +131,7 @@ class PostgresLeases:
         process_id: str | None,
         lease_seconds: float,
         lease_clock: Callable[[], float] | None,
+        beat_deadline: float,
     ) -> None:
         self.process_id = process_id or uuid.uuid4().hex
         self._leases = LeaseStatements.for_schema(schema)
@@ -239,6 +139,8 @@ class PostgresLeases:
         self._lease_clock = lease_clock
         self._held = set()
         self._lost_callbacks = []
+        self._beat_deadline = beat_deadline
+        self._fence = Fence(lease_seconds - beat_deadline, beat_deadline, self._fence_leases)
 
     def _lease_now(self) -> float | None:
         return None if self._lease_clock is None else self._lease_clock()
@@ -272,10 +174,14 @@ class PostgresLeases:
         """Give up this process's lease on a task.
 
         On a task still SUBMITTED or WORKING the lease is expired rather than removed, so the
-        next takeover scan applies the restart rule to it; otherwise it is removed.
+        next takeover scan applies the restart rule to it; otherwise it is removed. The store
+        forgets the lease first: if the database cannot be reached, it is left to expire.
 
         Returns:
             Whether this process held it.
+
+        Raises:
+            StoreUnavailableError: the database could not be reached (the lease is forgotten).
         """
         self._held.discard(task_id)
         return bool(await self._pool.fetchval(self._leases.release, task_id, self.process_id))
@@ -291,26 +197,53 @@ class PostgresLeases:
         return [str(process_id) for (process_id,) in found]
 
     async def heartbeat(self) -> builtins.list[str]:
-        """Renew this process's row, leases and delivery claims (one statement).
+        """Renew this process's row, held leases and delivery claims (one statement, bounded).
 
         Returns:
             Ids of tasks whose lease this store held and found gone; each was also given to the
             :meth:`on_lease_lost` callbacks.
+
+        Raises:
+            StoreUnavailableError: no answer within the heartbeat's deadline.
         """
+        started = asyncio.get_running_loop().time()
         before = set(self._held)
         found = await self._pool.fetch(
-            self._leases.heartbeat, self.process_id, self._lease_now(), self._lease_seconds
+            self._leases.heartbeat,
+            self.process_id,
+            self._lease_now(),
+            self._lease_seconds,
+            sorted(before),
+            timeout=self._beat_deadline,
         )
+        self._fence.beat(started)
         renewed = {task_id for (task_id,) in found}
         lost = sorted((before & self._held) - renewed)
         self._held.difference_update(lost)
+        self._report_lost(lost)
+        return lost
+
+    def _fence_leases(self) -> None:
+        """No heartbeat for nearly a lease: stop the runs of every held lease (the fence)."""
+        held = sorted(self._held)
+        if not held:
+            return
+        self._held.clear()
+        log.warning(
+            "task store: no heartbeat reached PostgreSQL for %.1f s; stopping the runs of %d"
+            " tasks before their leases expire",
+            self._fence.after,
+            len(held),
+        )
+        self._report_lost(held)
+
+    def _report_lost(self, lost: builtins.list[str]) -> None:
         for task_id in lost:
             for callback in self._lost_callbacks:
                 try:
                     callback(task_id)
                 except Exception:  # a callback's failure must not stop the heartbeat
                     log.exception("task store: lease-lost callback failed for task %s", task_id)
-        return lost
 
     async def take_over(self, *, limit: int = TAKEOVER_BATCH) -> builtins.list[str]:
         """End expired leases by the restart rule (see "Takeover").

@@ -145,6 +145,7 @@ class Listener:
         on_gap: Called after a reconnect.
         retry: Seconds between attempts to connect again.
         extra: More channels to listen on, each with the callback of its payloads.
+        options: asyncpg's ``connect`` options (the store's deadlines).
     """
 
     def __init__(
@@ -156,10 +157,12 @@ class Listener:
         on_gap: Callable[[], None],
         retry: float,
         extra: Mapping[str, Callable[[str], None]] | None = None,
+        options: Mapping[str, Any] | None = None,
     ) -> None:
         self._dsn = dsn
         self._channel = channel
         self._extra = dict(extra or {})
+        self._options = dict(options or {})
         self._on_event = on_event
         self._on_gap = on_gap
         self._retry = retry
@@ -190,7 +193,7 @@ class Listener:
             await self._drop(conn)
 
     async def _connect(self) -> asyncpg.Connection:
-        conn: asyncpg.Connection = await load_driver().connect(self._dsn)
+        conn: asyncpg.Connection = await load_driver().connect(self._dsn, **self._options)
         try:
             conn.add_termination_listener(self._terminated)
             await conn.add_listener(self._channel, self._notified)
@@ -240,11 +243,18 @@ class Listener:
         if old is not None:
             old.remove_termination_listener(self._terminated)
             old.terminate()
+        attempts = 0
         while True:
             try:
                 conn = await self._connect()
             except Exception as exc:  # outermost boundary of a background task: keep trying
-                log.warning("task store: cannot listen for commits (%s); retrying", exc)
+                level = logging.DEBUG if attempts else logging.WARNING  # once per outage
+                log.log(
+                    level,
+                    "task store: cannot listen for commits (%s); retrying",
+                    type(exc).__name__,
+                )
+                attempts += 1
                 await asyncio.sleep(self._retry)
                 continue
             break

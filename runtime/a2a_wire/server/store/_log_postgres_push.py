@@ -44,8 +44,7 @@ from a2a_wire.server.store._push import Delivery, LaneKey, PushClaims, PushStore
 from a2a_wire.types import TaskPushNotificationConfig
 
 if TYPE_CHECKING:
-    import asyncpg
-
+    from a2a_wire.server.store._log_postgres_conn import GuardedPool
     from a2a_wire.server.store._log_postgres_sql import Conn
 
 __all__ = ["PostgresPushStore", "put_configs"]
@@ -118,7 +117,7 @@ class PostgresPushStore(PushStore, PushClaims):
     _lease_clock: Callable[[], float] | None
 
     @property
-    def _pool(self) -> asyncpg.Pool:
+    def _pool(self) -> GuardedPool:
         raise NotImplementedError  # pragma: no cover - provided by the task store
 
     def _table(self, name: str) -> str:

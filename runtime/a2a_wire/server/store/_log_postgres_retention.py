@@ -21,7 +21,7 @@ from a2a_wire.server.store._log_postgres_write import Target, drop_events
 from a2a_wire.types import TaskState
 
 if TYPE_CHECKING:
-    import asyncpg
+    from a2a_wire.server.store._log_postgres_conn import GuardedPool
 
 __all__ = ["PostgresRetention"]
 
@@ -42,7 +42,7 @@ class PostgresRetention:
     _clock: Callable[[], float]
 
     @property
-    def _pool(self) -> asyncpg.Pool:
+    def _pool(self) -> GuardedPool:
         raise NotImplementedError  # pragma: no cover - provided by the task store
 
     async def compact(self, task_id: str, through_seq: int, *, batch: int = PURGE_BATCH) -> int:

@@ -19,8 +19,7 @@ from a2a_wire.server.store._log_postgres_sql import Statements
 from a2a_wire.types import Task, TaskState
 
 if TYPE_CHECKING:
-    import asyncpg
-
+    from a2a_wire.server.store._log_postgres_conn import GuardedPool
     from a2a_wire.server.store._log_postgres_sql import Conn, Queryable
 
 __all__ = ["Head", "TaskRead", "list_page", "load_head", "purge_rows", "read_range", "read_task"]
@@ -70,7 +69,7 @@ class TaskRead:
 
 
 async def read_task(
-    pool: asyncpg.Pool, sql: Statements, task_id: str, owner: str, history_limit: int | None
+    pool: GuardedPool, sql: Statements, task_id: str, owner: str, history_limit: int | None
 ) -> TaskRead | None:
     """``owner``'s task, from one statement reading the snapshot and its tail."""
     rows = await pool.fetch(sql.read, task_id, owner)
@@ -111,7 +110,7 @@ def _after(cursor: TaskCursor, first: int) -> tuple[str, list[Any]]:
 
 
 async def list_page(
-    pool: asyncpg.Pool,
+    pool: GuardedPool,
     sql: Statements,
     query: TaskQuery,
     owner: str,
@@ -139,7 +138,7 @@ async def list_page(
 
 
 async def read_range(
-    pool: asyncpg.Pool, sql: Statements, task_id: str, owner: str, after_seq: int, limit: int
+    pool: GuardedPool, sql: Statements, task_id: str, owner: str, after_seq: int, limit: int
 ) -> EventRange | None:
     """Up to ``limit`` of ``owner``'s task's events above ``after_seq``; ``None``: no task.
 

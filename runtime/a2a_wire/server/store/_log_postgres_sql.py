@@ -22,10 +22,10 @@ from __future__ import annotations
 
 import hashlib
 import re
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, fields
 from types import ModuleType
-from typing import TYPE_CHECKING, TypeAlias
+from typing import TYPE_CHECKING, Any, TypeAlias
 
 from a2a_wire.server.store._log_postgres_ddl import MIGRATIONS, SCHEMA_VERSION
 
@@ -36,7 +36,9 @@ if TYPE_CHECKING:
     Conn: TypeAlias = asyncpg.Connection | PoolConnectionProxy
     """A connection of its own or one lent by the pool."""
 
-    Queryable: TypeAlias = Conn | asyncpg.Pool
+    from a2a_wire.server.store._log_postgres_conn import GuardedPool
+
+    Queryable: TypeAlias = Conn | GuardedPool
     """Where a single statement can run."""
 
 __all__ = [
@@ -76,11 +78,19 @@ def load_driver() -> ModuleType:
 
 
 async def open_pool(
-    dsn: str, size: int, *, init: Callable[[asyncpg.Connection], Awaitable[None]] | None = None
+    dsn: str,
+    size: int,
+    *,
+    init: Callable[[asyncpg.Connection], Awaitable[None]] | None = None,
+    options: Mapping[str, Any] | None = None,
 ) -> asyncpg.Pool:
     """A pool of at most ``size`` connections to ``dsn`` that skips asyncpg's reset on release.
 
-    ``init`` runs once on each new connection (the text codec of :mod:`._log_postgres_text`).
+    ``init`` runs once on each new connection (the text codec of :mod:`._log_postgres_text`);
+    ``options`` are asyncpg's ``connect`` options for each (the deadlines of
+    :mod:`._log_postgres_conn`). No connection is kept open for its own sake (``min_size=0``):
+    asyncpg would restore such a floor in the background during an outage, with a traceback
+    in the log at each attempt; idle connections stay in the pool all the same.
 
     The store sets nothing on its pool's connections that outlives a statement or a transaction
     (no ``SET``, ``LISTEN``, session advisory lock or open cursor: its listening connection is
@@ -90,7 +100,7 @@ async def open_pool(
     the connection again.
     """
     pool: asyncpg.Pool = await load_driver().create_pool(
-        dsn, min_size=1, max_size=size, reset=_keep_session, init=init
+        dsn, min_size=0, max_size=size, reset=_keep_session, init=init, **(options or {})
     )
     return pool
 
@@ -154,12 +164,17 @@ async def migrate_schema(conn: Conn, schema: str) -> int:
     return version
 
 
-async def migrate(dsn: str, *, schema: str = DEFAULT_SCHEMA) -> tuple[int, int]:
+async def migrate(
+    dsn: str, *, schema: str = DEFAULT_SCHEMA, connect_timeout: float = 60.0
+) -> tuple[int, int]:
     """Create or upgrade the store's schema, as ``open`` does (``a2a-wire db migrate``).
+
+    The statements have no deadline: a migration takes as long as the data needs.
 
     Args:
         dsn: Where PostgreSQL is (a ``postgresql://`` URL or a libpq key/value string).
         schema: The PostgreSQL schema of the store's tables.
+        connect_timeout: Seconds the connection may take.
 
     Returns:
         The schema's version before and after.
@@ -169,7 +184,7 @@ async def migrate(dsn: str, *, schema: str = DEFAULT_SCHEMA) -> tuple[int, int]:
         ValueError: ``schema`` is not a plain lower-case identifier.
     """
     check_schema_name(schema)
-    conn = await load_driver().connect(dsn)
+    conn = await load_driver().connect(dsn, timeout=connect_timeout)
     try:
         return await migrate_schema(conn, schema), SCHEMA_VERSION
     finally:

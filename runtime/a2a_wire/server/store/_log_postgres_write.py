@@ -50,8 +50,7 @@ from a2a_wire.server.store._log_postgres_sql import Statements, load_driver
 from a2a_wire.types import TaskPushNotificationConfig, TaskState
 
 if TYPE_CHECKING:
-    import asyncpg
-
+    from a2a_wire.server.store._log_postgres_conn import GuardedPool
     from a2a_wire.server.store._log_postgres_sql import Queryable
 
 __all__ = [
@@ -193,7 +192,7 @@ async def write_batch(
 
 
 async def insert_task(
-    pool: asyncpg.Pool,
+    pool: GuardedPool,
     target: Target,
     row: tuple[object, ...],
     first: bytes,
@@ -238,7 +237,7 @@ async def insert_task(
 
 
 async def fold_snapshot(
-    pool: asyncpg.Pool, sql: Statements, task_id: str, owner: str, history_limit: int | None
+    pool: GuardedPool, sql: Statements, task_id: str, owner: str, history_limit: int | None
 ) -> TaskRead | None:
     """Write the task's folded snapshot back, unless another fold got there first.
 
@@ -255,7 +254,7 @@ async def fold_snapshot(
 
 
 async def drop_events(
-    pool: asyncpg.Pool,
+    pool: GuardedPool,
     target: Target,
     task_id: str,
     through_seq: int,

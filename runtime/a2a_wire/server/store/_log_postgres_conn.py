@@ -1,0 +1,205 @@
+"""The PostgreSQL store's connection to its database: deadlines, and the one place faults are translated.
+
+Every statement of the store runs through :class:`GuardedPool`, which bounds it and turns a
+fault of the database into :class:`~a2a_wire.server.store.StoreUnavailableError` (``from`` the
+driver's exception, told to the store's :class:`~._outage.OutageLog`, which logs one warning
+per outage). What counts as a fault is :func:`is_outage`: the connection refused, reset or
+closed, the server shutting down or refusing connections, out of resources, a deadline of ours
+passed or a statement cancelled by ``statement_timeout``. Every other error (a wrong
+statement, a constraint meant as logic) passes through as it is. A connection that failed for
+a fault is terminated, not given back to the pool: its state is unknown.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+from collections.abc import AsyncIterator, Iterator
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from a2a_wire.server.store._log_postgres_sql import load_driver
+from a2a_wire.server.store._outage import OutageLog
+from a2a_wire.server.store._unavailable import StoreUnavailableError
+
+if TYPE_CHECKING:
+    import asyncpg
+    from asyncpg.pool import PoolConnectionProxy
+
+    from a2a_wire.server.store._log_postgres_sql import Conn
+
+__all__ = [
+    "ACQUIRE_TIMEOUT",
+    "CONNECT_TIMEOUT",
+    "STATEMENT_TIMEOUT",
+    "Deadlines",
+    "GuardedPool",
+    "is_outage",
+    "translated",
+]
+
+CONNECT_TIMEOUT = 5.0
+"""Default seconds a new connection (of the pool or the listener) may take, handshake included."""
+
+STATEMENT_TIMEOUT = 5.0
+"""Default seconds one statement may take, on the server (``statement_timeout``) and here."""
+
+ACQUIRE_TIMEOUT = 5.0
+"""Default seconds a call waits for a connection of the pool (a new one included)."""
+
+
+@dataclass(frozen=True, slots=True)
+class Deadlines:
+    """The store's deadlines, in seconds (each above 0).
+
+    Raises:
+        ValueError: a deadline is not above 0.
+    """
+
+    connect: float = CONNECT_TIMEOUT
+    statement: float = STATEMENT_TIMEOUT
+    acquire: float = ACQUIRE_TIMEOUT
+
+    def __post_init__(self) -> None:
+        if not min(self.connect, self.statement, self.acquire) > 0:
+            raise ValueError("connect, statement and acquire timeouts must be above 0")
+
+    def connect_options(self) -> dict[str, Any]:
+        """Asyncpg's ``connect`` options that apply these deadlines to a connection."""
+        return {
+            "timeout": self.connect,
+            "command_timeout": self.statement,
+            "server_settings": {"statement_timeout": str(max(1, round(self.statement * 1000)))},
+        }
+
+
+def is_outage(exc: BaseException, conn: Conn | None = None) -> bool:
+    """Whether ``exc`` is a fault of the database rather than of the statement.
+
+    Args:
+        exc: What a call raised.
+        conn: The connection it ran on, if one was at hand: an ``InterfaceError`` counts as a
+            fault only when that connection is closed, and asyncpg's ``InternalClientError``
+            (a protocol state broken by a session the server ended, e.g. on shutdown) only
+            with a connection.
+    """
+    driver = load_driver()
+    faults = (
+        OSError,  # refused, reset, unreachable
+        TimeoutError,  # a deadline of ours
+        driver.PostgresConnectionError,  # class 08: the connection does not exist, failed
+        driver.OperatorInterventionError,  # class 57: shutting down, cannot connect now, canceled
+        driver.InsufficientResourcesError,  # class 53: disk full, too many connections
+        driver.PostgresSystemError,  # class 58: I/O error on the server
+    )
+    if isinstance(exc, faults):
+        return True
+    if conn is None:
+        return False
+    if isinstance(exc, driver.InternalClientError):
+        return True  # the connection's protocol state broke: the server ended the session under it
+    return isinstance(exc, driver.InterfaceError) and conn.is_closed()
+
+
+@contextlib.contextmanager
+def translated(
+    outage: OutageLog, conn: Conn | None = None, *, answered: bool = True
+) -> Iterator[None]:
+    """Raise a fault of the database inside as ``StoreUnavailableError``; note successes.
+
+    Args:
+        outage: The store's outage log, told of each fault and each success.
+        conn: The connection the block uses, if any (see :func:`is_outage`).
+        answered: Whether the block's success shows the database answered (taking an idle
+            connection from the pool does not).
+
+    Raises:
+        StoreUnavailableError: the block raised a fault of the database (``from`` it).
+    """
+    try:
+        yield
+    except StoreUnavailableError:
+        raise  # translated already, by a call inside
+    except Exception as exc:
+        if is_outage(exc, conn):
+            raise outage.failed(exc) from exc
+        if answered:
+            outage.ok()  # the database answered, with an error
+        raise
+    if answered:
+        outage.ok()
+
+
+class GuardedPool:
+    """An asyncpg pool whose every use is bounded and translated (see the module docstring).
+
+    Args:
+        pool: The pool, made with :meth:`Deadlines.connect_options`.
+        deadlines: Its deadlines.
+        outage: Where faults and successes are told.
+    """
+
+    def __init__(self, pool: asyncpg.Pool, deadlines: Deadlines, outage: OutageLog) -> None:
+        self.raw = pool
+        self.deadlines = deadlines
+        self.outage = outage
+
+    def translated(
+        self, conn: Conn | None = None, *, answered: bool = True
+    ) -> contextlib.AbstractContextManager[None]:
+        """:func:`translated` with this pool's outage log."""
+        return translated(self.outage, conn, answered=answered)
+
+    @contextlib.asynccontextmanager
+    async def acquire(
+        self, *, timeout: float | None = None
+    ) -> AsyncIterator[PoolConnectionProxy[Any]]:
+        """A connection of the pool for the block, within ``timeout`` (default: the acquire one).
+
+        Raises:
+            StoreUnavailableError: no connection in time, or the block failed for a fault.
+        """
+        wait = self.deadlines.acquire if timeout is None else min(timeout, self.deadlines.acquire)
+        with self.translated(answered=False):
+            conn = await self.raw.acquire(timeout=wait)
+        try:
+            with self.translated(conn):
+                yield conn
+        except StoreUnavailableError:
+            with contextlib.suppress(load_driver().InterfaceError):  # already let go when closed
+                conn.terminate()  # its state is unknown
+            raise
+        finally:
+            await self._release(conn)
+
+    async def _release(self, conn: PoolConnectionProxy[Any]) -> None:
+        with self.translated(conn, answered=False):
+            await self.raw.release(conn, timeout=self.deadlines.statement)
+
+    async def fetch(self, query: str, *args: object, timeout: float | None = None) -> list[Any]:
+        """Rows of one statement (``timeout``: seconds, default the statement deadline)."""
+        async with self.acquire(timeout=timeout) as conn:
+            return await conn.fetch(query, *args, timeout=timeout)
+
+    async def fetchrow(self, query: str, *args: object, timeout: float | None = None) -> Any:
+        """The first row of one statement, or ``None``."""
+        async with self.acquire(timeout=timeout) as conn:
+            return await conn.fetchrow(query, *args, timeout=timeout)
+
+    async def fetchval(self, query: str, *args: object, timeout: float | None = None) -> Any:
+        """The first value of the first row of one statement, or ``None``."""
+        async with self.acquire(timeout=timeout) as conn:
+            return await conn.fetchval(query, *args, timeout=timeout)
+
+    async def execute(self, query: str, *args: object, timeout: float | None = None) -> str:
+        """Run one statement; its status text."""
+        async with self.acquire(timeout=timeout) as conn:
+            return await conn.execute(query, *args, timeout=timeout)
+
+    async def close(self) -> None:
+        """Close the pool, gracefully within the statement deadline, else at once."""
+        try:
+            async with asyncio.timeout(self.deadlines.statement):
+                await self.raw.close()
+        except (TimeoutError, OSError, load_driver().InterfaceError):
+            self.raw.terminate()
