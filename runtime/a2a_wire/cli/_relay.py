@@ -1,6 +1,6 @@
 """The ``delegate`` skill's relay: a remote task's events as the local task's events.
 
-:class:`Relay` sends the message on and turns what the remote task does into events of the
+:class:`RemoteAgent` is a remote agent the skill may relay to; :class:`Relay` sends the message on and turns what the remote task does into events of the
 local task (the rules are in :mod:`a2a_wire.cli._skills`). :class:`Remote` is which agent and
 which remote task a local task is relayed to; the local task's first WORKING status message
 carries the same in its ``metadata.delegate``, so that any process serving the task (a follow-up
@@ -12,11 +12,12 @@ from __future__ import annotations
 
 import copy
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from dataclasses import dataclass, field
+from typing import Any
 
 from a2a_wire._protocol.states import is_settled
-from a2a_wire.client._client import A2AClient
+from a2a_wire.client._client import A2AClient, ClientSettings
+from a2a_wire.client._credentials import CredentialProvider, NoCredentials
 from a2a_wire.server._executor import EventQueue, TaskUpdater
 from a2a_wire.types import (
     Message,
@@ -28,13 +29,27 @@ from a2a_wire.types import (
     TaskStatusUpdateEvent,
 )
 
-if TYPE_CHECKING:  # the skill module defines the agents; a relay only reads them
-    from a2a_wire.cli._skills import RemoteAgent
-
-__all__ = ["DELEGATE_KEY", "Relay", "Remote", "remote_from_history"]
+__all__ = ["DELEGATE_KEY", "Relay", "Remote", "RemoteAgent", "remote_from_history"]
 
 DELEGATE_KEY = "delegate"
 """Metadata key of the local task's first WORKING status (and its message): agent and ids."""
+
+
+@dataclass(frozen=True)
+class RemoteAgent:
+    """A remote agent the ``delegate`` skill may hand messages to.
+
+    Attributes:
+        name: The name messages and the configuration use for it.
+        url: Its base URL (the card is read from its well-known path, spec 8.2).
+        credentials: What to authenticate with; secrets never appear in ``repr``.
+        settings: Client limits and the address guard's allowlist for it.
+    """
+
+    name: str
+    url: str
+    credentials: CredentialProvider = field(default_factory=NoCredentials)
+    settings: ClientSettings = field(default_factory=ClientSettings)
 
 
 @dataclass(slots=True)

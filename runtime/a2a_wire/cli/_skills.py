@@ -32,13 +32,11 @@ from __future__ import annotations
 import asyncio
 from collections import OrderedDict
 from collections.abc import Awaitable, Callable, Mapping
-from dataclasses import dataclass, field
 
 from a2a_wire._protocol.ids import new_uuid
 from a2a_wire._protocol.states import is_terminal
-from a2a_wire.cli._relay import Relay, Remote, remote_from_history
-from a2a_wire.client._client import A2AClient, ClientSettings
-from a2a_wire.client._credentials import CredentialProvider, NoCredentials
+from a2a_wire.cli._relay import Relay, Remote, RemoteAgent, remote_from_history
+from a2a_wire.client._client import A2AClient
 from a2a_wire.client._errors import ClientError
 from a2a_wire.errors import ProtocolError, TaskNotCancelableError
 from a2a_wire.server._executor import AgentExecutor, EventQueue, RequestContext, TaskUpdater
@@ -100,23 +98,6 @@ class EchoSkill(AgentExecutor):
         if others:
             await updater.add_artifact(others, name="attachments", last_chunk=True)
         await updater.complete()
-
-
-@dataclass(frozen=True)
-class RemoteAgent:
-    """A remote agent the ``delegate`` skill may hand messages to.
-
-    Attributes:
-        name: The name messages and the configuration use for it.
-        url: Its base URL (the card is read from its well-known path, spec 8.2).
-        credentials: What to authenticate with; secrets never appear in ``repr``.
-        settings: Client limits and the address guard's allowlist for it.
-    """
-
-    name: str
-    url: str
-    credentials: CredentialProvider = field(default_factory=NoCredentials)
-    settings: ClientSettings = field(default_factory=ClientSettings)
 
 
 Connector = Callable[[RemoteAgent], Awaitable[A2AClient]]

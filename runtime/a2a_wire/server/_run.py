@@ -11,17 +11,27 @@ its life; once ``ENDED`` (closed), a run takes no more events.
 from __future__ import annotations
 
 import asyncio
-from typing import TYPE_CHECKING
+from typing import Protocol
 
 from a2a_wire.server._executor import AgentEvent, RequestContext
 from a2a_wire.server._lifecycle import Phase, Step, advance
 from a2a_wire.server.store._log import Appended
-from a2a_wire.types import Message
+from a2a_wire.types import Message, TaskState
 
-if TYPE_CHECKING:  # the hub imports this module; a run only calls its hub
-    from a2a_wire.server._hub import TaskHub
+__all__ = ["Publisher", "Run"]
 
-__all__ = ["Run"]
+
+class Publisher(Protocol):
+    """What a run hands its events to: the task's :class:`~a2a_wire.server._hub.TaskHub`."""
+
+    @property
+    def state(self) -> TaskState | None:
+        """The task's state; ``None`` until the task exists."""
+        ...
+
+    async def publish(self, event: AgentEvent, run: Run) -> bool:
+        """Apply, store and stream ``event``; ``False`` if it was refused."""
+        ...
 
 
 class Run:
@@ -52,7 +62,9 @@ class Run:
         "settled",
     )
 
-    def __init__(self, hub: TaskHub, message: Message | None, context_id: str, owner: str) -> None:
+    def __init__(
+        self, hub: Publisher, message: Message | None, context_id: str, owner: str
+    ) -> None:
         loop = asyncio.get_running_loop()
         self.hub = hub
         self.message = message

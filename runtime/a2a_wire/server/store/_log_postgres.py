@@ -86,7 +86,7 @@ from a2a_wire.server.store._paging import PageTokens
 from a2a_wire.types import Task, TaskPushNotificationConfig, TaskState
 
 if TYPE_CHECKING:
-    from a2a_wire.server.store._log_postgres_sql import Queryable
+    from a2a_wire.server.store._log_postgres_conn import Queryable
 
 __all__ = ["HEAD_CACHE", "POLL_INTERVAL", "POOL_SIZE", "PostgresEventLog"]
 

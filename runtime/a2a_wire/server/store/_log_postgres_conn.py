@@ -16,9 +16,9 @@ import asyncio
 import contextlib
 from collections.abc import AsyncIterator, Iterator
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from types import ModuleType
+from typing import TYPE_CHECKING, Any, TypeAlias
 
-from a2a_wire.server.store._log_postgres_sql import load_driver
 from a2a_wire.server.store._outage import OutageLog
 from a2a_wire.server.store._unavailable import StoreUnavailableError
 
@@ -26,7 +26,10 @@ if TYPE_CHECKING:
     import asyncpg
     from asyncpg.pool import PoolConnectionProxy
 
-    from a2a_wire.server.store._log_postgres_sql import Conn
+    Conn: TypeAlias = asyncpg.Connection | PoolConnectionProxy
+    """A connection of its own or one lent by the pool."""
+    Queryable: TypeAlias = "Conn | GuardedPool"
+    """Where a single statement can run."""
 
 __all__ = [
     "ACQUIRE_TIMEOUT",
@@ -35,8 +38,25 @@ __all__ = [
     "Deadlines",
     "GuardedPool",
     "is_outage",
+    "load_driver",
     "translated",
 ]
+
+
+def load_driver() -> ModuleType:
+    """Import asyncpg, the optional driver (the ``postgresql`` extra).
+
+    Raises:
+        RuntimeError: asyncpg is not installed.
+    """
+    try:
+        import asyncpg
+    except ImportError as exc:  # pragma: no cover - the test extra installs it
+        raise RuntimeError(
+            'the PostgreSQL store needs asyncpg: pip install "a2a-wire[postgresql]"'
+        ) from exc
+    return asyncpg
+
 
 CONNECT_TIMEOUT = 5.0
 """Default seconds a new connection (of the pool or the listener) may take, handshake included."""

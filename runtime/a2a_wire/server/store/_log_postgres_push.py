@@ -44,8 +44,7 @@ from a2a_wire.server.store._push import Delivery, LaneKey, PushClaims, PushStore
 from a2a_wire.types import TaskPushNotificationConfig
 
 if TYPE_CHECKING:
-    from a2a_wire.server.store._log_postgres_conn import GuardedPool
-    from a2a_wire.server.store._log_postgres_sql import Conn
+    from a2a_wire.server.store._log_postgres_conn import Conn, GuardedPool
 
 __all__ = ["PostgresPushStore", "put_configs"]
 

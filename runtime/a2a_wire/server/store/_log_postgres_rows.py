@@ -19,8 +19,7 @@ from a2a_wire.server.store._log_postgres_sql import Statements
 from a2a_wire.types import Task, TaskState
 
 if TYPE_CHECKING:
-    from a2a_wire.server.store._log_postgres_conn import GuardedPool
-    from a2a_wire.server.store._log_postgres_sql import Conn, Queryable
+    from a2a_wire.server.store._log_postgres_conn import Conn, GuardedPool, Queryable
 
 __all__ = ["Head", "TaskRead", "list_page", "load_head", "purge_rows", "read_range", "read_task"]
 

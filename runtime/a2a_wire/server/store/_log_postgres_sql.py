@@ -24,22 +24,15 @@ import hashlib
 import re
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, fields
-from types import ModuleType
-from typing import TYPE_CHECKING, Any, TypeAlias
+from typing import TYPE_CHECKING, Any
 
+from a2a_wire.server.store._log_postgres_conn import load_driver
 from a2a_wire.server.store._log_postgres_ddl import MIGRATIONS, SCHEMA_VERSION
 
 if TYPE_CHECKING:
     import asyncpg
-    from asyncpg.pool import PoolConnectionProxy
 
-    Conn: TypeAlias = asyncpg.Connection | PoolConnectionProxy
-    """A connection of its own or one lent by the pool."""
-
-    from a2a_wire.server.store._log_postgres_conn import GuardedPool
-
-    Queryable: TypeAlias = Conn | GuardedPool
-    """Where a single statement can run."""
+    from a2a_wire.server.store._log_postgres_conn import Conn
 
 __all__ = [
     "DEFAULT_SCHEMA",
@@ -60,21 +53,6 @@ NOW = "COALESCE(${n}::float8, extract(epoch FROM clock_timestamp())::float8)"
 """The lease clock in SQL (:mod:`._log_postgres_lease`): ``$n``, or the server's clock if null."""
 
 _SCHEMA_NAME = re.compile(r"[a-z_][a-z0-9_]{0,47}\Z")
-
-
-def load_driver() -> ModuleType:
-    """Import asyncpg, the optional driver (the ``postgresql`` extra).
-
-    Raises:
-        RuntimeError: asyncpg is not installed.
-    """
-    try:
-        import asyncpg
-    except ImportError as exc:  # pragma: no cover - the test extra installs it
-        raise RuntimeError(
-            'the PostgreSQL store needs asyncpg: pip install "a2a-wire[postgresql]"'
-        ) from exc
-    return asyncpg
 
 
 async def open_pool(

@@ -43,15 +43,15 @@ from a2a_wire import codec
 from a2a_wire.server.store._base import RECOVERED_STATES, state_key
 from a2a_wire.server.store._log import EventKind, LogEvent
 from a2a_wire.server.store._log_fold import Prepared, status_instant
+from a2a_wire.server.store._log_postgres_conn import load_driver
 from a2a_wire.server.store._log_postgres_listen import payload
 from a2a_wire.server.store._log_postgres_push import put_configs
 from a2a_wire.server.store._log_postgres_rows import TaskRead, read_task
-from a2a_wire.server.store._log_postgres_sql import Statements, load_driver
+from a2a_wire.server.store._log_postgres_sql import Statements
 from a2a_wire.types import TaskPushNotificationConfig, TaskState
 
 if TYPE_CHECKING:
-    from a2a_wire.server.store._log_postgres_conn import GuardedPool
-    from a2a_wire.server.store._log_postgres_sql import Queryable
+    from a2a_wire.server.store._log_postgres_conn import GuardedPool, Queryable
 
 __all__ = [
     "LeaseChange",
