@@ -2,8 +2,10 @@
 
 :class:`SwitchedStore` raises :class:`~a2a_wire.server.store.StoreUnavailableError` from every
 call that would reach a database while :attr:`SwitchedStore.down` is set, the way the SQLite and
-PostgreSQL stores do for their faults, and :attr:`SwitchedStore.stall` holds each such call until
-it is cleared. The runtime's own behaviour under faults is tested against it; the real databases'
+PostgreSQL stores do for their faults, and while :attr:`SwitchedStore.stall` is cleared each such
+call waits for it, like a statement on a frozen connection: at most
+:attr:`SwitchedStore.stall_seconds`, then it raises StoreUnavailableError too, as a statement
+timeout does. The runtime's own behaviour under faults is tested against it; the real databases'
 faults are tested with the real things (tests/server/store/).
 """
 
@@ -26,25 +28,39 @@ from a2a_wire.server.store import (
 from a2a_wire.server.store._log import READ_LIMIT
 from a2a_wire.types import Task, TaskPushNotificationConfig
 
+STALL_SECONDS = 0.1
+"""Default deadline of a stalled call (small: a test's statement timeout)."""
+
 
 class SwitchedStore(InMemoryTaskStore):
     """The in-memory store, failing (``down``) or stalling (``stall``) on demand.
 
     Attributes:
         down: Calls raise StoreUnavailableError.
-        stall: Calls wait until it is set again (``stall.set()`` lets them through).
-        failed: How many calls were refused.
+        stall: Cleared, calls wait for it to be set again (``stall.set()`` lets them through),
+            ``stall_seconds`` at most, then raise StoreUnavailableError.
+        stall_seconds: The deadline of a stalled call.
+        failed: How many calls were refused (down, or stalled past the deadline).
     """
 
-    def __init__(self, **options: Any) -> None:
+    def __init__(self, *, stall_seconds: float = STALL_SECONDS, **options: Any) -> None:
         super().__init__(**options)
         self.down = False
         self.stall = asyncio.Event()
         self.stall.set()
+        self.stall_seconds = stall_seconds
         self.failed = 0
 
     async def _reach(self) -> None:
-        await self.stall.wait()
+        if not self.stall.is_set():
+            try:
+                async with asyncio.timeout(self.stall_seconds):
+                    await self.stall.wait()
+            except TimeoutError:
+                self.failed += 1
+                raise StoreUnavailableError(
+                    "the switched store stalled past its deadline"
+                ) from None
         if self.down:
             self.failed += 1
             raise StoreUnavailableError("the switched store is down")
