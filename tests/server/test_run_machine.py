@@ -608,7 +608,22 @@ FOUND: dict[str, list[tuple[str, dict[str, Any]]]] = {
 }
 
 
-@pytest.mark.parametrize("name", list(FOUND))
+KNOWN = {
+    "cancel-unrecorded": "CancelTask that cannot record CANCELED is not retried in the "
+    "background (server/_cancel.py): the task stays WORKING with no run until a client retries"
+}
+"""Found sequences of bugs not fixed yet: strict xfails, so a fix makes them fail until removed."""
+
+
+@pytest.mark.parametrize(
+    "name",
+    [
+        pytest.param(name, marks=pytest.mark.xfail(strict=True, reason=KNOWN[name]))
+        if name in KNOWN
+        else name
+        for name in FOUND
+    ],
+)
 def test_found_sequence(name: str, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(_runner, "END_RETRY_SECONDS", 0.005)
     monkeypatch.setattr(_runner, "END_RETRY_MAX_SECONDS", 0.02)

@@ -98,6 +98,7 @@ class TaskHub:
         self._run_task: asyncio.Task[None] | None = None
         self._active_run: Run | None = None
         self._canceling = False
+        self._cancel_target: Run | None = None  # the run a cancel under way stops
         self._holds = 0
         self._new_push_configs: list[TaskPushNotificationConfig] = []
         if push_config is not None:
@@ -175,8 +176,10 @@ class TaskHub:
             self.finish_all(InternalError("The server could not record the task's progress"))
         elif self._state is None:
             self.finish_all(InternalError("The agent stopped without replying"))
-        if not self._canceling:
-            run.settle()
+        elif self._run_task is None and not self._canceling and not self._follow:
+            self.finish_all()  # no run is left here to log more (e.g. it replied, turn still open)
+        if not (self._canceling and run is self._cancel_target):
+            run.settle()  # the run the cancel stops is released once the cancel is recorded
         if self._follow:  # the rest, if any, is written elsewhere: look at the store
             for sub in self._subscribers:
                 sub.poke()
@@ -210,12 +213,12 @@ class TaskHub:
     @contextlib.contextmanager
     def cancelling(self) -> Iterator[None]:
         """For the ``with`` block, a cancel is under way (see the module docstring)."""
-        execute_run = self._active_run
+        execute_run = self._cancel_target = self._active_run
         self._canceling = True
         try:
             yield
         finally:
-            self._canceling = False
+            self._canceling, self._cancel_target = False, None
             if execute_run is not None and self._active_run is not execute_run:
                 execute_run.settle()  # it ended meanwhile; a refused cancel leaves it running
 
