@@ -396,24 +396,15 @@ def test_face_exports_exactly_the_pinned_names(face: str) -> None:
     assert list(importlib.import_module(face).__all__) == EXPORTED[face]
 
 
-# Size: modules stay small and functions short (STYLE.md sections 1 and 3). A function may run
-# past the limit only with a comment, on one of its first lines, that starts "# long:" and says why.
-MAX_MODULE_LINES = 400
+# Size: functions stay short (STYLE.md section 3). A function may run past the limit only with a
+# comment, on one of its first lines, that starts "# long:" and says why. Modules have no line
+# limit: a module holds one concept whole (STYLE.md section 1; issue 24 withdrew the cap).
 MAX_FUNCTION_LINES = 60
 HAND_WRITTEN = SOURCES + sorted((Path(__file__).parents[1] / "codegen").rglob("*.py"))
 
 
 def _label(path: Path) -> str:
     return path.relative_to(Path(__file__).parents[1]).as_posix()
-
-
-def test_every_hand_written_module_is_under_the_line_limit() -> None:
-    long = {
-        _label(p): n
-        for p in HAND_WRITTEN
-        if (n := len(p.read_text().splitlines())) > MAX_MODULE_LINES
-    }
-    assert long == {}, f"split these modules below {MAX_MODULE_LINES} lines"
 
 
 def _long_functions(path: Path) -> Iterator[str]:
