@@ -146,6 +146,8 @@ async def test_a_stream_ends_with_a_retryable_error_when_the_end_cannot_be_recor
     assert error["code"] == -32000
     assert error["data"][0]["reason"] == "STORE_UNAVAILABLE"
     assert error["data"][0]["metadata"]["taskId"] == task_id
+    # The run's own error, at once: not the one after stream_outage_seconds of failed reads.
+    assert "is not recorded yet" in error["message"], error
     runtime = client.server.app[RUNTIME_KEY]
     assert len(runtime.runs) == 1  # still trying to record the end
     store.down = False
@@ -201,6 +203,41 @@ async def test_shutdown_ends_a_run_whose_end_is_still_unrecorded(aiohttp_client:
     await client.close()  # the app's cleanup cancels the retrying run and waits for it
     assert not runtime.runs
     assert store.failed >= 1
+
+
+class HeldCancel(Turns):
+    """:class:`Turns` whose ``cancel`` hook waits at :attr:`cancel_gate` (the test opens it)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.cancel_entered = asyncio.Event()
+        self.cancel_gate = asyncio.Event()
+
+    async def cancel(self, context: RequestContext, events: EventQueue) -> None:
+        self.cancel_entered.set()
+        await self.cancel_gate.wait()
+
+
+async def test_a_cancel_the_store_cannot_record_is_recorded_once_it_is_back(
+    aiohttp_client: Any,
+) -> None:
+    agent, store = HeldCancel(), SwitchedStore()
+    client = await aiohttp_client(create_app(make_card(), agent, store=store))
+    reader = await open_stream(client, "SendStreamingMessage", send_params("fail"))
+    task_id = (await reader.next() or {})["result"]["task"]["id"]
+    await agent.started.wait()
+    cancel = asyncio.create_task(post(client, envelope("CancelTask", {"id": task_id})))
+    await agent.cancel_entered.wait()
+    store.down = True
+    agent.cancel_gate.set()  # the run stops; CANCELED cannot be recorded
+    error = await _unavailable(cancel)
+    assert "the cancel of task" in error["message"], error
+    assert error["data"][0]["metadata"]["taskId"] == task_id
+    store.down = False  # the runner records it: the task is not left WORKING with no run
+    assert await poll(lambda: _state_of(client, task_id), lambda s: s == "TASK_STATE_CANCELED")
+    runtime = client.server.app[RUNTIME_KEY]
+    await poll(lambda: asyncio.sleep(0, runtime.runs), lambda runs: not runs)
+    assert states(await reader.rest())[-1] == "TASK_STATE_CANCELED"
 
 
 # -- follow-ups the moment the turn ends ------------------------------------------------------

@@ -589,8 +589,9 @@ FOUND: dict[str, list[tuple[str, dict[str, Any]]]] = {
         ("start", {"how": "blocking", "script": "ask"}),
         ("follow_up", {"index": 0, "script": "reply", "streamed": True}),
     ],
-    # CancelTask stops the run, then cannot record CANCELED (store down): -32000, and the task
-    # stays WORKING with no run to move it on and nothing retrying the record.
+    # CancelTask stops the run, then cannot record CANCELED (store down): the answer is -32000,
+    # and the record is retried in the background, so the task does not stay WORKING with no
+    # run (it was left so until CancelTask handed its record to the Runner).
     "cancel-unrecorded": [
         ("start", {"how": "now", "script": "complete"}),
         ("cancel", {"index": 0, "hold": True}),
@@ -608,10 +609,7 @@ FOUND: dict[str, list[tuple[str, dict[str, Any]]]] = {
 }
 
 
-KNOWN = {
-    "cancel-unrecorded": "CancelTask that cannot record CANCELED is not retried in the "
-    "background (server/_cancel.py): the task stays WORKING with no run until a client retries"
-}
+KNOWN: dict[str, str] = {}
 """Found sequences of bugs not fixed yet: strict xfails, so a fix makes them fail until removed."""
 
 

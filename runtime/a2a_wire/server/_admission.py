@@ -10,7 +10,7 @@
 2. The caller's request rate (a token bucket per client id, :class:`a2a_wire.server._limits.RateLimiter`):
    over it, HTTP 429 with ``Retry-After``. Anonymous callers are limited per source address only
    with ``ServerSettings.limit_anonymous``.
-3. The :class:`~a2a_wire.server._call.CallInfo` of the request: owner (before the tenant is known),
+3. The :class:`~a2a_wire.server._call_info.CallInfo` of the request: owner (before the tenant is known),
    client id, permitted skills, requested extensions, and the public origin.
 
 Streams take a slot per client (:meth:`Admission.stream_slot`) for as long as they are open;
@@ -33,7 +33,7 @@ from aiohttp import hdrs, web
 
 from a2a_wire._protocol.wire import EXTENSIONS_HEADER, join_extensions, parse_extensions
 from a2a_wire.server._auth import ANONYMOUS, AuthFailure, ClientRegistry, Principal, owner_key
-from a2a_wire.server._call import CallInfo
+from a2a_wire.server._call_info import CallInfo
 from a2a_wire.server._card import CardPublisher
 from a2a_wire.server._errors import RateLimitedError, UnauthenticatedError
 from a2a_wire.server._limits import RateLimiter, StreamCounter

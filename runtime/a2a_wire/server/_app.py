@@ -86,7 +86,8 @@ from a2a_wire.server._admission import (
 )
 from a2a_wire.server._auth import SecurityConfig
 from a2a_wire.server._body import client_left, read_body, settle
-from a2a_wire.server._call import CallInfo, Services
+from a2a_wire.server._call import Services
+from a2a_wire.server._call_info import CallInfo
 from a2a_wire.server._card import CardPublisher
 from a2a_wire.server._cors import Cors
 from a2a_wire.server._engine import Runtime

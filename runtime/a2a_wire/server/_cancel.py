@@ -14,11 +14,13 @@ Rules kept:
 * If the task reached another terminal state meanwhile, the answer is -32002.
 * A SendMessage blocked on the task is released only once the cancel is recorded, so it
   answers with the CANCELED task.
+* When the store cannot record CANCELED, the answer is the retryable -32000 (HTTP 503), and the
+  record is tried again in the background (:mod:`a2a_wire.server._cancelling`).
 
 Across processes (a store shared with other server processes, :mod:`a2a_wire.server._peers`):
 when the task has no run in this process and another live process holds its lease, the cancel
 is sent there with the request's ``metadata`` (``request_cancel``), and that process follows
-the rules above (:func:`cancel_here`) with its own run, its blocked SendMessage and its
+the rules above (:func:`~a2a_wire.server._cancelling.cancel_here`) with its own run, its blocked SendMessage and its
 streams, then replies. This process waits for the reply, ``cancel_grace_seconds`` plus
 :data:`CANCEL_REACH_SECONDS` at most, and answers as the holder would have: the CANCELED task,
 or the holder's error (-32002 with the holder's message when its agent refused or the task
@@ -33,20 +35,21 @@ ends the holder's lease, which stops its run there.
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable
 
 from a2a_wire._protocol.states import is_terminal
-from a2a_wire.errors import ProtocolError, TaskNotCancelableError, TaskNotFoundError, from_wire
+from a2a_wire.errors import TaskNotFoundError, from_wire
 from a2a_wire.server import _history
 from a2a_wire.server._call import MethodCall
-from a2a_wire.server._executor import AgentExecutor, RequestContext, request_context
+from a2a_wire.server._cancelling import cancel_here, not_cancelable, record_cancel
+from a2a_wire.server._executor import RequestContext, request_context
 from a2a_wire.server._hub import TaskHub
 from a2a_wire.server._run import Run
+from a2a_wire.server._runner import Runner
 from a2a_wire.server.store._log import EventLogStore
 from a2a_wire.server.store._shared import CancelReply
-from a2a_wire.types import CancelTaskRequest, Task, TaskState, TaskStatus, TaskStatusUpdateEvent
+from a2a_wire.types import CancelTaskRequest, Task, TaskState
 
-__all__ = ["CANCEL_REACH_SECONDS", "cancel_here", "cancel_task"]
+__all__ = ["CANCEL_REACH_SECONDS", "cancel_task"]
 
 log = logging.getLogger("a2a_wire.server")
 
@@ -56,18 +59,6 @@ CANCEL_REACH_SECONDS = 2.0
 They cover the request's way there and the reply's way back: a notification each, or at worst
 a check every ``poll_interval_seconds`` (1 s by default; keep it below this).
 """
-
-
-def _state(task: Task) -> TaskState:
-    return task.status.state if task.status is not None else TaskState.UNSPECIFIED
-
-
-def _not_cancelable(task: Task) -> TaskNotCancelableError:
-    state = _state(task)
-    return TaskNotCancelableError(
-        f"Task {task.id} is {state.value} and cannot be canceled",
-        metadata={"taskId": task.id, "state": str(state.value)},
-    )
 
 
 async def cancel_task(call: MethodCall[CancelTaskRequest]) -> Task:
@@ -84,6 +75,8 @@ async def cancel_task(call: MethodCall[CancelTaskRequest]) -> Task:
         TaskNotFoundError: no such task is visible to the caller.
         TaskNotCancelableError: the task is terminal, ended otherwise meanwhile, or the agent
             (here, or in the process running the task) refused.
+        StoreUnavailableError: the store could not record CANCELED; it is recorded in the
+            background once the store is back.
         ProtocolError: another error the process running the task answered.
     """
     runtime, caller = call.runtime, call.caller
@@ -97,7 +90,9 @@ async def cancel_task(call: MethodCall[CancelTaskRequest]) -> Task:
                 timeout = grace + CANCEL_REACH_SECONDS
                 reply = await peers.store.wait_cancel_reply(request.id, timeout=timeout)
                 if reply is None or reply.outcome != "absent":
-                    return await _cancelled_elsewhere(hub, call.store, reply, timeout)
+                    return await _cancelled_elsewhere(
+                        runtime.runner, hub, call.store, reply, timeout
+                    )
 
         def context_for(task: Task) -> RequestContext:
             skill_id = runtime.skill_for_task(task, caller)
@@ -105,67 +100,11 @@ async def cancel_task(call: MethodCall[CancelTaskRequest]) -> Task:
                 caller, task.id, task.context_id, task=task, metadata=metadata, skill_id=skill_id
             )
 
-        return await cancel_here(runtime.executor, hub, grace, context_for)
-
-
-async def cancel_here(
-    executor: AgentExecutor,
-    hub: TaskHub,
-    grace: float,
-    context_for: Callable[[Task], RequestContext],
-) -> Task:
-    """Cancel a task whose run, if it has one, is in this process (the rules above).
-
-    Args:
-        executor: The agent, whose ``cancel`` hook runs first.
-        hub: The task's hub, held by the caller.
-        grace: Seconds to wait for a cancelled ``execute`` to stop.
-        context_for: The hook's context for the stored task.
-
-    Returns:
-        The CANCELED task.
-
-    Raises:
-        TaskNotFoundError: the task is gone.
-        TaskNotCancelableError: the task is terminal, ended otherwise meanwhile, or the agent
-            refused.
-    """
-    with hub.cancelling():
-        task = await hub.task()
-        if is_terminal(_state(task)):
-            raise _not_cancelable(task)
-        run = Run(hub, None, task.context_id, hub.owner)
-        try:
-            await _ask_agent(executor, context_for(task), run)
-            await hub.stop_run(grace)
-            return await _record_cancel(hub, run)
-        finally:
-            run.close()
-
-
-async def _ask_agent(executor: AgentExecutor, context: RequestContext, run: Run) -> None:
-    """Give the agent's ``cancel`` hook its say; a refusal (ProtocolError) is raised."""
-    try:
-        await executor.cancel(context, run)
-    except ProtocolError:
-        raise
-    except Exception:  # the agent's code is a boundary; a broken hook must not block cancel
-        log.exception("cancel hook failed on task %s; canceling anyway", context.task_id)
-
-
-async def _record_cancel(hub: TaskHub, run: Run) -> Task:
-    async with hub.lock:
-        if hub.state is None or not is_terminal(hub.state):
-            status = TaskStatus(state=TaskState.CANCELED)
-            await hub.publish_locked(TaskStatusUpdateEvent(status=status), run)
-        task = await hub.task()
-        if _state(task) != TaskState.CANCELED:
-            raise _not_cancelable(task)
-        return _history.view(task)
+        return await cancel_here(runtime.runner, hub, grace, context_for)
 
 
 async def _cancelled_elsewhere(
-    hub: TaskHub, store: EventLogStore, reply: CancelReply | None, timeout: float
+    runner: Runner, hub: TaskHub, store: EventLogStore, reply: CancelReply | None, timeout: float
 ) -> Task:
     """Answer from the holder's reply; with none in ``timeout`` seconds, record CANCELED here."""
     if reply is not None and reply.outcome == "error":
@@ -175,9 +114,9 @@ async def _cancelled_elsewhere(
         raise TaskNotFoundError(
             f"Task not found: {hub.task_id!r}", metadata={"taskId": hub.task_id}
         )
-    if is_terminal(_state(now.task)):
-        if _state(now.task) != TaskState.CANCELED:
-            raise _not_cancelable(now.task)
+    if is_terminal(state := now.task.status.state if now.task.status else TaskState.UNSPECIFIED):
+        if state != TaskState.CANCELED:
+            raise not_cancelable(now.task)
         return _history.view(now.task)
     log.warning(
         "task %s: the process running it did not answer the cancel in %.1f s; canceling here",
@@ -186,6 +125,6 @@ async def _cancelled_elsewhere(
     )
     run = Run(hub, None, now.task.context_id, hub.owner)
     try:
-        return await _record_cancel(hub, run)
+        return await record_cancel(runner, hub, run)
     finally:
         run.close()

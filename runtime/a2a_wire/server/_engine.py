@@ -35,7 +35,7 @@ from a2a_wire.errors import (
     UnsupportedOperationError,
 )
 from a2a_wire.server import _history
-from a2a_wire.server._call import CallInfo
+from a2a_wire.server._call_info import CallInfo
 from a2a_wire.server._executor import AgentExecutor, request_context
 from a2a_wire.server._hub import TaskHub
 from a2a_wire.server._lifecycle import Phase

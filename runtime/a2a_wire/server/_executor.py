@@ -127,7 +127,7 @@ def request_context(
     """What the agent is given for one call: a message, or a cancel (``message`` ``None``).
 
     Args:
-        info: The caller (a :class:`~a2a_wire.server._call.CallInfo`).
+        info: The caller (a :class:`~a2a_wire.server._call_info.CallInfo`).
         task_id: The task worked on (chosen already for a new one).
         context_id: Its context.
         message: The client's message.

@@ -27,7 +27,7 @@ serve one (``SecurityConfig.extended_card``).
 Tenants (spec 8.3.2; the spec does not say what a server does with a tenant it does not serve):
 after decoding, a request's ``tenant`` must be one the served JSON-RPC interfaces name (``""``
 only when an interface has none), else -32602 on ``tenant``. The call info is then scoped to it
-(:meth:`~a2a_wire.server._call.CallInfo.with_tenant`), so every handler sees the owner key of its
+(:meth:`~a2a_wire.server._call_info.CallInfo.with_tenant`), so every handler sees the owner key of its
 tenant and client: data is partitioned by tenant.
 """
 
@@ -53,7 +53,8 @@ from a2a_wire.errors import (
 )
 from a2a_wire.methods import Method
 from a2a_wire.server import _cancel, _history
-from a2a_wire.server._call import CallInfo, MethodCall, Services
+from a2a_wire.server._call import MethodCall, Services
+from a2a_wire.server._call_info import CallInfo
 from a2a_wire.server._card import served_tenants
 from a2a_wire.server._engine import Started
 from a2a_wire.server._message_rules import check_message

@@ -15,7 +15,7 @@ keeps the server's runs in step with them.
   elsewhere sends the request with the CancelTask's ``metadata`` (:meth:`Peers.ask_holder`,
   then :mod:`a2a_wire.server._cancel` waits for the answer). The holder gets it through the
   store and cancels its own run as a local CancelTask would
-  (:func:`~a2a_wire.server._cancel.cancel_here`): the agent's hook with the context its
+  (:func:`~a2a_wire.server._cancelling.cancel_here`): the agent's hook with the context its
   ``execute`` was given and the request's metadata, the run stopped within
   ``cancel_grace_seconds``, CANCELED recorded unless the task is terminal, and a blocked
   SendMessage released with the CANCELED task. Then it replies: done, or the error it would
@@ -46,7 +46,7 @@ from typing import Any
 from a2a_wire._protocol.states import is_settled
 from a2a_wire.errors import ProtocolError
 from a2a_wire.server import _history
-from a2a_wire.server._cancel import cancel_here
+from a2a_wire.server._cancelling import cancel_here
 from a2a_wire.server._executor import RequestContext
 from a2a_wire.server._hub import TaskHub
 from a2a_wire.server._runner import Runner
@@ -157,7 +157,7 @@ class Peers:
         grace = self.settings.cancel_grace_seconds
         with hub.hold():
             try:
-                await cancel_here(self.runner.executor, hub, grace, context_for)
+                await cancel_here(self.runner, hub, grace, context_for)
             except ProtocolError as exc:  # refused, ended otherwise, or gone: the asker says so
                 log.info("task %s: cancel request from another process: %s", hub.task_id, exc)
                 reply = CancelReply("error", exc.to_wire())

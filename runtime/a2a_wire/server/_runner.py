@@ -25,7 +25,7 @@ from __future__ import annotations
 import asyncio
 import functools
 import logging
-from collections.abc import Coroutine
+from collections.abc import Awaitable, Callable, Coroutine
 from typing import Any
 
 from a2a_wire._protocol.states import is_settled, is_terminal
@@ -128,23 +128,54 @@ class Runner:
         naming the task; the tries go on until recorded, the lease is lost, or shutdown
         cancels the run.
         """
+
+        def unrecorded_end() -> None:
+            if run.phase is not Phase.ENDING:
+                run.step(Step.UNRECORDED)
+                hub.finish_all(unrecorded(hub.task_id))
+                run.settle()
+
+        recorded = await self._until_recorded(
+            hub.task_id, lambda: self._conclude(hub, run, failure), unrecorded_end
+        )
+        if recorded and not run.closed:
+            run.step(Step.RECORDED if run.phase is Phase.ENDING else Step.RETURNED)
+
+    def retry_record(self, hub: TaskHub, attempt: Callable[[], Awaitable[None]]) -> None:
+        """Try ``attempt`` (a record the store refused) again in the background, holding ``hub``.
+
+        The pause doubles from :data:`END_RETRY_SECONDS` to :data:`END_RETRY_MAX_SECONDS`; the
+        tries stop once it is recorded, the task's lease is lost, or shutdown comes.
+        """
+
+        async def retry() -> None:
+            with hub.hold():
+                await asyncio.sleep(END_RETRY_SECONDS)
+                await self._until_recorded(hub.task_id, attempt)
+
+        self.spawn(retry())
+
+    async def _until_recorded(
+        self,
+        task_id: str,
+        attempt: Callable[[], Awaitable[None]],
+        first_failure: Callable[[], None] | None = None,
+    ) -> bool:
+        """Run ``attempt`` until the store takes it; ``False`` once the lease is lost first."""
         pause = END_RETRY_SECONDS
         while True:
             try:
-                await self._conclude(hub, run, failure)
+                await attempt()
             except StoreUnavailableError:
-                if run.phase is not Phase.ENDING:
-                    run.step(Step.UNRECORDED)
-                    hub.finish_all(unrecorded(hub.task_id))
-                    run.settle()
-                if self.leases is not None and not self.leases.holds(hub.task_id):
-                    return  # another process takes the task over by the lease rules
+                if first_failure is not None:
+                    first_failure()
+                    first_failure = None
+                if self.leases is not None and not self.leases.holds(task_id):
+                    return False  # another process takes the task over by the lease rules
                 await asyncio.sleep(pause)
                 pause = min(pause * 2, END_RETRY_MAX_SECONDS)
                 continue
-            if not run.closed:
-                run.step(Step.RECORDED if run.phase is Phase.ENDING else Step.RETURNED)
-            return
+            return True
 
     async def _give_back_lease(self, task_id: str) -> None:
         assert self.leases is not None

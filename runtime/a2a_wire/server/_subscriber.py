@@ -31,8 +31,9 @@ A stream ends after the first event it sends that leaves the task terminal or in
 3.1.2, 3.1.6); not at the task it starts with, which may be interrupted already (the stream then
 follows the next turn). It also ends after a direct Message reply (:meth:`Subscriber.reply`),
 when the task is gone (-32001), or, once the hub calls :meth:`Subscriber.finish`, after the
-events logged so far, with the hub's error if it gave one; or when the store has failed its
-reads for ``stream_outage_seconds`` (:mod:`a2a_wire.server._stream_outage`).
+events logged so far, with the hub's error if it gave one (at once when the store cannot read
+them: the client resumes with ``Last-Event-ID``); or when the store has failed its reads for
+``stream_outage_seconds`` (:mod:`a2a_wire.server._stream_outage`).
 
 A :class:`Subscription` is what a streaming method hands to the stream writer
 (:mod:`a2a_wire.server._streaming`): the subscriber plus what must be undone when the HTTP
@@ -261,6 +262,10 @@ class Subscriber:
                     self._outage.clear()
                     continue
             except StoreUnavailableError as exc:
+                if isinstance(self._finished, ProtocolError):  # e.g. the run's end unrecorded
+                    self._stopped = True
+                    self._cache.clear()
+                    return self._finished  # no use waiting: the client resumes after the outage
                 item = await self._outage.ride_out(exc, due, outage, self._task_id)
                 if isinstance(item, ProtocolError):  # lasted too long: the stream ends with it
                     self._stopped = True
