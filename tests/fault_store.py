@@ -1,107 +1,109 @@
-"""A task store whose database can be switched off: the in-memory store behind a fault switch.
+"""A task store whose database fails or stalls on demand: the in-memory store behind switches.
 
-:class:`SwitchedStore` raises :class:`~a2a_wire.server.store.StoreUnavailableError` from every
-call that would reach a database while :attr:`SwitchedStore.down` is set, the way the SQLite and
-PostgreSQL stores do for their faults, and while :attr:`SwitchedStore.stall` is cleared each such
-call waits for it, like a statement on a frozen connection: at most
-:attr:`SwitchedStore.stall_seconds`, then it raises StoreUnavailableError too, as a statement
-timeout does. The runtime's own behaviour under faults is tested against it; the real databases'
-faults are tested with the real things (tests/server/store/).
+:class:`FaultyStore` raises :class:`~a2a_wire.server.store.StoreUnavailableError`, the one error
+every real backend raises for a fault of its database, from the calls named in
+:attr:`FaultyStore.failing` (``ALL``: every call; :attr:`FaultyStore.down` says the same).
+While :attr:`FaultyStore.stall` is cleared, the calls named in :attr:`FaultyStore.stalling` wait
+for it like a statement on a frozen connection: ``stall_seconds`` at most (``None``: for ever),
+then they raise StoreUnavailableError too, as a statement timeout does. The runtime's behaviour
+under faults is tested against it; the real databases' faults are tested with the real things
+(tests/server/store/, tests/functional/).
 """
 
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Sequence
+import collections
+from collections.abc import Callable, Coroutine
 from typing import Any
 
-from a2a_wire.server.store import (
-    Appended,
-    EventRange,
-    InMemoryTaskStore,
-    LogInput,
-    Snapshot,
-    StoreUnavailableError,
-    TaskPage,
-    TaskQuery,
+from a2a_wire.server.store import InMemoryTaskStore, StoreUnavailableError
+
+STORE_CALLS = (
+    "ping",
+    "create",
+    "append",
+    "get",
+    "snapshot",
+    "list",
+    "read_events",
+    "wait_events",
+    "put_push_config",
+    "get_push_config",
+    "list_push_configs",
+    "delete_push_config",
 )
-from a2a_wire.server.store._log import READ_LIMIT
-from a2a_wire.types import Task, TaskPushNotificationConfig
+"""The calls the switches cover: every call a request, a run or a stream makes."""
+
+ALL = frozenset({"*"})
+"""Every call in :data:`STORE_CALLS`."""
 
 STALL_SECONDS = 0.1
 """Default deadline of a stalled call (small: a test's statement timeout)."""
 
 
-class SwitchedStore(InMemoryTaskStore):
-    """The in-memory store, failing (``down``) or stalling (``stall``) on demand.
+class FaultyStore(InMemoryTaskStore):
+    """The in-memory store, failing or stalling the calls it is told to (see the module).
 
     Attributes:
-        down: Calls raise StoreUnavailableError.
-        stall: Cleared, calls wait for it to be set again (``stall.set()`` lets them through),
-            ``stall_seconds`` at most, then raise StoreUnavailableError.
-        stall_seconds: The deadline of a stalled call.
-        failed: How many calls were refused (down, or stalled past the deadline).
+        failing: Names of the calls that raise (``ALL``: all of them).
+        stall: Cleared, the calls in :attr:`stalling` wait for it to be set again.
+        stalling: Names of the calls a cleared :attr:`stall` holds (``ALL`` by default).
+        stall_seconds: A stalled call's deadline; ``None`` waits for ever.
+        calls: How many times each call was made.
+        refused: How many times each call raised (failing, or stalled past its deadline).
     """
 
-    def __init__(self, *, stall_seconds: float = STALL_SECONDS, **options: Any) -> None:
+    def __init__(self, *, stall_seconds: float | None = STALL_SECONDS, **options: Any) -> None:
         super().__init__(**options)
-        self.down = False
+        self.failing: set[str] | frozenset[str] = frozenset()
         self.stall = asyncio.Event()
         self.stall.set()
+        self.stalling: set[str] | frozenset[str] = ALL
         self.stall_seconds = stall_seconds
-        self.failed = 0
+        self.calls: collections.Counter[str] = collections.Counter()
+        self.refused: collections.Counter[str] = collections.Counter()
 
-    async def _reach(self) -> None:
-        if not self.stall.is_set():
+    @property
+    def down(self) -> bool:
+        """Whether every call fails; setting it fails all calls or none."""
+        return "*" in self.failing
+
+    @down.setter
+    def down(self, value: bool) -> None:
+        self.failing = ALL if value else frozenset()
+
+    @property
+    def failed(self) -> int:
+        """How many calls were refused in all."""
+        return sum(self.refused.values())
+
+    async def _reach(self, name: str) -> None:
+        self.calls[name] += 1
+        if not self.stall.is_set() and {name, "*"} & self.stalling:
             try:
                 async with asyncio.timeout(self.stall_seconds):
                     await self.stall.wait()
             except TimeoutError:
-                self.failed += 1
+                self.refused[name] += 1
                 raise StoreUnavailableError(
-                    "the switched store stalled past its deadline"
+                    "The task store (test) stalled past its deadline"
                 ) from None
-        if self.down:
-            self.failed += 1
-            raise StoreUnavailableError("the switched store is down")
+        if {name, "*"} & self.failing:
+            self.refused[name] += 1
+            raise StoreUnavailableError("The task store (test) is unavailable; retry later")
 
-    async def ping(self) -> None:
-        await self._reach()
 
-    async def create(
-        self,
-        task: Task,
-        *,
-        owner: str = "",
-        push_configs: Sequence[TaskPushNotificationConfig] = (),
-        push: bool = False,
-        events: Sequence[LogInput] = (),
-    ) -> Appended:
-        await self._reach()
-        return await super().create(
-            task, owner=owner, push_configs=push_configs, push=push, events=events
-        )
+def _guarded(name: str) -> Callable[..., Coroutine[Any, Any, Any]]:
+    inner = getattr(InMemoryTaskStore, name)
 
-    async def append(
-        self, task_id: str, events: Sequence[LogInput], *, push: bool = False
-    ) -> Appended:
-        await self._reach()
-        return await super().append(task_id, events, push=push)
+    async def call(self: FaultyStore, *args: Any, **kwargs: Any) -> Any:
+        await self._reach(name)
+        return await inner(self, *args, **kwargs)
 
-    async def get(self, task_id: str, *, owner: str = "") -> Task | None:
-        await self._reach()
-        return await super().get(task_id, owner=owner)
+    call.__name__ = name
+    return call
 
-    async def snapshot(self, task_id: str, *, owner: str = "") -> Snapshot | None:
-        await self._reach()
-        return await super().snapshot(task_id, owner=owner)
 
-    async def list(self, query: TaskQuery, *, owner: str = "") -> TaskPage:
-        await self._reach()
-        return await super().list(query, owner=owner)
-
-    async def read_events(
-        self, task_id: str, after_seq: int, *, owner: str = "", limit: int = READ_LIMIT
-    ) -> EventRange | None:
-        await self._reach()
-        return await super().read_events(task_id, after_seq, owner=owner, limit=limit)
+for _name in STORE_CALLS:
+    setattr(FaultyStore, _name, _guarded(_name))

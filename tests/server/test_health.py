@@ -2,7 +2,7 @@
 bounded by ``readiness_timeout_seconds``; 503 with Retry-After when not ready or shutting down).
 
 Through the real aiohttp app on 127.0.0.1, with a store that fails or stalls on demand
-(tests/fault_support.py). The probes need no credentials, no A2A-Version and no Content-Type.
+(tests/fault_store.py). The probes need no credentials, no A2A-Version and no Content-Type.
 """
 
 from __future__ import annotations
@@ -12,7 +12,7 @@ from typing import Any
 
 import pytest
 from aiohttp import web
-from fault_support import ALL, FailingStore
+from fault_store import ALL, FaultyStore
 from server_support import ScriptedAgent, make_card
 
 from a2a_wire.server import (
@@ -31,12 +31,12 @@ SETTINGS = ServerSettings(
 
 
 @pytest.fixture
-def store() -> FailingStore:
-    return FailingStore()
+def store() -> FaultyStore:
+    return FaultyStore()
 
 
 @pytest.fixture
-def app(agent: ScriptedAgent, store: FailingStore) -> web.Application:
+def app(agent: ScriptedAgent, store: FaultyStore) -> web.Application:
     # authentication on (a registered client) and CORS on: the probes are left alone by both
     security = SecurityConfig(
         clients=[RegisteredClient("alice", token_hash=hash_secret("s", log2_n=4))]
@@ -58,7 +58,7 @@ async def test_both_answer_ok_without_credentials_or_version(client: Any) -> Non
     assert refused.status == 401  # the JSON-RPC endpoint still needs them
 
 
-async def test_not_ready_while_the_store_is_unavailable(client: Any, store: FailingStore) -> None:
+async def test_not_ready_while_the_store_is_unavailable(client: Any, store: FaultyStore) -> None:
     store.failing = ALL
     status, body, headers = await probe(client, "/readyz")
     assert (status, body) == (503, {"status": "unavailable", "reason": "STORE_UNAVAILABLE"})
@@ -70,9 +70,10 @@ async def test_not_ready_while_the_store_is_unavailable(client: Any, store: Fail
 
 
 async def test_a_stalled_store_is_not_ready_within_the_timeout(
-    client: Any, store: FailingStore
+    client: Any, store: FaultyStore
 ) -> None:
-    store.stall = True
+    store.stalling, store.stall_seconds = {"ping"}, None  # ping hangs for ever
+    store.stall.clear()
     start = time.monotonic()
     status, body, _ = await probe(client, "/readyz")
     assert (status, body["reason"]) == (503, "STORE_UNAVAILABLE")

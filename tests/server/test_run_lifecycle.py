@@ -1,7 +1,7 @@
 """Every run ends (runtime/a2a_wire/server/_lifecycle.py, _runner.py): the table, store faults
 at a run's end, and follow-ups accepted the moment a turn's interrupted state is committed.
 
-The store faults here are those of :class:`fault_store.SwitchedStore` (the in-memory store behind
+The store faults here are those of :class:`fault_store.FaultyStore` (the in-memory store behind
 a switch); the real databases' faults are tested with the real things in tests/server/store/.
 Agents that must still be running when a test acts wait on gates the test opens.
 """
@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from fault_store import SwitchedStore
+from fault_store import FaultyStore
 from patience import poll
 from server_support import (
     EventReader,
@@ -107,8 +107,8 @@ class Turns(AgentExecutor):
 # -- store faults at a run's end --------------------------------------------------------------
 
 
-async def _failing_run(aiohttp_client: Any) -> tuple[Any, Turns, SwitchedStore]:
-    agent, store = Turns(), SwitchedStore()
+async def _failing_run(aiohttp_client: Any) -> tuple[Any, Turns, FaultyStore]:
+    agent, store = Turns(), FaultyStore()
     client = await aiohttp_client(create_app(make_card(), agent, store=store))
     return client, agent, store
 
@@ -221,7 +221,7 @@ class HeldCancel(Turns):
 async def test_a_cancel_the_store_cannot_record_is_recorded_once_it_is_back(
     aiohttp_client: Any,
 ) -> None:
-    agent, store = HeldCancel(), SwitchedStore()
+    agent, store = HeldCancel(), FaultyStore()
     client = await aiohttp_client(create_app(make_card(), agent, store=store))
     reader = await open_stream(client, "SendStreamingMessage", send_params("fail"))
     task_id = (await reader.next() or {})["result"]["task"]["id"]
@@ -309,7 +309,7 @@ async def test_a_follow_up_supersedes_a_run_that_does_not_return_after_its_turn(
 
 async def test_a_follow_up_while_the_turn_is_open_is_still_busy(aiohttp_client: Any) -> None:
     agent = Turns()
-    client = await aiohttp_client(create_app(make_card(), agent, store=SwitchedStore()))
+    client = await aiohttp_client(create_app(make_card(), agent, store=FaultyStore()))
     blocked = asyncio.create_task(rpc(client, "SendMessage", send_params("fail")))
     await agent.started.wait()
     page = await result(client, "ListTasks", {})

@@ -1,6 +1,6 @@
 """A Hypothesis state machine over the run lifecycle, through the real server on 127.0.0.1.
 
-The app (``create_app`` on a :class:`fault_store.SwitchedStore`, served by aiohttp's test
+The app (``create_app`` on a :class:`fault_store.FaultyStore`, served by aiohttp's test
 server) takes random steps: new tasks (blocking SendMessage, SendStreamingMessage, or
 ``returnImmediately``) and follow-ups (blocking or streamed) whose agent scripts ask for input
 (or auth) and return, ask and linger until cancelled, work until a gate opens then complete or
@@ -39,7 +39,7 @@ from typing import Any
 import aiohttp
 import pytest
 from aiohttp.test_utils import TestClient, TestServer
-from fault_store import SwitchedStore
+from fault_store import FaultyStore
 from hypothesis import settings
 from hypothesis import strategies as st
 from hypothesis.stateful import (
@@ -220,8 +220,8 @@ class RunMachine(RuleBasedStateMachine):
     def run(self, coroutine: Any) -> Any:
         return self.loop.run_until_complete(coroutine)
 
-    async def _serve(self) -> tuple[GatedAgent, SwitchedStore, TestClient[Any, Any]]:
-        agent, store = GatedAgent(), SwitchedStore(stall_seconds=STALL_SECONDS)
+    async def _serve(self) -> tuple[GatedAgent, FaultyStore, TestClient[Any, Any]]:
+        agent, store = GatedAgent(), FaultyStore(stall_seconds=STALL_SECONDS)
         app = create_app(make_card(), agent, store=store, settings=SETTINGS)
         client: TestClient[Any, Any] = TestClient(TestServer(app, host="127.0.0.1"))
         await client.start_server()

@@ -1,7 +1,7 @@
 """A task store that is unavailable is an answer a client can retry, never an internal error.
 
 Through the real aiohttp app on 127.0.0.1, with a store whose calls fail on demand
-(tests/fault_support.py): a single call gets HTTP 503 with ``Retry-After`` (the server's
+(tests/fault_store.py): a single call gets HTTP 503 with ``Retry-After`` (the server's
 ``store_retry_after_seconds``) and a -32000 ``STORE_UNAVAILABLE`` body, for every method; in a
 batch the error stays an entry of the HTTP 200 array; a stream refused before its first event
 gets the same 503; and none of these logs a traceback (one warning per outage is the store's).
@@ -14,7 +14,7 @@ from typing import Any
 
 import pytest
 from aiohttp import web
-from fault_support import ALL, FailingStore
+from fault_store import ALL, FaultyStore
 from push_support import local_settings
 from server_support import ScriptedAgent, envelope, make_card, post, result, send_params
 
@@ -25,12 +25,12 @@ RETRY_AFTER = 3
 
 
 @pytest.fixture
-def store() -> FailingStore:
-    return FailingStore()
+def store() -> FaultyStore:
+    return FaultyStore()
 
 
 @pytest.fixture
-def app(agent: ScriptedAgent, store: FailingStore) -> web.Application:
+def app(agent: ScriptedAgent, store: FaultyStore) -> web.Application:
     settings = ServerSettings(
         store_retry_after_seconds=RETRY_AFTER, push=local_settings(allow_http=True)
     )
@@ -83,7 +83,7 @@ METHODS = [
 
 @pytest.mark.parametrize(("method", "params"), METHODS)
 async def test_each_method_answers_503_while_the_store_is_unavailable(
-    client: Any, store: FailingStore, caplog: pytest.LogCaptureFixture, method: str, params: Any
+    client: Any, store: FaultyStore, caplog: pytest.LogCaptureFixture, method: str, params: Any
 ) -> None:
     caplog.set_level(logging.DEBUG)
     task = (await result(client, "SendMessage", send_params("input")))["task"]
@@ -99,7 +99,7 @@ async def test_each_method_answers_503_while_the_store_is_unavailable(
 
 
 async def test_in_a_batch_the_error_stays_inside_the_200_array(
-    client: Any, store: FailingStore, caplog: pytest.LogCaptureFixture
+    client: Any, store: FaultyStore, caplog: pytest.LogCaptureFixture
 ) -> None:
     caplog.set_level(logging.DEBUG)
     task = (await result(client, "SendMessage", send_params("input")))["task"]
@@ -115,7 +115,7 @@ async def test_in_a_batch_the_error_stays_inside_the_200_array(
 
 
 async def test_a_notification_gets_204_even_when_the_store_is_unavailable(
-    client: Any, store: FailingStore
+    client: Any, store: FaultyStore
 ) -> None:
     store.failing = ALL
     body = {"jsonrpc": "2.0", "method": "ListTasks", "params": {}}
@@ -130,7 +130,7 @@ async def test_other_errors_keep_http_200(client: Any) -> None:
 
 @pytest.mark.parametrize("method", ["SendStreamingMessage", "SubscribeToTask"])
 async def test_a_stream_refused_before_its_first_event_gets_503(
-    client: Any, store: FailingStore, caplog: pytest.LogCaptureFixture, method: str
+    client: Any, store: FaultyStore, caplog: pytest.LogCaptureFixture, method: str
 ) -> None:
     caplog.set_level(logging.DEBUG)
     task = (await result(client, "SendMessage", send_params("input")))["task"]
@@ -141,7 +141,7 @@ async def test_a_stream_refused_before_its_first_event_gets_503(
 
 
 async def test_a_resumed_stream_refused_before_its_first_event_gets_503(
-    client: Any, store: FailingStore
+    client: Any, store: FaultyStore
 ) -> None:
     task = (await result(client, "SendMessage", send_params("input")))["task"]
     store.failing = {"read_events"}

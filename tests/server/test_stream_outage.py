@@ -3,7 +3,7 @@ with an error event naming the task after ``stream_outage_seconds``; never an HT
 dropped connection, and no traceback in the log.
 
 Through the real aiohttp app on 127.0.0.1 with a store whose reads fail on demand
-(tests/fault_support.py). The agent is held on its gate while the store fails; the stream reads
+(tests/fault_store.py). The agent is held on its gate while the store fails; the stream reads
 the store after each keep-alive, so short keep-alive intervals make it read often.
 """
 
@@ -14,7 +14,7 @@ from typing import Any
 
 import pytest
 from aiohttp import web
-from fault_support import FailingStore
+from fault_store import FaultyStore
 from server_support import ScriptedAgent, kinds, make_card, open_stream, send_params, states
 
 from a2a_wire.server import ServerSettings, create_app
@@ -23,11 +23,11 @@ READS = frozenset({"read_events", "snapshot"})
 
 
 @pytest.fixture
-def store() -> FailingStore:
-    return FailingStore()
+def store() -> FaultyStore:
+    return FaultyStore()
 
 
-def app_with(agent: ScriptedAgent, store: FailingStore, outage: float) -> web.Application:
+def app_with(agent: ScriptedAgent, store: FaultyStore, outage: float) -> web.Application:
     settings = ServerSettings(
         keepalive_seconds=0.1, stream_outage_seconds=outage, store_retry_after_seconds=2
     )
@@ -35,7 +35,7 @@ def app_with(agent: ScriptedAgent, store: FailingStore, outage: float) -> web.Ap
 
 
 async def test_an_open_stream_ends_with_an_error_event_naming_the_task(
-    aiohttp_client: Any, agent: ScriptedAgent, store: FailingStore, caplog: pytest.LogCaptureFixture
+    aiohttp_client: Any, agent: ScriptedAgent, store: FaultyStore, caplog: pytest.LogCaptureFixture
 ) -> None:
     caplog.set_level(logging.DEBUG)
     client = await aiohttp_client(app_with(agent, store, outage=0.8))
@@ -63,7 +63,7 @@ async def test_an_open_stream_ends_with_an_error_event_naming_the_task(
 
 
 async def test_a_short_outage_is_ridden_out(
-    aiohttp_client: Any, agent: ScriptedAgent, store: FailingStore
+    aiohttp_client: Any, agent: ScriptedAgent, store: FaultyStore
 ) -> None:
     client = await aiohttp_client(app_with(agent, store, outage=30.0))
     reader = await open_stream(client, "SendStreamingMessage", send_params("wait"))
@@ -79,7 +79,7 @@ async def test_a_short_outage_is_ridden_out(
 
 
 async def test_a_subscriber_to_a_task_the_store_stops_serving_ends_too(
-    aiohttp_client: Any, agent: ScriptedAgent, store: FailingStore
+    aiohttp_client: Any, agent: ScriptedAgent, store: FaultyStore
 ) -> None:
     client = await aiohttp_client(app_with(agent, store, outage=0.5))
     first = await open_stream(client, "SendStreamingMessage", send_params("wait"))
