@@ -1,6 +1,7 @@
 """Shared test configuration: Hypothesis profiles, the app the server and functional tests serve,
-and a PostgreSQL server with a schema per test (``postgres_dsn``, ``postgres_schema``; see
-tests/pg_support.py for where the server comes from and when the tests skip or fail).
+a PostgreSQL server with a schema per test (``postgres_dsn``, ``postgres_schema``; see
+tests/pg_support.py for where the server comes from and when the tests skip or fail), and a
+throwaway cluster a module's fault tests may restart and stop (``pg_cluster``).
 
 Profiles: ``dev`` (default) explores with fresh random examples; ``ci`` (selected when the ``CI``
 environment variable is set, or with ``HYPOTHESIS_PROFILE=ci``) is derandomized so that a failure
@@ -11,7 +12,9 @@ reproduces exactly, has no deadline (shared runners are slow) and prints the rep
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import os
+import subprocess
 from collections.abc import AsyncIterator, Generator, Iterator
 
 import pg_support
@@ -136,3 +139,24 @@ async def postgres_schema(postgres_dsn: str) -> AsyncIterator[str]:
     schema = pg_support.new_schema()
     yield schema
     await pg_support.drop_schema(postgres_dsn, schema)
+
+
+@pytest.fixture(scope="module")
+def pg_cluster() -> Iterator[pg_support.Cluster]:
+    """A throwaway cluster of the module's own, which its tests may restart and stop.
+
+    Skips (one summary line) without the binaries, or fails with
+    ``A2A_WIRE_REQUIRE_POSTGRES_CLUSTER=1``; see tests/pg_support.py.
+    """
+    reason = pg_support.Cluster.unavailable(pg_support.CLUSTER_MISSING)
+    if reason is not None:
+        if os.environ.get(pg_support.REQUIRE_CLUSTER_VARIABLE) == "1":
+            pytest.fail(f"{pg_support.REQUIRE_CLUSTER_VARIABLE}=1 but {reason}", pytrace=False)
+        pytest.skip(reason)
+    cluster = pg_support.Cluster.start()
+    try:
+        yield cluster
+    finally:
+        with contextlib.suppress(subprocess.CalledProcessError):  # a test left it stopped
+            cluster.start_server()
+        cluster.stop()

@@ -75,7 +75,7 @@ async def _running(dsn: str, schema: str) -> list[str]:
         await conn.close()
 
 
-async def _logged(dsn: str, schema: str) -> dict[str, dict[int, tuple[int, Any]]]:
+async def logged(dsn: str, schema: str) -> dict[str, dict[int, tuple[int, Any]]]:
     """Every logged event: task id -> seq -> (kind, StreamResponse JSON)."""
     conn = await asyncpg.connect(dsn)
     try:
@@ -88,7 +88,7 @@ async def _logged(dsn: str, schema: str) -> dict[str, dict[int, tuple[int, Any]]
     return log
 
 
-def _stream_problems(
+def stream_problems(
     record: StreamRecord, log: dict[int, tuple[int, Any]], final: str, raw: bool
 ) -> list[str]:
     """What is wrong with one stream, against its task's log and final state."""
@@ -237,7 +237,7 @@ async def settle(dsn: str, schema: str, bound: float) -> float:
 
 async def check(load: Load, dsn: str, schema: str) -> tuple[list[str], str]:
     """Every problem the end of the soak shows, and a summary of the run."""
-    log = await _logged(dsn, schema)
+    log = await logged(dsn, schema)
     tasks = await _listed(load)
     finals = {t: task.status.state.value for t, task in tasks.items() if task.status is not None}
     problems = list(load.findings)
@@ -245,7 +245,7 @@ async def check(load: Load, dsn: str, schema: str) -> tuple[list[str], str]:
         for record in records:
             if record.task_id:
                 task_log, final = log.get(record.task_id, {}), finals.get(record.task_id, "")
-                problems += _stream_problems(record, task_log, final, raw)
+                problems += stream_problems(record, task_log, final, raw)
     problems += await _task_problems(load, tasks)
     victims, takeovers = _victim_problems(load)
     problems += victims

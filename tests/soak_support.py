@@ -60,6 +60,9 @@ pool_size = 4
 poll_interval_seconds = 0.5
 lease_seconds = {lease}
 heartbeat_seconds = {heartbeat}
+{postgresql}
+[limits]
+{limits}
 
 [[skills]]
 id = "soak"
@@ -79,7 +82,7 @@ class SoakAgent(AgentExecutor):
     With ``runs``, every run writes its process id to ``runs/<task id>.<turn>.started`` as it
     begins (turn 1, or 2 for the follow-up; so the test knows which process ran a turn), and
     ``runs/<task id>.<turn>.stopped`` when it is cancelled (so the test sees which runs a cancel
-    ended).
+    ended), and ``runs/<task id>.<turn>.ended`` however it ends.
 
     Args:
         chunks: Artifact chunks per turn.
@@ -103,6 +106,8 @@ class SoakAgent(AgentExecutor):
         except asyncio.CancelledError:
             self._note(f"{context.task_id}.{turn}.stopped")
             raise
+        finally:
+            self._note(f"{context.task_id}.{turn}.ended")
 
     async def _turn(self, updater: TaskUpdater, word: str, follow_up: bool) -> None:
         await updater.start_work()
@@ -139,13 +144,19 @@ class Cluster:
     heartbeat_seconds: float
     keepalive_seconds: float = 3600.0
     count: int = 3
+    dsns: list[str] = field(default_factory=list)
+    """Each process's own DSN (e.g. through its own proxy); ``dsn`` for all when empty."""
+    postgresql: str = ""
+    """More lines of each process's ``[postgresql]`` table."""
+    limits: str = ""
+    """Lines of each process's ``[limits]`` table."""
     servers: list[ServerProcess] = field(default_factory=list)
     kills: int = 0
 
     def __post_init__(self) -> None:
         self.runs.mkdir(parents=True, exist_ok=True)
-        env = environment(SOAK_TASKS_DSN=self.dsn)
         for index in range(self.count):
+            env = environment(SOAK_TASKS_DSN=self.dsns[index] if self.dsns else self.dsn)
             port = free_port()
             config = write_config(
                 self.tmp_path / f"serve-{index}.toml",
@@ -159,6 +170,8 @@ class Cluster:
                 chunks=4,
                 runs=self.runs,
                 pause=0.05,
+                postgresql=self.postgresql,
+                limits=self.limits,
             )
             log = self.tmp_path / f"server-{index}.log"
             self.servers.append(ServerProcess(["--config", str(config)], log, port, env=env))
@@ -186,14 +199,22 @@ class Cluster:
         for server in self.servers:
             await asyncio.to_thread(server.start, 120.0)
 
-    async def kill_and_restart(self, index: int) -> None:
-        """SIGKILL process ``index``, wait for its end, start it again on its port."""
+    async def kill(self, index: int) -> None:
+        """SIGKILL process ``index`` and wait for its end."""
         server = self.servers[index]
         assert server.proc is not None
         server.proc.send_signal(signal.SIGKILL)
         await asyncio.to_thread(server.proc.wait, 30)
         self.kills += 1
-        await asyncio.to_thread(server.start, 120.0)
+
+    async def restart(self, index: int) -> None:
+        """Start process ``index`` again on its port (after :meth:`kill`)."""
+        await asyncio.to_thread(self.servers[index].start, 120.0)
+
+    async def kill_and_restart(self, index: int) -> None:
+        """SIGKILL process ``index``, wait for its end, start it again on its port."""
+        await self.kill(index)
+        await self.restart(index)
 
     def close(self) -> None:
         for server in self.servers:
@@ -243,6 +264,10 @@ class StreamRecord:
         problems: Anything the reader found wrong.
         ended: Set once :func:`follow` returned.
         received_at: The ``time.monotonic()`` at which each event arrived.
+        errors_end: An error event ends the stream as an answer (:attr:`error`), not a problem.
+        error: The error event that ended the stream, with ``errors_end``.
+        refused_status: The HTTP status of the answer that refused the stream.
+        refused_retry_after: Its ``Retry-After`` header, if any.
     """
 
     label: str
@@ -256,6 +281,10 @@ class StreamRecord:
     problems: list[str] = field(default_factory=list)
     ended: bool = False
     received_at: list[float] = field(default_factory=list)
+    errors_end: bool = False
+    error: dict[str, Any] | None = None
+    refused_status: int = 0
+    refused_retry_after: str | None = None
 
     @property
     def resumes(self) -> int:
@@ -287,7 +316,7 @@ async def follow(
         index = start
         loop = asyncio.get_running_loop()
         deadline = loop.time() + patience
-        while not record.finished and record.refused is None and not record.problems:
+        while not (record.finished or record.refused or record.error or record.problems):
             headers = {**HEADERS, "Accept": "text/event-stream"}
             if record.ids:
                 headers["Last-Event-ID"] = str(record.ids[-1])
@@ -324,8 +353,10 @@ async def _read(
     timeout = aiohttp.ClientTimeout(total=None, sock_connect=5, sock_read=patience)
     async with session.post(url, json=body, headers=headers, timeout=timeout) as response:
         if response.content_type != "text/event-stream":
-            answer = await response.json()
+            answer = await response.json(content_type=None)
             record.refused = answer.get("error") or {"answer": answer}
+            record.refused_status = response.status
+            record.refused_retry_after = response.headers.get("Retry-After")
             return
         record.connections.append(index)
         decoder = SSEDecoder()
@@ -339,6 +370,9 @@ async def _read(
 def _event(record: StreamRecord, sse_id: str | None, data: str, plain_subscribe: bool) -> bool:
     """Record one event; whether the stream has ended with it."""
     answer = json.loads(data)
+    if "result" not in answer and record.errors_end:
+        record.error = answer.get("error") or {"answer": answer}
+        return True
     if "result" not in answer:
         record.problems.append(f"error event {answer.get('error')} after ids {record.ids[-3:]}")
         return True

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -40,7 +41,7 @@ from a2a_wire.server import (
 )
 from a2a_wire.server._lifecycle import TRANSITIONS, Phase, Step, advance
 from a2a_wire.server._runner import AGENT_FAILED, STORE_LOST
-from a2a_wire.server.store import SQLiteTaskStore
+from a2a_wire.server.store import SQLiteTaskStore, StoreUnavailableError
 
 # -- the table --------------------------------------------------------------------------------
 
@@ -73,7 +74,8 @@ def test_every_phase_can_be_ended_and_an_ended_run_stays_ended() -> None:
 
 
 class Turns(AgentExecutor):
-    """``fail``: WORKING, wait at :attr:`gate`, raise (``write``: write an artifact first). ``ask``/``auth``: ask for input (or auth)
+    """``fail``: WORKING, wait at :attr:`gate`, raise (``write``: write an artifact first, and
+    call :attr:`after_failure` when the store refuses it). ``ask``/``auth``: ask for input (or auth)
     and return; every follow-up asks again. ``linger``: ask for input, then never return."""
 
     def __init__(self) -> None:
@@ -81,6 +83,7 @@ class Turns(AgentExecutor):
         self.started = asyncio.Event()
         self.runs = 0
         self.lingering: list[asyncio.Event] = []
+        self.after_failure: Callable[[], None] = lambda: None
 
     async def execute(self, context: RequestContext, events: EventQueue) -> None:
         self.runs += 1
@@ -92,7 +95,11 @@ class Turns(AgentExecutor):
             self.started.set()
             await self.gate.wait()
             if text == "write":  # raises StoreUnavailableError while the store is down
-                await updater.add_artifact("after the gate")
+                try:
+                    await updater.add_artifact("after the gate")
+                except StoreUnavailableError:
+                    self.after_failure()
+                    raise
             raise RuntimeError("the agent broke while the store was down")
         if text.startswith("auth"):
             await updater.require_auth("sign in")
@@ -189,6 +196,49 @@ async def test_an_agent_stopped_by_the_store_fails_its_task_without_a_traceback(
         )
     assert task["status"]["message"]["parts"][0]["text"] == STORE_LOST
     assert [r.getMessage() for r in caplog.records if r.exc_info] == []
+
+
+@pytest.mark.parametrize("stream", [False, True], ids=["blocking", "streamed"])
+async def test_a_message_whose_task_the_store_cannot_create_is_answered_retryably(
+    aiohttp_client: Any, stream: bool
+) -> None:
+    client, agent, store = await _failing_run(aiohttp_client)
+    store.failing = {"create"}  # the agent's first event cannot make the task
+    method = "SendStreamingMessage" if stream else "SendMessage"
+    response = await post(client, envelope(method, send_params("ask")))
+    assert response.status == 503, await response.text()
+    error = (await response.json())["error"]
+    assert (error["code"], error["data"][0]["reason"]) == (-32000, "STORE_UNAVAILABLE")
+    runtime = client.server.app[RUNTIME_KEY]
+    await poll(lambda: asyncio.sleep(0, runtime.runs), lambda runs: not runs)
+    store.failing = frozenset()
+    # Nothing was acknowledged, so nothing is made later: the client sends its message again.
+    assert (await result(client, "ListTasks", {}))["tasks"] == []
+
+
+async def test_a_store_that_failed_under_the_agent_is_not_waited_for_again(
+    aiohttp_client: Any,
+) -> None:
+    client, agent, store = await _failing_run(aiohttp_client)
+    store.stall_seconds = None
+
+    def stall_after_the_failure() -> None:  # the next call (recording FAILED) hangs
+        store.failing = frozenset()
+        store.stall.clear()
+
+    agent.after_failure = stall_after_the_failure
+    blocked = _send(client, "write")
+    await agent.started.wait()
+    store.failing = {"append"}
+    agent.gate.set()
+    error = await _unavailable(blocked)  # answered after the one failure, not after the stall
+    task_id = error["data"][0]["metadata"]["taskId"]
+    store.stall.set()
+    task = await poll(
+        lambda: result(client, "GetTask", {"id": task_id}),
+        lambda t: t["status"]["state"] == "TASK_STATE_FAILED",
+    )
+    assert task["status"]["message"]["parts"][0]["text"] == STORE_LOST
 
 
 async def test_shutdown_ends_a_run_whose_end_is_still_unrecorded(aiohttp_client: Any) -> None:

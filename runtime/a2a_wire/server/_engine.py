@@ -85,15 +85,18 @@ class Started:
         Raises:
             InternalError: the run ended without a task or a reply (the server shut down).
             TaskNotFoundError: the task was deleted meanwhile.
-            StoreUnavailableError: the store could not record how the task ends, or be read.
+            StoreUnavailableError: the store could not record how the task ends, or be read, or
+                failed before the task existed (then nothing was made).
         """
+        if self.run.ending:  # not behind the lock: its holder may be stalled
+            raise unrecorded(self.hub.task_id)
         async with self.hub.lock:
             if self.run.reply is not None:
                 return SendMessageResponse(message=self.run.reply)
-            if self.run.phase is Phase.ENDING:
+            if self.run.ending:
                 raise unrecorded(self.hub.task_id)
             if self.hub.state is None:
-                raise InternalError("The agent stopped without replying")
+                raise self.run.lost or InternalError("The agent stopped without replying")
             done, self.run.commit = self.run.commit, None  # the commit that ended the turn
             if (answer := settled_answer(done, history_length)) is not None:
                 return answer

@@ -175,7 +175,7 @@ class TaskHub:
             log.error("agent run of task %s ended with an error", self.task_id, exc_info=exc)
             self.finish_all(InternalError("The server could not record the task's progress"))
         elif self._state is None:
-            self.finish_all(InternalError("The agent stopped without replying"))
+            self.finish_all(run.lost or InternalError("The agent stopped without replying"))
         elif self._run_task is None and not self._canceling and not self._follow:
             self.finish_all()  # no run is left here to log more (e.g. it replied, turn still open)
         if not (self._canceling and run is self._cancel_target):

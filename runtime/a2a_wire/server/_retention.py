@@ -37,6 +37,7 @@ from aiohttp import web
 
 from a2a_wire._protocol.states import INTERRUPTED_STATES, TERMINAL_STATES
 from a2a_wire.server._settings import ServerSettings
+from a2a_wire.server.store import StoreUnavailableError
 from a2a_wire.server.store._log import PURGE_BATCH, EventLogStore
 from a2a_wire.types import TaskState
 
@@ -136,6 +137,8 @@ class Retention:
         while True:
             try:
                 swept = await self.sweep()
+            except StoreUnavailableError:
+                pass  # an outage the store logs once; the next pass tries again
             except Exception:  # outermost boundary of a background task: keep sweeping
                 log.exception("retention sweep failed; trying again later")
             else:

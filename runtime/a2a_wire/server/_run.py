@@ -16,6 +16,7 @@ from typing import Protocol
 from a2a_wire.server._executor import AgentEvent, RequestContext
 from a2a_wire.server._lifecycle import Phase, Step, advance
 from a2a_wire.server.store._log import Appended
+from a2a_wire.server.store._unavailable import StoreUnavailableError
 from a2a_wire.types import Message, TaskState
 
 __all__ = ["Publisher", "Run"]
@@ -47,6 +48,8 @@ class Run:
             Message, or the run ended.
         commit: The store's answer to the append that last ended the run's turn (what a
             blocking SendMessage answers from), until the answer takes it.
+        lost: The store's error when it failed before the task existed: nothing was
+            acknowledged, so the caller is answered with it (retryable) and no task is made.
     """
 
     __slots__ = (
@@ -57,6 +60,7 @@ class Run:
         "context_id",
         "first",
         "hub",
+        "lost",
         "message",
         "owner",
         "settled",
@@ -76,6 +80,7 @@ class Run:
         self._reply: Message | None = None
         self._phase = Phase.WORKING
         self.commit: Appended | None = None
+        self.lost: StoreUnavailableError | None = None
         if hub.state is not None:
             self.first.set_result(None)
 
@@ -88,6 +93,11 @@ class Run:
     def phase(self) -> Phase:
         """Where the run is in its life (:mod:`a2a_wire.server._lifecycle`)."""
         return self._phase
+
+    @property
+    def ending(self) -> bool:
+        """``execute`` is over, and how the task ends is not recorded yet (``ENDING``)."""
+        return self._phase is Phase.ENDING
 
     @property
     def closed(self) -> bool:

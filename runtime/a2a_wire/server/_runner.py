@@ -9,8 +9,9 @@ cancelled, or lost its lease), the run's end follows the table of
 * a task the agent left unfinished (or never made) gets a FAILED status with a message saying
   why (:data:`AGENT_FAILED`, :data:`AGENT_SILENT`, :data:`AGENT_RETURNED_EARLY`, or
   :data:`STORE_LOST` when ``enqueue_event`` raised StoreUnavailableError and the agent let it
-  through: no traceback is logged for it, the store warns once per outage);
-* when the store cannot record it (:class:`~a2a_wire.server.store.StoreUnavailableError`),
+  through: no traceback is logged for it, the store warns once per outage; when no task was
+  made yet, nothing is recorded and the caller gets the store's retryable error);
+* when the store cannot record it (or failed under the agent already) (:class:`~a2a_wire.server.store.StoreUnavailableError`),
   the task's streams end with that retryable error naming the task, a SendMessage waiting on
   the run answers it (HTTP 503), and the record is tried again in the background, the pause
   doubling from :data:`END_RETRY_SECONDS` to :data:`END_RETRY_MAX_SECONDS`, until it is
@@ -108,8 +109,10 @@ class Runner:
                 await self.executor.execute(context, run)
             except asyncio.CancelledError:
                 raise
-            except StoreUnavailableError:  # from enqueue_event; the store logs the outage once
+            except StoreUnavailableError as exc:  # from enqueue_event; logged once per outage
                 failure = STORE_LOST
+                if hub.state is None:  # no task was made: nothing to record, the caller retries
+                    run.lost = exc
             except Exception:  # the agent's code is a boundary: its failure fails the task
                 log.exception("agent failed on task %s", hub.task_id)
                 failure = AGENT_FAILED
@@ -124,8 +127,8 @@ class Runner:
     async def _record_end(self, hub: TaskHub, run: Run, failure: str | None) -> None:
         """Record how the task ends after ``execute``, retrying while the store is unavailable.
 
-        On the first failure the streams and waiting calls are released with a retryable error
-        naming the task; the tries go on until recorded, the lease is lost, or shutdown
+        On the first failure (or at once, when the store failed under the agent) the streams and
+        waiting calls are released with a retryable error naming the task; the tries go on until recorded, the lease is lost, or shutdown
         cancels the run.
         """
 
@@ -135,6 +138,8 @@ class Runner:
                 hub.finish_all(unrecorded(hub.task_id))
                 run.settle()
 
+        if failure == STORE_LOST and hub.state is not None and not run.closed:
+            unrecorded_end()  # the store failed already: answer now, not after another failure
         recorded = await self._until_recorded(
             hub.task_id, lambda: self._conclude(hub, run, failure), unrecorded_end
         )
@@ -191,6 +196,8 @@ class Runner:
             if run.closed:
                 return
             state = hub.state
+            if run.lost is not None and state is None:
+                return  # the message never became a task
             if failure is None:
                 if state is None:
                     failure = AGENT_SILENT

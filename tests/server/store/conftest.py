@@ -3,14 +3,10 @@ of ``store_support.BACKENDS``; ``stores`` and ``admin`` serve the PostgreSQL tes
 
 from __future__ import annotations
 
-import contextlib
-import os
-import subprocess
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator
 from pathlib import Path
 
 import asyncpg
-import pg_support
 import pytest
 from pg_stores import Stores, open_stores
 from store_support import BACKENDS, Backend
@@ -50,24 +46,3 @@ async def admin(postgres_dsn: str) -> AsyncIterator[asyncpg.Connection]:
     conn = await asyncpg.connect(postgres_dsn)
     yield conn
     await conn.close()
-
-
-@pytest.fixture(scope="module")
-def pg_cluster() -> Iterator[pg_support.Cluster]:
-    """A throwaway cluster of the module's own, which its tests may restart and stop.
-
-    Skips (one summary line) without the binaries, or fails with
-    ``A2A_WIRE_REQUIRE_POSTGRES_CLUSTER=1``; see tests/pg_support.py.
-    """
-    reason = pg_support.Cluster.unavailable(pg_support.CLUSTER_MISSING)
-    if reason is not None:
-        if os.environ.get(pg_support.REQUIRE_CLUSTER_VARIABLE) == "1":
-            pytest.fail(f"{pg_support.REQUIRE_CLUSTER_VARIABLE}=1 but {reason}", pytrace=False)
-        pytest.skip(reason)
-    cluster = pg_support.Cluster.start()
-    try:
-        yield cluster
-    finally:
-        with contextlib.suppress(subprocess.CalledProcessError):  # a test left it stopped
-            cluster.start_server()
-        cluster.stop()

@@ -51,8 +51,8 @@ class PostgresSection:
         heartbeat_seconds: Seconds between a process's heartbeats (each also looks for expired
             leases to take over); below ``lease_seconds``.
         connect_timeout_seconds: Longest time a new connection to PostgreSQL may take.
-        statement_timeout_seconds: Longest time one statement may take (PostgreSQL's
-            ``statement_timeout`` too); a request the store cannot answer in time gets 503.
+        statement_timeout_seconds: Longest time one store call may take, the wait for a
+            connection included (PostgreSQL's ``statement_timeout`` too); past it, 503.
         acquire_timeout_seconds: Longest time a call waits for a connection of the pool.
     """
 

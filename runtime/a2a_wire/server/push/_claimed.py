@@ -46,6 +46,7 @@ import logging
 from a2a_wire.server._waiting import wait_set
 from a2a_wire.server.push._lanes import STORE_RETRY_SECONDS
 from a2a_wire.server.push._sender import Outcome, Sender
+from a2a_wire.server.store import StoreUnavailableError
 from a2a_wire.server.store._push import Delivery, PushClaims
 
 __all__ = ["ClaimReader"]
@@ -112,8 +113,9 @@ class ClaimReader:
         self._claiming = True
         try:
             claimed = await self._claims.claim_deliveries(free, holding=list(self._flying))
-        except Exception:  # outermost boundary of a background task: keep serving
-            log.exception("push outbox could not be claimed from; retrying")
+        except Exception as exc:  # outermost boundary of a background task: keep serving
+            if not isinstance(exc, StoreUnavailableError):  # an outage the store logs once
+                log.exception("push outbox could not be claimed from; retrying")
             self.wake()
             await asyncio.sleep(STORE_RETRY_SECONDS)
             return
@@ -137,8 +139,9 @@ class ClaimReader:
         while True:
             try:
                 return await self._sender.record(delivery, outcome)
-            except Exception:  # the database may be back soon; the claim waits for us
-                log.exception("push delivery %s not recorded; retrying", delivery.delivery_id)
+            except Exception as exc:  # the database may be back soon; the claim waits for us
+                if not isinstance(exc, StoreUnavailableError):
+                    log.exception("push delivery %s not recorded; retrying", delivery.delivery_id)
                 await asyncio.sleep(STORE_RETRY_SECONDS)
 
     async def _stop(self) -> None:

@@ -26,6 +26,7 @@ from dataclasses import dataclass
 from typing import Final
 
 from a2a_wire.server.push._sender import Sender
+from a2a_wire.server.store import StoreUnavailableError
 from a2a_wire.server.store._push import Delivery, LaneKey, PushStore
 
 __all__ = ["STORE_RETRY_SECONDS", "LaneReader"]
@@ -91,8 +92,9 @@ class LaneReader:
             self._reading = True
             try:
                 lanes, self._seen = await self._store.pending_lanes(self._seen)
-            except Exception:  # outermost boundary of a background task: keep serving
-                log.exception("push outbox could not be read; retrying")
+            except Exception as exc:  # outermost boundary of a background task: keep serving
+                if not isinstance(exc, StoreUnavailableError):  # an outage the store logs once
+                    log.exception("push outbox could not be read; retrying")
                 await asyncio.sleep(STORE_RETRY_SECONDS)
                 self.wake()
                 continue
@@ -115,8 +117,9 @@ class LaneReader:
                     continue
             except asyncio.CancelledError:
                 raise
-            except Exception:  # outermost boundary of a background task: keep the lane alive
-                log.exception("push lane of task %s failed; retrying", key[0])
+            except Exception as exc:  # outermost boundary of a background task: keep the lane
+                if not isinstance(exc, StoreUnavailableError):  # an outage the store logs once
+                    log.exception("push lane of task %s failed; retrying", key[0])
                 await asyncio.sleep(STORE_RETRY_SECONDS)
                 continue
             lane = self._lanes[key]

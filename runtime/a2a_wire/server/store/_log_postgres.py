@@ -124,7 +124,7 @@ class PostgresEventLog(
         lease_clock: Seconds since the epoch for leases and claims; ``None`` for the database
             server's clock.
         connect_timeout: Seconds a new connection may take (the pool's and the listener's).
-        statement_timeout: Seconds one statement may take (on the server and here).
+        statement_timeout: Seconds one store call may take, waiting for a connection included.
         acquire_timeout: Seconds a call waits for a connection of the pool.
 
     Every method that reaches the database raises ``StoreUnavailableError`` for a fault of it

@@ -174,27 +174,44 @@ class GuardedPool:
     async def acquire(
         self, *, timeout: float | None = None
     ) -> AsyncIterator[PoolConnectionProxy[Any]]:
-        """A connection of the pool for the block, within ``timeout`` (default: the acquire one).
+        """A connection of the pool for the block, the wait and the block bounded together.
+
+        ``timeout``: seconds for both (default: the statement deadline); the wait alone takes at
+        most the acquire deadline.
 
         Raises:
-            StoreUnavailableError: no connection in time, or the block failed for a fault.
+            StoreUnavailableError: no connection in time, the block ran past the deadline, or
+                it failed for a fault.
         """
-        wait = self.deadlines.acquire if timeout is None else min(timeout, self.deadlines.acquire)
+        budget = self.deadlines.statement if timeout is None else timeout
+        deadline = asyncio.get_running_loop().time() + budget
         with self.translated(answered=False):
-            conn = await self.raw.acquire(timeout=wait)
+            conn = await self.raw.acquire(timeout=min(budget, self.deadlines.acquire))
         try:
             with self.translated(conn):
-                yield conn
-        except StoreUnavailableError:
+                async with asyncio.timeout_at(deadline):
+                    yield conn
+        except (StoreUnavailableError, asyncio.CancelledError):
+            # A fault, or cancelled mid-statement: the connection's state is unknown.
             with contextlib.suppress(load_driver().InterfaceError):  # already let go when closed
-                conn.terminate()  # its state is unknown
+                conn.terminate()
+            with contextlib.suppress(Exception):
+                await self.raw.release(conn)  # at once: a terminated connection is not reset
             raise
-        finally:
-            await self._release(conn)
+        except BaseException:
+            await self._release(conn, deadline)
+            raise
+        await self._release(conn, deadline)
 
-    async def _release(self, conn: PoolConnectionProxy[Any]) -> None:
-        with self.translated(conn, answered=False):
-            await self.raw.release(conn, timeout=self.deadlines.statement)
+    async def _release(self, conn: PoolConnectionProxy[Any], deadline: float) -> None:
+        """Give ``conn`` back, reset within what is left of the call's deadline.
+
+        The block's answer came already: a reset that fails costs the connection (asyncpg then
+        terminates it), never the answer.
+        """
+        left = max(deadline - asyncio.get_running_loop().time(), 0.001)
+        with contextlib.suppress(Exception):
+            await self.raw.release(conn, timeout=left)
 
     async def fetch(self, query: str, *args: object, timeout: float | None = None) -> list[Any]:
         """Rows of one statement (``timeout``: seconds, default the statement deadline)."""
