@@ -52,6 +52,35 @@ async def test_my_agent_reverses(aiohttp_client: Any, tmp_path: Path) -> None:
     assert task["artifacts"][0]["parts"] == [{"text": "desserts"}]
 
 
+@pytest.mark.parametrize("text", ["one two three", ""])
+async def test_my_agent_streams_one_artifact_in_chunks(
+    aiohttp_client: Any, tmp_path: Path, text: str
+) -> None:
+    config = load(EXAMPLES / "my_agent.toml", data_dir=str(tmp_path))
+    app, _ = build_app(config)
+    client = await aiohttp_client(app)
+    params = send_params(text, metadata={"skillId": "reverse-words"})
+    answer = await (await post(client, envelope("SendMessage", params))).json()
+    task = answer["result"]["task"]
+    assert task["status"]["state"] == "TASK_STATE_COMPLETED"
+    assert [a["name"] for a in task["artifacts"]] == ["reversed"], "one artifact, not a chunk each"
+    assert "".join(p["text"] for p in task["artifacts"][0]["parts"]) == " ".join(text.split()[::-1])
+
+
+def _python_blocks(markdown: str) -> list[str]:
+    return re.findall(r"^```python\n(.*?)^```$", markdown, flags=re.MULTILINE | re.DOTALL)
+
+
+def test_the_readme_executors_are_the_example_file() -> None:
+    """What a reader copies from the README is what ``test_my_agent_*`` run."""
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    example = (EXAMPLES / "my_agent.py").read_text(encoding="utf-8")
+    blocks = _python_blocks(readme.split("## Your own executor", 1)[1].split("\n## ", 1)[0])
+    assert len(blocks) == 2
+    for block in blocks:
+        assert block in example
+
+
 def test_hash_secret_command() -> None:
     result = cli("hash-secret", "--secret", "s3cret")
     assert result.returncode == 0
