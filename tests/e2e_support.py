@@ -57,7 +57,9 @@ def cli(
     )
 
 
-async def cli_async(*args: str, stdin: bytes = b"", timeout: float = 60.0) -> tuple[int, str, str]:
+async def cli_async(
+    *args: str, stdin: bytes = b"", timeout: float = 60.0, env: dict[str, str] | None = None
+) -> tuple[int, str, str]:
     """Run ``a2a-wire ARGS`` without blocking the event loop (which may serve a fake agent).
 
     Returns:
@@ -71,7 +73,7 @@ async def cli_async(*args: str, stdin: bytes = b"", timeout: float = 60.0) -> tu
         stdin=asyncio.subprocess.PIPE,
         stdout=asyncio.subprocess.PIPE,
         stderr=asyncio.subprocess.PIPE,
-        env=environment(),
+        env=env or environment(),
     )
     try:
         out, err = await asyncio.wait_for(proc.communicate(stdin), timeout)

@@ -8,10 +8,12 @@ import subprocess
 from pathlib import Path
 from typing import Any
 
+import click
 import pytest
 from e2e_support import SCRIPT, ServerProcess, cli, environment, finish, free_port, write_config
 from server_support import envelope, post, send_params
 
+from a2a_wire.cli import cli as main_group
 from a2a_wire.cli._app import build_app
 from a2a_wire.cli.config import load
 from a2a_wire.server import verify_secret
@@ -191,3 +193,46 @@ def test_the_readme_tour_runs(tmp_path: Path) -> None:
                 gate.touch()
     assert task_id != "TASK_ID"
     assert (tmp_path / "long.txt").read_text() == "x" * 20_000
+
+
+def _leaf_commands(group: click.Group, prefix: str = "") -> dict[str, click.Command]:
+    leaves: dict[str, click.Command] = {}
+    for name, command in group.commands.items():
+        if isinstance(command, click.Group):
+            leaves.update(_leaf_commands(command, f"{prefix}{name} "))
+        elif not command.hidden:
+            leaves[prefix + name] = command
+    return leaves
+
+
+def _command_rows() -> list[str]:
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    table = readme.split("## The command line", 1)[1].split("\n\n", 2)[1]
+    return [row for row in table.splitlines() if row.startswith("| `a2a-wire ")]
+
+
+def _row_of(path: str, rows: list[str]) -> str:
+    *group, name = path.split()
+    head = " ".join(["a2a-wire", *group])
+    alternatives = r"\\?\|"  # `get|delete`, escaped in a table as `get\|delete`
+    pattern = re.compile(
+        rf"`{re.escape(head)} ([\w-]+{alternatives})*{re.escape(name)}({alternatives}[\w-]+)*[ `]"
+    )
+    found = [row for row in rows if pattern.search(row)]
+    assert found, f"{path} is not in the README's command table"
+    return found[0]
+
+
+def test_the_readme_command_table_has_every_command() -> None:
+    rows = _command_rows()
+    leaves = _leaf_commands(main_group)
+    assert "db migrate" in leaves
+    for path in leaves:
+        _row_of(path, rows)
+    for path in ("serve", "db migrate"):  # their rows list every option
+        row = _row_of(path, rows)
+        options = [p for p in leaves[path].params if isinstance(p, click.Option) and not p.hidden]
+        for option in options:
+            flag = max(option.opts, key=len)
+            if flag != "--help":
+                assert f"[{flag}" in row, (path, flag)
