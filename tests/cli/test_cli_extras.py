@@ -30,7 +30,7 @@ dsn = "postgresql://a2a@127.0.0.1:5432/tasks"
 """
 
 SIGNING = """\
-[card]
+[server]
 public_url = "https://agent.example"
 
 [[security.signing_keys]]
@@ -94,8 +94,10 @@ def test_signing_keys_without_the_signing_extra(tmp_path: Path) -> None:
     config.write_text(SIGNING, encoding="utf-8")
     run = serve_without(["jwcrypto"], "--config", str(config), "--check")
     assert run.returncode == 6, run.stderr
-    expected = f"card signing needs the signing extra: {checkout_command('signing')}"
-    assert any(line.endswith(expected) for line in run.stderr.splitlines()), run.stderr
+    assert run.stderr.splitlines()[1:] == [
+        f"  {config}:4: security.signing_keys[0]: card signing needs the signing extra: "
+        + checkout_command("signing")
+    ]
 
 
 def test_the_extras_named_are_those_of_pyproject() -> None:
