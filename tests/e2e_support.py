@@ -170,11 +170,19 @@ class ServerProcess:
         log: File that receives the server's stderr.
         port: The port it listens on (for :attr:`url`).
         env: Its environment.
+        python: The interpreter that runs it (another installation's, e.g. a wheel's venv).
     """
 
     def __init__(
-        self, args: list[str], log: Path, port: int, env: dict[str, str] | None = None
+        self,
+        args: list[str],
+        log: Path,
+        port: int,
+        env: dict[str, str] | None = None,
+        *,
+        python: str = PYTHON,
     ) -> None:
+        self.python = python
         self.args = args
         self.log_path = log
         self.port = port
@@ -187,7 +195,7 @@ class ServerProcess:
         offset = len(self.log()) if self.log_path.exists() else 0
         with self.log_path.open("ab") as log:
             self.proc = subprocess.Popen(
-                [PYTHON, "-m", "a2a_wire", "serve", *self.args],
+                [self.python, "-m", "a2a_wire", "serve", *self.args],
                 stdout=subprocess.DEVNULL,
                 stderr=log,
                 stdin=subprocess.DEVNULL,

@@ -3,15 +3,14 @@
 from __future__ import annotations
 
 import re
-import signal
-import subprocess
 from pathlib import Path
 from typing import Any
 
 import click
 import pytest
-from e2e_support import SCRIPT, ServerProcess, cli, environment, finish, free_port, write_config
+from e2e_support import PYTHON, cli
 from server_support import envelope, post, send_params
+from tour_support import run_tour
 
 from a2a_wire.cli import cli as main_group
 from a2a_wire.cli._app import build_app
@@ -83,116 +82,22 @@ def test_the_readme_executors_are_the_example_file() -> None:
         assert block in example
 
 
+def test_the_docs_install_from_the_checkout_not_from_an_index() -> None:
+    """No index has a2a-wire: an install command names the checkout or the wheel built from it."""
+    pages = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]
+    for page in pages:
+        text = page.read_text(encoding="utf-8")
+        assert not re.search(r"pip install [\"']?a2a-wire\b", text), page.name
+
+
 def test_hash_secret_command() -> None:
     result = cli("hash-secret", "--secret", "s3cret")
     assert result.returncode == 0
     assert verify_secret("s3cret", result.stdout.strip())
 
 
-def _tour() -> list[str]:
-    """The command lines of the README's "Then try:" block."""
-    readme = (ROOT / "README.md").read_text(encoding="utf-8")
-    block = readme.split("Then try:", 1)[1].split("```sh\n", 1)[1].split("```", 1)[0]
-    return block.splitlines()
-
-
-#: The embedded default, but the echo waits at a gate after its first chunk while the file
-#: ``gate`` is missing: the task the tour follows and cancels runs until then, whatever the
-#: timing (the real echo of long.txt takes a minute, which a reader has, but a test must not
-#: count on).
-TOUR = """
-[server]
-port = {port}
-data_dir = "{data}"
-
-[[skills]]
-id = "echo"
-name = "Echo"
-executor = "e2e_support:GatedEcho"
-default = true
-options = {{ gate = "{gate}" }}
-
-[[skills]]
-executor = "delegate"
-"""
-
-
-def _bash(command: str, cwd: Path) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        ["bash", "-c", command],
-        cwd=cwd,  # a fresh folder: the tour makes the files it uses
-        capture_output=True,
-        text=True,
-        timeout=60,
-        env=environment(),
-        stdin=subprocess.DEVNULL,
-    )
-
-
-def _as_in_a_terminal() -> None:
-    """SIGINT as a terminal's foreground job has it: a test run started as a background job of
-    a shell inherits SIGINT ignored (POSIX shells ignore it for their background jobs), and a
-    command that inherits it ignored rightly keeps ignoring Ctrl-C."""
-    signal.signal(signal.SIGINT, signal.SIG_DFL)
-
-
-def _follow_then_interrupt(command: str, cwd: Path) -> tuple[int, str]:
-    """Run ``subscribe`` until it shows the task, then press Ctrl-C (SIGINT) as a reader would."""
-    proc = subprocess.Popen(
-        ["bash", "-c", command],
-        cwd=cwd,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-        env=environment(),
-        stdin=subprocess.DEVNULL,
-        preexec_fn=_as_in_a_terminal,
-    )
-    try:
-        assert proc.stdout is not None
-        first = proc.stdout.readline()
-        proc.send_signal(signal.SIGINT)
-        proc.wait(timeout=60)
-    finally:
-        finish(proc, signal.SIGKILL)
-    return proc.returncode, first
-
-
 def test_the_readme_tour_runs(tmp_path: Path) -> None:
-    lines = _tour()
-    assert lines[0] == "A=.venv/bin/a2a-wire; URL=http://127.0.0.1:8765"
-    port = free_port()
-    gate = tmp_path / "gate"
-    gate.touch()  # open: every echo runs through
-    config = write_config(
-        tmp_path / "tour.toml", TOUR, port=port, data=tmp_path / "data", gate=gate
-    )
-    with ServerProcess(["--config", str(config)], tmp_path / "server.log", port) as server:
-        prelude = f"A={SCRIPT}; URL={server.url}\n"
-        task_id = "TASK_ID"
-        for line in lines[1:]:
-            verb = line.split()[1]
-            line = line.replace("TASK_ID", task_id)
-            if "--no-wait" in line:
-                gate.unlink()  # the task it starts runs until the cancel below
-            if verb == "subscribe":  # exec: Ctrl-C reaches a2a-wire itself, not bash
-                code, first = _follow_then_interrupt(prelude + "exec " + line, tmp_path)
-                assert first.startswith(f"task      {task_id}") and "working" in first, first
-                assert code == 130  # interrupted; the task goes on
-                continue
-            run = _bash(prelude + line, tmp_path)
-            assert run.returncode == 0, (line, run.stderr)
-            if "--no-wait" in line:
-                found = re.search(r"^task\s+(\S+)", run.stdout, flags=re.MULTILINE)
-                assert found is not None, run.stdout
-                task_id = found.group(1)
-            if verb == "get":
-                assert re.search(r"^state\s+working", run.stdout, flags=re.MULTILINE), run.stdout
-            if verb == "cancel":
-                assert re.search(r"^state\s+canceled", run.stdout, flags=re.MULTILINE), run.stdout
-                gate.touch()
-    assert task_id != "TASK_ID"
-    assert (tmp_path / "long.txt").read_text() == "x" * 20_000
+    run_tour(tmp_path, PYTHON)
 
 
 def _leaf_commands(group: click.Group, prefix: str = "") -> dict[str, click.Command]:

@@ -5,8 +5,8 @@
 ``push`` and ``webhook`` talk to agents (:mod:`a2a_wire.cli._client_cmds`,
 :mod:`a2a_wire.cli._push_cmds`); ``inspect`` serves a local web page to explore one
 (:mod:`a2a_wire.cli.inspect`); ``db migrate`` prepares a PostgreSQL task schema
-(:mod:`a2a_wire.cli._db`). Needs the ``cli`` extra (click, rich):
-``pip install "a2a-wire[cli]"``. Also runs as ``python -m a2a_wire``.
+(:mod:`a2a_wire.cli._db`). Needs the ``cli`` extra (click, rich): ``pip install -e ".[cli]"``
+in the checkout. Also runs as ``python -m a2a_wire``.
 """
 
 from __future__ import annotations
