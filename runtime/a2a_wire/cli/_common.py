@@ -44,7 +44,7 @@ import click
 import yarl
 
 from a2a_wire import __version__, codec, netguard
-from a2a_wire.cli._output import clean
+from a2a_wire.cli._output import clean, state_names_in
 from a2a_wire.cli._params import ByteSize
 from a2a_wire.client._client import A2AClient, ClientSettings
 from a2a_wire.client._credentials import (
@@ -355,7 +355,7 @@ def print_error(exc: A2AError, json_output: bool, url: str = "") -> None:
         sys.stderr.write(codec.dumps({"error": error}).decode() + "\n")
         return
     label = f"{name} ({code})" if code is not None else name
-    message = clean(message)  # an agent's text: no terminal control characters
+    message = state_names_in(clean(message))  # an agent's text: no terminal control characters
     click.echo(f"error: {label}: {message}", err=True)
     if task_id:
         shown = clean(task_id)
