@@ -170,8 +170,7 @@ async def _start(
         await runner.setup()
     except (OSError, RuntimeError, sqlite3.Error, StoreUnavailableError) as exc:
         await runner.cleanup()
-        cause = exc.__cause__ if isinstance(exc, StoreUnavailableError) else None
-        raise StartError(f"cannot open the task store: {cause or exc}") from exc
+        raise StartError(_store_failure(exc, config)) from exc
     sites: list[web.BaseSite] = []
     if worker is not None:
         sites.extend(web.SockSite(runner, sock) for sock in worker.sockets)
@@ -185,6 +184,22 @@ async def _start(
         where = f"{config.server.host}:{config.server.port}"
         raise StartError(f"cannot listen on {where}: {exc.strerror or exc}") from exc
     return runner, sites, requests
+
+
+def _store_failure(exc: BaseException, config: Config) -> str:
+    """Why the store did not open; for a SQLite file locked by another process, what to do."""
+    cause = exc.__cause__
+    busy = isinstance(cause, sqlite3.OperationalError) and (
+        cause.sqlite_errorcode in (sqlite3.SQLITE_BUSY, sqlite3.SQLITE_LOCKED)
+    )
+    if busy and config.server.storage == "sqlite":
+        return (
+            f"the task database {config.server.database} is open in another process, most"
+            " likely another a2a-wire serve on the same data directory (SQLite allows one);"
+            " stop that one, or give this one its own --data-dir ([server] data_dir)"
+        )
+    detail = cause if isinstance(exc, StoreUnavailableError) and cause is not None else exc
+    return f"cannot open the task store: {detail}"
 
 
 def listening_url(addresses: Sequence[object], config: Config) -> str:
