@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+import subprocess
 from pathlib import Path
 from typing import Any
 
@@ -25,6 +26,17 @@ EXAMPLES = ROOT / "examples"
 def test_example_configurations_load(name: str) -> None:
     config = load(EXAMPLES / name)
     assert config.skills
+
+
+def test_my_agent_keeps_its_tasks_apart_from_the_echo_demo(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    monkeypatch.setenv("XDG_DATA_HOME", str(tmp_path))
+    mine = load(EXAMPLES / "my_agent.toml").server.database
+    assert mine != load(None).server.database
+    assert mine.resolve() == ROOT / "data" / "my_agent" / "tasks.sqlite3"
+    ignored = subprocess.run(["git", "check-ignore", "-q", str(mine)], cwd=ROOT, check=False)
+    assert ignored.returncode == 0, "a demo's tasks never show up as changes of the checkout"
 
 
 def test_serve_example_holds_the_defaults() -> None:
