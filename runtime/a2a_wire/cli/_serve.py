@@ -86,17 +86,20 @@ class Worker:
     Attributes:
         sockets: The listening sockets, bound by the supervisor and shared by every worker.
         channel: A stream socket to the supervisor (``ready`` out; ``stop`` or its closing in).
+        index: The worker's number (1 to N, ``serve --worker-index``), named in its log lines.
     """
 
     sockets: Sequence[socket.socket]
     channel: socket.socket
+    index: int = 0
 
     @classmethod
-    def from_fds(cls, fds: Sequence[int]) -> Worker:
+    def from_fds(cls, fds: Sequence[int], index: int = 0) -> Worker:
         """The sockets inherited as file descriptors: the listening ones, then the channel.
 
         Args:
             fds: Descriptor numbers (``serve --worker-fds``), at least two.
+            index: The worker's number.
 
         Returns:
             The worker's sockets.
@@ -108,7 +111,7 @@ class Worker:
         if len(fds) < 2:
             raise ValueError("a worker needs a listening socket and a channel")
         *listening, channel = (socket.socket(fileno=fd) for fd in fds)
-        return cls(tuple(listening), channel)
+        return cls(tuple(listening), channel, index)
 
 
 def exit_now(status: int) -> NoReturn:
@@ -165,6 +168,8 @@ async def _start(
         app, requests = build_app(config)
     except OSError as exc:
         raise StartError(f"cannot use data directory {config.server.data_dir}: {exc}") from exc
+    if worker is not None:
+        requests.worker = worker.index
     runner = web.AppRunner(app, access_log=None, handle_signals=False, shutdown_timeout=1.0)
     try:
         await runner.setup()
@@ -248,7 +253,7 @@ async def _drain(app: web.Application, requests: RequestLog, grace: float) -> No
 def _announce(runner: web.AppRunner, config: Config, worker: Worker | None) -> None:
     """The ``listening`` line, or for a worker ``worker ready`` and ``ready`` on its channel."""
     if worker is not None:
-        log.info("worker ready", extra={"fields": {"pid": os.getpid()}})
+        log.info("worker ready", extra={"fields": {"worker": worker.index, "pid": os.getpid()}})
         try:
             worker.channel.send(READY)
         except OSError:  # the supervisor is gone: the channel watch stops this worker
