@@ -9,7 +9,8 @@ Exit codes (README.md, "Exit codes"):
 3    connection: no connection, timeout, or the address guard refused the host
 4    protocol: the agent answered with an A2A/JSON-RPC error, or with something that is not A2A
 5    task failed: the task ended FAILED, REJECTED or CANCELED (``send``, ``subscribe``)
-6    configuration: the ``serve`` configuration file is invalid (nothing was started)
+6    configuration: the ``serve`` (or ``db migrate``) configuration is invalid, or an extra it
+     needs is not installed (the message names the pip command); nothing was started
 7    task not settled: ``send`` (without ``--no-wait``) or ``subscribe`` left the task
      SUBMITTED or WORKING, or in a state this client does not know
 130  interrupted (Ctrl-C); ``serve`` stopped by a second signal: 130 (SIGINT), 143 (SIGTERM)
