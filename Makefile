@@ -30,9 +30,16 @@ $(INSTALLED): pyproject.toml | $(PY)
 # The main job: install the package (editable, as `install` does) with its command line (the
 # cli extra, not the test tools) and run `a2a-wire serve` on the embedded default
 # (127.0.0.1:8765), or e.g. `make serve ARGS="--config examples/serve.toml"`. Ctrl-C stops it.
+# EXTRAS adds extras of pyproject.toml beside cli: `make serve EXTRAS=postgresql` (asyncpg, for
+# storage = "postgresql"), `EXTRAS=postgresql,signing`.
 ARGS ?=
+EXTRAS ?= cli
+comma := ,
+space := $(subst x, ,x)
+# cli and EXTRAS, each once: "cli,postgresql"
+SERVE_EXTRAS = $(subst $(space),$(comma),$(sort cli $(subst $(comma),$(space),$(EXTRAS))))
 serve: $(PY)
-	PYTHONWARNINGS=ignore $(PY) -m pip install -q -e ".[cli]" --config-settings editable_mode=strict
+	PYTHONWARNINGS=ignore $(PY) -m pip install -q -e ".[$(SERVE_EXTRAS)]" --config-settings editable_mode=strict
 	$(BIN)/a2a-wire serve $(ARGS)
 
 proto:

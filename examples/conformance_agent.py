@@ -123,7 +123,9 @@ async def _chunked(
     agent: ConformanceAgent, context: RequestContext, events: EventQueue, task: TaskUpdater
 ) -> None:
     await task.start_work()
-    artifact_id = await task.add_artifact("chunk-1 ", append=True)
+    # The kit expects the first chunk with append too: name the artifact's id up front.
+    artifact_id = f"chunked-{context.task_id}"
+    await task.add_artifact("chunk-1 ", artifact_id=artifact_id, append=True)
     await task.add_artifact("chunk-2", artifact_id=artifact_id, append=True, last_chunk=True)
     await task.complete()
 

@@ -57,7 +57,9 @@ def cli(
     )
 
 
-async def cli_async(*args: str, stdin: bytes = b"", timeout: float = 60.0) -> tuple[int, str, str]:
+async def cli_async(
+    *args: str, stdin: bytes = b"", timeout: float = 60.0, env: dict[str, str] | None = None
+) -> tuple[int, str, str]:
     """Run ``a2a-wire ARGS`` without blocking the event loop (which may serve a fake agent).
 
     Returns:
@@ -71,7 +73,7 @@ async def cli_async(*args: str, stdin: bytes = b"", timeout: float = 60.0) -> tu
         stdin=asyncio.subprocess.PIPE,
         stdout=asyncio.subprocess.PIPE,
         stderr=asyncio.subprocess.PIPE,
-        env=environment(),
+        env=env or environment(),
     )
     try:
         out, err = await asyncio.wait_for(proc.communicate(stdin), timeout)
@@ -168,11 +170,19 @@ class ServerProcess:
         log: File that receives the server's stderr.
         port: The port it listens on (for :attr:`url`).
         env: Its environment.
+        python: The interpreter that runs it (another installation's, e.g. a wheel's venv).
     """
 
     def __init__(
-        self, args: list[str], log: Path, port: int, env: dict[str, str] | None = None
+        self,
+        args: list[str],
+        log: Path,
+        port: int,
+        env: dict[str, str] | None = None,
+        *,
+        python: str = PYTHON,
     ) -> None:
+        self.python = python
         self.args = args
         self.log_path = log
         self.port = port
@@ -185,7 +195,7 @@ class ServerProcess:
         offset = len(self.log()) if self.log_path.exists() else 0
         with self.log_path.open("ab") as log:
             self.proc = subprocess.Popen(
-                [PYTHON, "-m", "a2a_wire", "serve", *self.args],
+                [self.python, "-m", "a2a_wire", "serve", *self.args],
                 stdout=subprocess.DEVNULL,
                 stderr=log,
                 stdin=subprocess.DEVNULL,

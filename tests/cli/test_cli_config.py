@@ -6,7 +6,7 @@ import os
 from pathlib import Path
 
 import pytest
-from e2e_support import ShoutAgent, cli, environment, free_port, write_config
+from e2e_support import ServerProcess, ShoutAgent, cli, environment, free_port, write_config
 from hypothesis import given
 from hypothesis import strategies as st
 
@@ -296,3 +296,18 @@ def test_sqlite_busy_timeout_reaches_the_store(tmp_path: Path) -> None:
     path.write_text("[server]\nsqlite_busy_timeout_seconds = -1\n", encoding="utf-8")
     with pytest.raises(ConfigError, match="sqlite_busy_timeout_seconds: must be >= 0"):
         load(path)
+
+
+def test_a_second_server_on_one_data_directory_says_what_holds_it(tmp_path: Path) -> None:
+    data = tmp_path / "data"
+    port = free_port()
+    with ServerProcess(
+        ["--data-dir", str(data), "--port", str(port)], tmp_path / "first.log", port
+    ):
+        second = cli("serve", "--data-dir", str(data), "--port", str(free_port()), timeout=60)
+    assert second.returncode == 1
+    assert second.stderr.splitlines()[-1] == (
+        f"error: cannot start: the task database {data / 'tasks.sqlite3'} is open in another"
+        " process, most likely another a2a-wire serve on the same data directory (SQLite allows"
+        " one); stop that one, or give this one its own --data-dir ([server] data_dir)"
+    )

@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import asyncpg
-from e2e_support import cli_async
+from e2e_support import cli_async, environment
 from pg_support import free_port
 
 from a2a_wire.server.store._log_postgres_ddl import SCHEMA_VERSION
@@ -38,3 +40,46 @@ async def test_migrate_reports_a_bad_schema_name_and_a_server_that_is_not_there(
     assert code == 3 and "cannot connect" in err
     code, _, err = await cli_async("db", "migrate")
     assert code == 2 and "--dsn" in err
+
+
+async def test_migrate_reads_the_postgresql_table_of_a_config(
+    postgres_dsn: str, postgres_schema: str, tmp_path: Path
+) -> None:
+    config = tmp_path / "serve.toml"
+    config.write_text(
+        f'[server]\nstorage = "postgresql"\n\n[postgresql]\ndsn_env = "TASKS_DB"\n'
+        f'schema = "{postgres_schema}"\n',
+        encoding="utf-8",
+    )
+    env = environment(TASKS_DB=postgres_dsn)
+    code, out, err = await cli_async("db", "migrate", "--config", str(config), env=env)
+    assert code == 0, err
+    assert out == f"schema {postgres_schema!r} created at version {SCHEMA_VERSION}\n"
+    code, out, err = await cli_async("db", "migrate", env={**env, "A2A_WIRE_CONFIG": str(config)})
+    assert code == 0 and "nothing to do" in out, err
+
+
+async def test_migrate_flags_win_over_the_config(
+    postgres_dsn: str, postgres_schema: str, tmp_path: Path
+) -> None:
+    config = tmp_path / "serve.toml"
+    nowhere = f"postgresql://postgres@127.0.0.1:{free_port()}/test"
+    config.write_text(f'[postgresql]\ndsn = "{nowhere}"\nschema = "elsewhere"\n', encoding="utf-8")
+    args = ("db", "migrate", "--config", str(config))
+    code, out, err = await cli_async(*args, "--dsn", postgres_dsn, "--schema", postgres_schema)
+    assert code == 0, err
+    assert out == f"schema {postgres_schema!r} created at version {SCHEMA_VERSION}\n"
+    code, _, err = await cli_async(*args)  # the file's own address: nothing listens there
+    assert code == 3 and "cannot connect" in err
+
+
+async def test_migrate_refuses_an_invalid_config_and_no_address(tmp_path: Path) -> None:
+    config = tmp_path / "serve.toml"
+    config.write_text('[postgresql]\nschema = "Not-A-Name"\npool = 3\n', encoding="utf-8")
+    code, _, err = await cli_async("db", "migrate", "--config", str(config))
+    assert code == 6, err
+    assert err.splitlines()[0] == f"error: invalid configuration {config}"
+    assert len(err.splitlines()) == 3, err  # the schema name and the unknown key
+    config.write_text("[server]\nport = 9000\n", encoding="utf-8")
+    code, _, err = await cli_async("db", "migrate", "--config", str(config))
+    assert code == 2 and "no PostgreSQL address" in err and "$A2A_WIRE_DSN" in err

@@ -155,3 +155,47 @@ def test_task_list_summary(capsys: pytest.CaptureFixture[str]) -> None:
     )
     out = capsys.readouterr().out
     assert "t-1" in out and out.endswith("1 of 1 task\n")
+
+
+@pytest.mark.parametrize(
+    ("state", "line"),
+    [
+        (TaskState.INPUT_REQUIRED, "input-required Which city?"),
+        (TaskState.AUTH_REQUIRED, "auth-required Which city?"),
+        (TaskState.WORKING, "working   Which city?"),
+        (TaskState.COMPLETED, "completed Which city?"),
+    ],
+)
+def test_a_status_line_keeps_its_state_apart_from_its_message(state: TaskState, line: str) -> None:
+    assert event_line(_status(state, "Which city?")).plain == line
+
+
+def test_a_status_line_without_a_message_ends_with_the_state() -> None:
+    assert event_line(_status(TaskState.COMPLETED)).plain == "completed"
+
+
+def test_a_task_pads_no_field_to_the_longest(capsys: pytest.CaptureFixture[str]) -> None:
+    long = "a status message much longer than any id or state in this task, " * 2
+    note = Message(message_id="m", role=Role.AGENT, parts=[Part(text=long + "\nand a second line")])
+    status = TaskStatus(state=TaskState.INPUT_REQUIRED, message=note)
+    Printer(json_output=False).task(Task(id="t-1", context_id="c-1", status=status))
+    assert capsys.readouterr().out.splitlines() == [
+        "task     t-1",
+        "context  c-1",
+        "state    input-required",
+        f"status   {long}",
+        "         and a second line",
+    ]
+
+
+def test_errors_name_states_as_the_cli_does(capsys: pytest.CaptureFixture[str]) -> None:
+    from a2a_wire.cli._common import print_error
+    from a2a_wire.errors import TaskNotCancelableError
+
+    error = TaskNotCancelableError("Task t-1 is TASK_STATE_CANCELED and cannot be canceled")
+    print_error(error, json_output=False)
+    assert capsys.readouterr().err.splitlines() == [
+        "error: TaskNotCancelableError (-32002): Task t-1 is canceled and cannot be canceled"
+    ]
+    print_error(error, json_output=True)  # the machine-readable form keeps the agent's words
+    assert "TASK_STATE_CANCELED" in capsys.readouterr().err

@@ -176,6 +176,23 @@ def _answers(url: str) -> None:
     assert "TASK_STATE_COMPLETED" in json_lines(sent.stdout)[-1]["task"]["status"]["state"]
 
 
+def test_each_request_line_names_the_worker_that_answered(tmp_path: Path) -> None:
+    supervised = Supervised(tmp_path, 2).start()
+    try:
+        supervised.serving()
+        pids = supervised.pids()
+        for _ in range(4):
+            _answers(supervised.url)
+        log = supervised.log()
+        for slot, pid in pids.items():
+            assert f"worker ready logger=a2a_wire.serve worker={slot} pid={pid}" in log
+        requests = [line for line in log.splitlines() if " info request " in line]
+        assert len(requests) >= 4, log
+        assert all(re.search(r" worker=[12]$", line) for line in requests), requests
+    finally:
+        supervised.close()
+
+
 def test_a_killed_worker_is_restarted_and_sigterm_drains_them_all(tmp_path: Path) -> None:
     supervised = Supervised(tmp_path, 2).start()
     try:
@@ -189,7 +206,7 @@ def test_a_killed_worker_is_restarted_and_sigterm_drains_them_all(tmp_path: Path
         assert "status=SIGKILL" in log
         assert "worker restarting logger=a2a_wire.serve.workers worker=1 in_seconds=" in log
         second = supervised.pids()[1]
-        ready = f"worker ready logger=a2a_wire.serve pid={second}"
+        ready = f"worker ready logger=a2a_wire.serve worker=1 pid={second}"
         _wait_for(lambda: ready in supervised.log(), "the new worker 1 to be ready")
         for _ in range(4):  # whichever worker takes each connection, it answers
             _answers(supervised.url)
@@ -198,7 +215,7 @@ def test_a_killed_worker_is_restarted_and_sigterm_drains_them_all(tmp_path: Path
         delays = re.findall(r"worker=1 in_seconds=([\d.]+)", supervised.log())
         assert [float(d) for d in delays] == [RESTART_BASE_SECONDS, 2 * RESTART_BASE_SECONDS]
         last = supervised.pids()
-        ready = f"worker ready logger=a2a_wire.serve pid={last[1]}"
+        ready = f"worker ready logger=a2a_wire.serve worker=1 pid={last[1]}"
         _wait_for(lambda: ready in supervised.log(), "the third worker 1 to be ready")
         assert supervised.proc is not None
         supervised.proc.send_signal(signal.SIGTERM)

@@ -8,6 +8,7 @@ from __future__ import annotations
 import re
 import subprocess
 import sys
+import tomllib
 import zipfile
 from pathlib import Path
 
@@ -118,3 +119,29 @@ def test_every_make_target_makes_the_venv_it_uses(tmp_path: Path, target: str) -
     tools = [i for i in uses if " -m pip " not in lines[i]]  # codegen, ruff, mypy, pytest, ...
     installed = [i for i, line in enumerate(lines) if " -m pip install -q -e " in line]
     assert not tools or (installed and installed[0] < tools[0]), lines
+
+
+@pytest.mark.parametrize(
+    ("extras", "installed"),
+    [
+        (None, "cli"),
+        ("postgresql", "cli,postgresql"),
+        ("signing,postgresql", "cli,postgresql,signing"),
+        ("cli", "cli"),
+    ],
+)
+def test_make_serve_installs_the_cli_and_the_extras_asked_for(
+    tmp_path: Path, extras: str | None, installed: str
+) -> None:
+    command = ["make", "-n", "-C", str(PROJECT), "serve", f"VENV={tmp_path / 'venv'}"]
+    dry = subprocess.run(
+        [*command, *([f"EXTRAS={extras}"] if extras is not None else [])],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=True,
+    )
+    (line,) = [line for line in dry.stdout.splitlines() if " -m pip install -q -e " in line]
+    assert f' -e ".[{installed}]" ' in line
+    pyproject = tomllib.loads((PROJECT / "pyproject.toml").read_text(encoding="utf-8"))
+    assert set(installed.split(",")) <= set(pyproject["project"]["optional-dependencies"])

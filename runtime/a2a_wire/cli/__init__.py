@@ -5,8 +5,8 @@
 ``push`` and ``webhook`` talk to agents (:mod:`a2a_wire.cli._client_cmds`,
 :mod:`a2a_wire.cli._push_cmds`); ``inspect`` serves a local web page to explore one
 (:mod:`a2a_wire.cli.inspect`); ``db migrate`` prepares a PostgreSQL task schema
-(:mod:`a2a_wire.cli._db`). Needs the ``cli`` extra (click, rich):
-``pip install "a2a-wire[cli]"``. Also runs as ``python -m a2a_wire``.
+(:mod:`a2a_wire.cli._db`). Needs the ``cli`` extra (click, rich): ``pip install -e ".[cli]"``
+in the checkout. Also runs as ``python -m a2a_wire``.
 """
 
 from __future__ import annotations
@@ -78,6 +78,7 @@ def cli() -> None:
     help="Server processes on the one address, under a supervisor (storage postgresql only).",
 )
 @click.option("--worker-fds", hidden=True, help="Internal: a worker's inherited sockets.")
+@click.option("--worker-index", type=int, default=0, hidden=True, help="Internal: its number.")
 @click.option("--check", is_flag=True, help="Check the configuration and exit.")
 def serve(
     config_path: Path | None,
@@ -89,6 +90,7 @@ def serve(
     log_sql: bool,
     workers: int,
     worker_fds: str | None,
+    worker_index: int,
     check: bool,
 ) -> None:
     """Run the A2A server until SIGTERM or SIGINT."""
@@ -118,7 +120,7 @@ def serve(
     if workers > 1:
         args = _worker_args(config_path, overrides, log_sql)
         _run(supervise(config, workers, args))
-    _run(run_server(config, _worker(worker_fds)))
+    _run(run_server(config, _worker(worker_fds, worker_index)))
 
 
 def _worker_args(config_path: Path | None, overrides: dict[str, Any], log_sql: bool) -> list[str]:
@@ -130,12 +132,12 @@ def _worker_args(config_path: Path | None, overrides: dict[str, Any], log_sql: b
     return [*args, "--log-sql"] if log_sql else args
 
 
-def _worker(fds: str | None) -> Worker | None:
+def _worker(fds: str | None, index: int) -> Worker | None:
     """The sockets a supervisor passed (``--worker-fds``), or ``None`` for a server of its own."""
     if fds is None:
         return None
     try:
-        return Worker.from_fds([int(fd) for fd in fds.split(",")])
+        return Worker.from_fds([int(fd) for fd in fds.split(",")], index)
     except (ValueError, OSError) as exc:
         raise click.BadParameter(str(exc), param_hint="--worker-fds") from None
 

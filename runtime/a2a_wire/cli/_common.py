@@ -9,7 +9,8 @@ Exit codes (README.md, "Exit codes"):
 3    connection: no connection, timeout, or the address guard refused the host
 4    protocol: the agent answered with an A2A/JSON-RPC error, or with something that is not A2A
 5    task failed: the task ended FAILED, REJECTED or CANCELED (``send``, ``subscribe``)
-6    configuration: the ``serve`` configuration file is invalid (nothing was started)
+6    configuration: the ``serve`` (or ``db migrate``) configuration is invalid, or an extra it
+     needs is not installed (the message names the pip command); nothing was started
 7    task not settled: ``send`` (without ``--no-wait``) or ``subscribe`` left the task
      SUBMITTED or WORKING, or in a state this client does not know
 130  interrupted (Ctrl-C); ``serve`` stopped by a second signal: 130 (SIGINT), 143 (SIGTERM)
@@ -44,7 +45,7 @@ import click
 import yarl
 
 from a2a_wire import __version__, codec, netguard
-from a2a_wire.cli._output import clean
+from a2a_wire.cli._output import clean, state_names_in
 from a2a_wire.cli._params import ByteSize
 from a2a_wire.client._client import A2AClient, ClientSettings
 from a2a_wire.client._credentials import (
@@ -355,7 +356,7 @@ def print_error(exc: A2AError, json_output: bool, url: str = "") -> None:
         sys.stderr.write(codec.dumps({"error": error}).decode() + "\n")
         return
     label = f"{name} ({code})" if code is not None else name
-    message = clean(message)  # an agent's text: no terminal control characters
+    message = state_names_in(clean(message))  # an agent's text: no terminal control characters
     click.echo(f"error: {label}: {message}", err=True)
     if task_id:
         shown = clean(task_id)

@@ -2,22 +2,27 @@
 
 A server opening the PostgreSQL store migrates on its own, under an advisory lock; this command
 does the same step alone (before a deploy, or where the server's role may not change the
-schema). It needs the ``postgresql`` extra. Exit codes: 0 done (or already current), 3 no
-connection to the server, 1 any other failure (such as a schema newer than this a2a-wire).
+schema). It needs the ``postgresql`` extra. With ``--config`` it reads the server's ``[postgresql]``
+table (the address, the schema, the connect timeout); ``--dsn`` and ``--schema`` win over it.
+Exit codes: 0 done (or already current), 2 no address, 3 no connection to the server, 6 the
+configuration is invalid, 1 any other failure (such as a schema newer than this a2a-wire).
 """
 
 from __future__ import annotations
 
 import asyncio
+from pathlib import Path
 
 import click
 
-from a2a_wire.cli._common import EXIT_CONNECTION
+from a2a_wire.cli._common import EXIT_CONFIG, EXIT_CONNECTION
+from a2a_wire.cli.config import ConfigError, PostgresSection, load
 from a2a_wire.server.store._log_postgres_sql import DEFAULT_SCHEMA, migrate
 
 __all__ = ["db"]
 
 DSN_VARIABLE = "A2A_WIRE_DSN"
+CONFIG_VARIABLE = "A2A_WIRE_CONFIG"
 
 
 @click.group()
@@ -25,23 +30,49 @@ def db() -> None:
     """Manage the PostgreSQL task database."""
 
 
+def _section(config_path: Path | None) -> PostgresSection:
+    """``[postgresql]`` of the file, checked as ``serve`` checks it; the defaults without one."""
+    if config_path is None:
+        return PostgresSection()
+    try:
+        return load(config_path).postgresql
+    except ConfigError as exc:
+        click.echo(f"error: invalid configuration {exc.source}", err=True)
+        for issue in exc.issues:
+            click.echo(f"  {issue.render(exc.source)}", err=True)
+        raise click.exceptions.Exit(EXIT_CONFIG) from None
+
+
 @db.command("migrate")
 @click.option(
+    "--config",
+    "config_path",
+    type=click.Path(dir_okay=False, path_type=Path),
+    envvar=CONFIG_VARIABLE,
+    help=f"The serve configuration (or ${CONFIG_VARIABLE}) whose [postgresql] table to use.",
+)
+@click.option(
     "--dsn",
-    required=True,
-    envvar=DSN_VARIABLE,
-    help=f"PostgreSQL address, e.g. postgresql://user@host:5432/db (or ${DSN_VARIABLE}).",
+    help="PostgreSQL address, e.g. postgresql://user@host:5432/db (default: [postgresql] dsn, "
+    f"else the variable dsn_env names, ${DSN_VARIABLE} unless set otherwise).",
 )
 @click.option(
     "--schema",
-    default=DEFAULT_SCHEMA,
-    show_default=True,
-    help="PostgreSQL schema of the task tables.",
+    help=f"PostgreSQL schema of the task tables (default: [postgresql] schema, else {DEFAULT_SCHEMA}).",
 )
-def migrate_command(dsn: str, schema: str) -> None:
+def migrate_command(config_path: Path | None, dsn: str | None, schema: str | None) -> None:
     """Create the task schema, or bring it to this version's layout."""
+    section = _section(config_path)
+    dsn = dsn or section.address()
+    if not dsn:
+        raise click.UsageError(
+            f"no PostgreSQL address: pass --dsn, set ${section.dsn_env} or use --config"
+            " with a [postgresql] table"
+        )
+    schema = schema or section.schema
+    timeout = section.connect_timeout_seconds
     try:
-        before, after = asyncio.run(migrate(dsn, schema=schema))
+        before, after = asyncio.run(migrate(dsn, schema=schema, connect_timeout=timeout))
     except ValueError as exc:
         raise click.BadParameter(str(exc), param_hint="--schema") from None
     except (OSError, TimeoutError) as exc:

@@ -8,7 +8,8 @@ Every HTTP request gives one log line (logger ``a2a_wire.access``) once its answ
 ``error`` the JSON-RPC error code of the answer when it is an error (for a batch, the codes of
 its failed calls, comma-separated; for a stream, the code of the error event that ended it),
 ``client`` the registered client's id once authenticated, ``remote`` the peer's address (the
-proxy's, behind one), ``duration_ms``, and ``task_id`` when the request concerns one task.
+proxy's, behind one), ``duration_ms``, ``task_id`` when the request concerns one task, and under
+``serve --workers`` the ``worker`` that answered (its number, as the supervisor's lines give it).
 
 No header, body or credential is logged. The method and the task id named in the params come
 from the calls the server parsed (``a2a_wire.server._app.CALLS_KEY``), so the body is never
@@ -134,11 +135,14 @@ class RequestLog:
     Attributes:
         active: Requests being answered now (streams included).
         draining: Set at shutdown: new requests get HTTP 503 and ``Connection: close``.
+        worker: The number of this worker of ``serve --workers``, named on each line;
+            ``None`` for a server of its own.
     """
 
     def __init__(self) -> None:
         self.active = 0
         self.draining = False
+        self.worker: int | None = None
 
     @web.middleware
     async def middleware(self, request: web.Request, handler: Handler) -> web.StreamResponse:
@@ -153,14 +157,14 @@ class RequestLog:
             response = await handler(request)
         except BaseException as exc:
             status = 499 if isinstance(exc, asyncio.CancelledError) else 500
-            _log_line(request, None, note, status, start)
+            _log_line(request, None, note, status, start, self.worker)
             raise
         finally:
             self.active -= 1
             _NOTE.reset(token)
         if request.method == "POST":
             _describe(request, note)
-        _log_line(request, response, note, response.status, start)
+        _log_line(request, response, note, response.status, start, self.worker)
         return response
 
 
@@ -184,6 +188,7 @@ def _log_line(
     note: _Note,
     status: int,
     start: float,
+    worker: int | None,
 ) -> None:
     fields: dict[str, Any] = {
         "method": note.method or request.method,
@@ -195,6 +200,8 @@ def _log_line(
     }
     if note.task_id:
         fields["task_id"] = note.task_id[:200]
+    if worker is not None:
+        fields["worker"] = worker
     access_log.info("request", extra={"fields": fields})
 
 

@@ -40,7 +40,7 @@ from a2a_wire.types import (
     Timestamp,
 )
 
-__all__ = ["Printer", "clean", "count", "progress_line", "state_name"]
+__all__ = ["Printer", "clean", "count", "progress_line", "state_name", "state_names_in"]
 
 _PIPE_WIDTH = 160
 _CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]")
@@ -62,6 +62,14 @@ def clean(text: str) -> str:
 def count(number: int, noun: str) -> str:
     """``1 task``, ``2 tasks``, ``0 tasks``."""
     return f"{number} {noun}" if number == 1 else f"{number} {noun}s"
+
+
+_STATE_VALUE = re.compile(r"\bTASK_STATE_([A-Z_]+)\b")
+
+
+def state_names_in(text: str) -> str:
+    """``text`` with each ``TASK_STATE_CANCELED`` written as the CLI shows it (``canceled``)."""
+    return _STATE_VALUE.sub(lambda m: m.group(1).lower().replace("_", "-"), text)
 
 
 def state_name(state: TaskState | None) -> str:
@@ -138,13 +146,19 @@ def _message(message: Message) -> RenderableType:
     return Group(Text(f"{role}:", style="bold"), *_parts(message.parts))
 
 
-def _fields(rows: Sequence[tuple[str, str | Text]]) -> Table:
-    grid = Table.grid(padding=(0, 2))
-    grid.add_column(style="bold")
-    grid.add_column()
-    for label, value in rows:
-        grid.add_row(label, value if isinstance(value, Text) else Text(clean(value)))
-    return grid
+def _fields(rows: Sequence[tuple[str, str | Text]]) -> Text:
+    """``label  value`` lines, values aligned, none padded (a grid pads each to the longest)."""
+    width = max((len(label) for label, _ in rows), default=0) + 2
+    out = Text()
+    for n, (label, value) in enumerate(rows):
+        text = value if isinstance(value, Text) else Text(clean(value))
+        if n:
+            out.append("\n")
+        out.append(label if not text.plain else label.ljust(width), style="bold")
+        for i, line in enumerate(text.split("\n", allow_blank=True)):
+            out.append("\n" + " " * width if i else "")
+            out.append_text(line)
+    return out
 
 
 def task_renderable(task: Task, *, history: bool = False) -> RenderableType:
@@ -181,8 +195,8 @@ def event_line(event: StreamResponse) -> Text:
         status = event.status_update.status
         state = status.state if status is not None else None
         line = _state_text(state)
-        line.pad_right(max(0, 10 - len(line.plain)))
         if status is not None and status.message is not None:
+            line.pad_right(max(1, 10 - len(line.plain)))  # a column, or one space past it
             line.append(_inline(status.message.parts))
         return line
     update = event.artifact_update

@@ -86,17 +86,20 @@ class Worker:
     Attributes:
         sockets: The listening sockets, bound by the supervisor and shared by every worker.
         channel: A stream socket to the supervisor (``ready`` out; ``stop`` or its closing in).
+        index: The worker's number (1 to N, ``serve --worker-index``), named in its log lines.
     """
 
     sockets: Sequence[socket.socket]
     channel: socket.socket
+    index: int = 0
 
     @classmethod
-    def from_fds(cls, fds: Sequence[int]) -> Worker:
+    def from_fds(cls, fds: Sequence[int], index: int = 0) -> Worker:
         """The sockets inherited as file descriptors: the listening ones, then the channel.
 
         Args:
             fds: Descriptor numbers (``serve --worker-fds``), at least two.
+            index: The worker's number.
 
         Returns:
             The worker's sockets.
@@ -108,7 +111,7 @@ class Worker:
         if len(fds) < 2:
             raise ValueError("a worker needs a listening socket and a channel")
         *listening, channel = (socket.socket(fileno=fd) for fd in fds)
-        return cls(tuple(listening), channel)
+        return cls(tuple(listening), channel, index)
 
 
 def exit_now(status: int) -> NoReturn:
@@ -165,13 +168,14 @@ async def _start(
         app, requests = build_app(config)
     except OSError as exc:
         raise StartError(f"cannot use data directory {config.server.data_dir}: {exc}") from exc
+    if worker is not None:
+        requests.worker = worker.index
     runner = web.AppRunner(app, access_log=None, handle_signals=False, shutdown_timeout=1.0)
     try:
         await runner.setup()
     except (OSError, RuntimeError, sqlite3.Error, StoreUnavailableError) as exc:
         await runner.cleanup()
-        cause = exc.__cause__ if isinstance(exc, StoreUnavailableError) else None
-        raise StartError(f"cannot open the task store: {cause or exc}") from exc
+        raise StartError(_store_failure(exc, config)) from exc
     sites: list[web.BaseSite] = []
     if worker is not None:
         sites.extend(web.SockSite(runner, sock) for sock in worker.sockets)
@@ -185,6 +189,22 @@ async def _start(
         where = f"{config.server.host}:{config.server.port}"
         raise StartError(f"cannot listen on {where}: {exc.strerror or exc}") from exc
     return runner, sites, requests
+
+
+def _store_failure(exc: BaseException, config: Config) -> str:
+    """Why the store did not open; for a SQLite file locked by another process, what to do."""
+    cause = exc.__cause__
+    busy = isinstance(cause, sqlite3.OperationalError) and (
+        cause.sqlite_errorcode in (sqlite3.SQLITE_BUSY, sqlite3.SQLITE_LOCKED)
+    )
+    if busy and config.server.storage == "sqlite":
+        return (
+            f"the task database {config.server.database} is open in another process, most"
+            " likely another a2a-wire serve on the same data directory (SQLite allows one);"
+            " stop that one, or give this one its own --data-dir ([server] data_dir)"
+        )
+    detail = cause if isinstance(exc, StoreUnavailableError) and cause is not None else exc
+    return f"cannot open the task store: {detail}"
 
 
 def listening_url(addresses: Sequence[object], config: Config) -> str:
@@ -233,7 +253,7 @@ async def _drain(app: web.Application, requests: RequestLog, grace: float) -> No
 def _announce(runner: web.AppRunner, config: Config, worker: Worker | None) -> None:
     """The ``listening`` line, or for a worker ``worker ready`` and ``ready`` on its channel."""
     if worker is not None:
-        log.info("worker ready", extra={"fields": {"pid": os.getpid()}})
+        log.info("worker ready", extra={"fields": {"worker": worker.index, "pid": os.getpid()}})
         try:
             worker.channel.send(READY)
         except OSError:  # the supervisor is gone: the channel watch stops this worker

@@ -201,6 +201,7 @@ class Supervisor:
         fds = [sock.fileno() for sock in self.sockets] + [theirs.fileno()]
         command = [sys.executable, "-m", "a2a_wire", "serve", *self.args]
         command += ["--worker-fds", ",".join(str(fd) for fd in fds)]
+        command += ["--worker-index", str(slot.index)]
         try:
             slot.proc = await asyncio.create_subprocess_exec(
                 *command, pass_fds=fds, stdin=subprocess.DEVNULL, process_group=0

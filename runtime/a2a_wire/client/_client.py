@@ -1,8 +1,8 @@
 """The A2A client role over the JSON-RPC binding (spec 3.1.x, 3.6.1, 8.2, 8.3.2, 9.x).
 
 :class:`A2AClient` has one coroutine per operation of spec 3.1 (``send_message`` ...
-``get_extended_agent_card``), each taking and returning the generated classes; streaming
-operations return an :class:`~a2a_wire.client._stream.EventStream`. Build it with
+``get_extended_agent_card``), each taking and returning the generated classes (or a plain task
+id where the request has no other required field); streaming operations return an :class:`~a2a_wire.client._stream.EventStream`. Build it with
 :meth:`A2AClient.connect` (discover the card at the base URL, spec 8.2, and pick the JSONRPC 1.0
 interface, spec 8.3.2) or directly from an interface URL.
 
@@ -21,9 +21,9 @@ from __future__ import annotations
 
 import itertools
 import logging
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from types import TracebackType
-from typing import Any, TypeVar
+from typing import Any, TypeVar, overload
 
 import aiohttp
 import yarl
@@ -90,6 +90,25 @@ logger = logging.getLogger("a2a_wire.client")
 
 
 R = TypeVar("R", bound=codec.ProtoMessage)
+
+
+def _checked(method: Method[P, Any], request: object) -> P:
+    """``request`` if it is ``method``'s params type; a clear TypeError at the call otherwise."""
+    if not isinstance(request, method.params):
+        wanted = method.params.__name__
+        raise TypeError(f"{method.py_name}() takes a {wanted}, not {type(request).__name__}")
+    return request
+
+
+def _by_id(method: Method[P, Any], value: object, make: Callable[[str], P]) -> P:
+    """The request ``make`` builds from a plain id, or ``value`` if it already is one."""
+    if isinstance(value, str):
+        return make(value)
+    if not isinstance(value, method.params):
+        wanted = f"a task id (str) or a {method.params.__name__}"
+        raise TypeError(f"{method.py_name}() takes {wanted}, not {type(value).__name__}")
+    return value
+
 
 #: Cards fetched by :meth:`A2AClient.connect` when no cache is passed (shared, small, LRU).
 SHARED_CARD_CACHE = CardCache()
@@ -210,7 +229,7 @@ class A2AClient:
 
     async def _call(self, method: Method[P, R], request: P, *, peek: Peek | None = None) -> R:
         rid = next(self._ids)
-        body = _jsonrpc.request(rid, method, with_tenant(request, self.tenant))
+        body = _jsonrpc.request(rid, method, with_tenant(_checked(method, request), self.tenant))
         headers = await self._headers(method, JSON_MEDIA_TYPE)
         logger.debug("%s id=%d -> %s", method.name, rid, safe_url(self.url))
         with about_task(request):
@@ -221,7 +240,7 @@ class A2AClient:
 
     def _stream(self, method: Method[P, StreamResponse], request: P) -> EventStream:
         rid = next(self._ids)
-        body = _jsonrpc.request(rid, method, with_tenant(request, self.tenant))
+        body = _jsonrpc.request(rid, method, with_tenant(_checked(method, request), self.tenant))
 
         async def opener(extra: Mapping[str, str]) -> StreamConnection:
             headers = await self._headers(method, SSE_MEDIA_TYPE)
@@ -249,23 +268,63 @@ class A2AClient:
         """SendStreamingMessage (spec 3.1.2): ``async with client.send_streaming_message(r) as s``."""
         return self._stream(SEND_STREAMING_MESSAGE, request)
 
-    async def get_task(self, request: GetTaskRequest) -> Task:
-        """GetTask (spec 3.1.3)."""
-        return await self._call(GET_TASK, request)
+    @overload
+    async def get_task(self, request: GetTaskRequest, /) -> Task: ...
+    @overload
+    async def get_task(self, task_id: str, /, *, history_length: int | None = None) -> Task: ...
+    async def get_task(
+        self, request: GetTaskRequest | str, /, *, history_length: int | None = None
+    ) -> Task:
+        """GetTask (spec 3.1.3) of a request, or of a task id (with ``history_length``).
+
+        Raises:
+            TypeError: Neither a task id nor a GetTaskRequest, or a request with
+                ``history_length`` beside it (the request carries its own).
+        """
+        if history_length is not None and not isinstance(request, str):
+            raise TypeError("get_task(): history_length goes with a task id, not a GetTaskRequest")
+        params = _by_id(
+            GET_TASK, request, lambda i: GetTaskRequest(id=i, history_length=history_length)
+        )
+        return await self._call(GET_TASK, params)
 
     async def list_tasks(self, request: ListTasksRequest) -> ListTasksResponse:
         """ListTasks (spec 3.1.4)."""
         return await self._call(LIST_TASKS, request)
 
-    async def cancel_task(self, request: CancelTaskRequest) -> Task:
-        """CancelTask (spec 3.1.5)."""
-        return await self._call(CANCEL_TASK, request)
+    @overload
+    async def cancel_task(self, request: CancelTaskRequest, /) -> Task: ...
+    @overload
+    async def cancel_task(self, task_id: str, /) -> Task: ...
+    async def cancel_task(self, request: CancelTaskRequest | str, /) -> Task:
+        """CancelTask (spec 3.1.5) of a request or of a task id.
 
+        Raises:
+            TypeError: Neither a task id nor a CancelTaskRequest.
+        """
+        params = _by_id(CANCEL_TASK, request, lambda i: CancelTaskRequest(id=i))
+        return await self._call(CANCEL_TASK, params)
+
+    @overload
     def subscribe_to_task(
-        self, request: SubscribeToTaskRequest, *, last_event_id: str | None = None
+        self, request: SubscribeToTaskRequest, /, *, last_event_id: str | None = None
+    ) -> EventStream: ...
+    @overload
+    def subscribe_to_task(
+        self, task_id: str, /, *, last_event_id: str | None = None
+    ) -> EventStream: ...
+    def subscribe_to_task(
+        self, request: SubscribeToTaskRequest | str, /, *, last_event_id: str | None = None
     ) -> EventStream:
-        """SubscribeToTask (spec 3.1.6); ``last_event_id`` resumes after it (docs/client.md)."""
-        return self._stream(SUBSCRIBE_TO_TASK, request).resume_after(last_event_id, request.id)
+        """SubscribeToTask (spec 3.1.6) of a request or of a task id.
+
+        ``last_event_id`` resumes after that event (docs/client.md).
+
+        Raises:
+            TypeError: Neither a task id nor a SubscribeToTaskRequest.
+        """
+        params = _by_id(SUBSCRIBE_TO_TASK, request, lambda i: SubscribeToTaskRequest(id=i))
+        return self._stream(SUBSCRIBE_TO_TASK, params).resume_after(last_event_id, params.id)
 
     async def create_task_push_notification_config(
         self, config: TaskPushNotificationConfig
@@ -279,11 +338,27 @@ class A2AClient:
         """GetTaskPushNotificationConfig (spec 3.1.8)."""
         return await self._call(GET_TASK_PUSH_NOTIFICATION_CONFIG, request)
 
+    @overload
     async def list_task_push_notification_configs(
-        self, request: ListTaskPushNotificationConfigsRequest
+        self, request: ListTaskPushNotificationConfigsRequest, /
+    ) -> ListTaskPushNotificationConfigsResponse: ...
+    @overload
+    async def list_task_push_notification_configs(
+        self, task_id: str, /
+    ) -> ListTaskPushNotificationConfigsResponse: ...
+    async def list_task_push_notification_configs(
+        self, request: ListTaskPushNotificationConfigsRequest | str, /
     ) -> ListTaskPushNotificationConfigsResponse:
-        """ListTaskPushNotificationConfigs (spec 3.1.9)."""
-        return await self._call(LIST_TASK_PUSH_NOTIFICATION_CONFIGS, request)
+        """ListTaskPushNotificationConfigs (spec 3.1.9) of a request or of a task id.
+
+        Raises:
+            TypeError: Neither a task id nor a ListTaskPushNotificationConfigsRequest.
+        """
+        method = LIST_TASK_PUSH_NOTIFICATION_CONFIGS
+        params = _by_id(
+            method, request, lambda i: ListTaskPushNotificationConfigsRequest(task_id=i)
+        )
+        return await self._call(method, params)
 
     async def delete_task_push_notification_config(
         self, request: DeleteTaskPushNotificationConfigRequest
@@ -365,7 +440,7 @@ class A2AClient:
             ProtocolError: GetTask failed (e.g. TaskNotFoundError).
         """
         return await poll_until_settled(
-            lambda: self.get_task(GetTaskRequest(id=task_id, history_length=history_length)),
+            lambda: self.get_task(task_id, history_length=history_length),
             task_id,
             (poll_interval, max_interval, backoff),
             timeout,
@@ -387,7 +462,7 @@ class A2AClient:
         return ResumableStream(
             stream,
             subscribe=self.subscribe_to_task,
-            get_task=lambda task_id: self.get_task(GetTaskRequest(id=task_id)),
+            get_task=self.get_task,
             max_resubscribes=max_resubscribes,
             retry_delay=retry_delay,
         )

@@ -253,7 +253,7 @@ class Subscriber(Protocol):
     """Opens a SubscribeToTask stream (:meth:`A2AClient.subscribe_to_task`)."""
 
     def __call__(
-        self, request: SubscribeToTaskRequest, *, last_event_id: str | None = None
+        self, request: SubscribeToTaskRequest, /, *, last_event_id: str | None = None
     ) -> EventStream:
         """The stream of ``request``'s task, resumed after ``last_event_id`` if given."""
         ...

@@ -302,7 +302,15 @@ class TaskUpdater:
 
         Returns:
             The artifact id.
+
+        Raises:
+            ValueError: ``append`` without ``artifact_id`` (it would start a new artifact).
         """
+        if append and not artifact_id:
+            raise ValueError(
+                "add_artifact(append=True) needs artifact_id: pass the id that the first"
+                " add_artifact of this artifact returned"
+            )
         if isinstance(parts, str):
             parts = [Part(text=parts)]
         artifact_id = artifact_id or new_uuid()

@@ -8,6 +8,7 @@ because the machine was slow.
 from __future__ import annotations
 
 import asyncio
+import logging
 
 import asyncpg
 import pytest
@@ -109,6 +110,30 @@ async def test_an_expired_lease_is_taken_over_once_and_a_renewed_one_never(
     assert await b.lease_holder("ask") is None and await b.acquire("ask")
     assert await b.take_over() == []
     assert sorted(await a.heartbeat()) == ["ask", "run"]  # a finds out it lost both
+
+
+async def test_a_takeover_logs_one_line_per_dead_process(
+    stores: Stores, clock: LeaseClock, caplog: pytest.LogCaptureFixture
+) -> None:
+    a, b, c = await processes(stores, clock, 3)
+    for task_id in ("a1", "a2"):
+        await a.create(make_task(task_id, S.WORKING))
+    await a.create(make_task("ask", S.INPUT_REQUIRED))
+    assert await a.acquire("ask")  # an expired lease of a task that is not failed
+    await b.create(make_task("b1", S.SUBMITTED))
+    clock.now += LEASE_SECONDS + 1
+    with caplog.at_level(logging.INFO, logger="a2a_wire.server.store"):
+        assert sorted(await c.take_over()) == ["a1", "a2", "b1"]
+        assert await c.take_over() == []  # nothing more: no line
+    lines = [r.getMessage() for r in caplog.records if "took over" in r.getMessage()]
+    expected = {
+        f"task store: took over from process {a.process_id}, whose lease expired: failed its 2"
+        " running task(s)",
+        f"task store: took over from process {b.process_id}, whose lease expired: failed its 1"
+        " running task(s)",
+    }
+    assert len(lines) == 2 and set(lines) == expected
+    assert {r.levelno for r in caplog.records if "took over" in r.getMessage()} == {logging.WARNING}
 
 
 async def test_a_lease_renewed_late_but_before_any_scan_is_kept(

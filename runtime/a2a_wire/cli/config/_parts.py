@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING, Any
 import yarl
 
 from a2a_wire import __version__
+from a2a_wire.cli._install import install_command
 from a2a_wire.cli.config._schema import Table, allow_list
 from a2a_wire.client._credentials import (
     BEARER,
@@ -236,9 +237,7 @@ def _signer(tables: list[Table], base: Path) -> Signer | None:
     try:
         from a2a_wire.card_signing import CardSigner, SigningKey
     except ImportError:
-        tables[0].problem(
-            (), "card signing needs the signing extra: pip install 'a2a-wire[signing]'"
-        )
+        tables[0].problem((), f"card signing needs the signing extra: {install_command('signing')}")
         return None
     keys = []
     for table in tables:

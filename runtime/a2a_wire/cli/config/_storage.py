@@ -16,6 +16,7 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass, field
 
+from a2a_wire.cli._install import missing_extra
 from a2a_wire.cli.config._schema import Table
 from a2a_wire.server.store._log_postgres import POLL_INTERVAL, POOL_SIZE
 from a2a_wire.server.store._log_postgres_conn import (
@@ -78,7 +79,7 @@ def _looks_like_a_dsn(value: str) -> bool:
 
 
 def read_postgresql(table: Table, server: Table, storage: str) -> PostgresSection:
-    """Read ``[postgresql]``; with ``storage == "postgresql"`` an address is required.
+    """Read ``[postgresql]``; with ``storage == "postgresql"`` an address and asyncpg are required.
 
     Args:
         table: The ``[postgresql]`` table (empty when absent).
@@ -113,8 +114,12 @@ def read_postgresql(table: Table, server: Table, storage: str) -> PostgresSectio
         table.problem(("dsn_env",), "set dsn or dsn_env, not both")
     if section.dsn and not _looks_like_a_dsn(section.dsn):
         table.problem(("dsn",), "must be a postgresql:// URL or a libpq key=value string")
-    if storage == "postgresql" and not section.dsn:
-        _check_variable(table, server, section.dsn_env)
+    if storage == "postgresql":
+        missing = missing_extra("asyncpg", "postgresql", '"postgresql"')
+        if missing is not None:
+            server.problem(("storage",), missing)
+        if not section.dsn:
+            _check_variable(table, server, section.dsn_env)
     return section
 
 

@@ -19,6 +19,7 @@ import click
 from aiohttp import web
 
 from a2a_wire.cli._common import ClientOptions, agent_options
+from a2a_wire.cli._install import install_command
 from a2a_wire.cli.inspect._agent import AgentSession
 from a2a_wire.cli.inspect._api import Api
 from a2a_wire.cli.inspect._app import Guard, create_app
@@ -38,7 +39,7 @@ def _verifier(path: Path | None) -> Verify | None:
         from a2a_wire.card_signing import CardVerifier, TrustedKeys
     except ImportError:
         raise click.UsageError(
-            '--card-keys needs the signing extra: pip install "a2a-wire[signing]"'
+            f"--card-keys needs the signing extra: {install_command('signing')}"
         ) from None
     try:
         keys = TrustedKeys.from_file(path)

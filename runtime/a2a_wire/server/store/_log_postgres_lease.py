@@ -257,25 +257,36 @@ class PostgresLeases:
         now = self._lease_now()
         found = await self._pool.fetch(self._leases.expired, now, limit)
         failed = []
+        dead: dict[str, int] = {}  # the process whose lease expired: tasks of it failed here
         for (task_id,) in found:
-            owner = await self._take(task_id, now)
-            if owner is None:
+            taken = await self._take(task_id, now)
+            if taken is None:
                 continue
+            owner, holder = taken
             failed.append(task_id)
+            dead[holder] = dead.get(holder, 0) + 1
             self._held.discard(task_id)
             self._heads.pop(task_id, None)
             self._waiters.wake(task_id)
             await fold_snapshot(self._pool, self._target.sql, task_id, owner, self._history_limit)
         await self._pool.execute(self._leases.tidy, now)
+        for holder, count in sorted(dead.items()):
+            log.warning(
+                "task store: took over from process %s, whose lease expired: failed its %d"
+                " running task(s)",
+                holder,
+                count,
+            )
         return failed
 
-    async def _take(self, task_id: str, now: float | None) -> str | None:
-        """End one expired lease; the task's owner if the task was failed, else ``None``."""
+    async def _take(self, task_id: str, now: float | None) -> tuple[str, str] | None:
+        """End one expired lease; the task's owner and the lease's holder if the task was failed."""
         async with self._pool.acquire() as conn, conn.transaction():
             row = await conn.fetchrow(self._leases.lock_task, task_id)
             if row is None and await conn.fetchval(self._leases.task_alive, task_id):
                 return None  # another store is writing to it: the next scan looks again
-            if await conn.fetchval(self._leases.lock_lease, task_id, now) is None:
+            holder = await conn.fetchval(self._leases.lock_lease, task_id, now)
+            if holder is None:
                 return None  # renewed, or another store is ending it
             if row is None or TaskState(row[2]) not in RECOVERED_STATES:
                 await conn.execute(self._leases.drop, task_id)
@@ -296,7 +307,7 @@ class PostgresLeases:
             )
             assert written is not None  # the head row is locked
             await conn.execute(self._leases.drop, task_id)
-        return str(owner)
+        return str(owner), str(holder)
 
     async def _end_process(self) -> None:
         """Expire this process's leases, give back its claims, remove its row (close, open)."""
