@@ -268,6 +268,32 @@ async def test_a_stalled_heartbeat_fences_before_the_leases_expire(
     assert await other.lease_holder("c") == stalled.process_id
 
 
+async def test_a_lease_taken_while_heartbeats_fail_is_fenced_only_when_its_own_time_comes(
+    postgres_dsn: str, postgres_schema: str, opener: Opener, admin: asyncpg.Connection
+) -> None:
+    store = await opener(postgres_dsn, postgres_schema, lease_seconds=3.0, heartbeat_seconds=0.5)
+    fenced: dict[str, float] = {}
+    loop = asyncio.get_running_loop()
+    store.on_lease_lost(lambda task_id: fenced.setdefault(task_id, loop.time()))
+    await store.create(make_task("a", S.WORKING))
+    fence = store._fence  # noqa: SLF001 - the margins under test
+    async with admin.transaction():  # heartbeats wait for the lock and fail; writes go on
+        await admin.execute(f"LOCK TABLE {postgres_schema}.processes IN ACCESS EXCLUSIVE MODE")
+        async with asyncio.timeout(DEADLINE):
+            while "a" not in fenced:
+                await asyncio.sleep(0.05)
+        taken = loop.time()
+        await store.create(make_task("c", S.WORKING))  # the database answers writes again
+        assert store.holds("c")
+        async with asyncio.timeout(DEADLINE):
+            while "c" not in fenced:
+                await asyncio.sleep(0.05)
+        # Its own time, less one firing at most (leases due before the next one go together).
+        assert fenced["c"] - taken >= fence.after - fence.again, "fenced long before its time"
+        expiry = await lease_expiry(admin, postgres_schema, "c")
+        assert expiry is not None and time.time() < expiry  # still before the lease ran out
+
+
 async def test_a_lease_whose_release_failed_is_not_renewed_and_is_taken_over(
     proxy: FaultProxy,
     postgres_dsn: str,

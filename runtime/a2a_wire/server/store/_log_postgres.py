@@ -25,6 +25,7 @@ running tasks of a live process; the keeper goes on scanning while the store is 
 
 from __future__ import annotations
 
+import asyncio
 import builtins
 import contextlib
 import copy
@@ -289,11 +290,12 @@ class PostgresEventLog(
         listing = (task.id, owner, stored.context_id, state_key(state), *status_key(stored))
         row = (*listing, self._clock(), body, first.body)
         lease = self._lease(lease_change(TaskState.UNSPECIFIED, state))
+        started = asyncio.get_running_loop().time()
         outbox = await insert_task(
             self._pool, self._target, row, first.body, push_configs, push, lease
         )
         if lease.op == TAKE:
-            self._held.add(task.id)
+            self._took(task.id, started)
         remember(self._heads, task.id, Head(owner, stored.context_id, state, 1), HEAD_CACHE)
         self._waiters.wake(task.id)
         return await first_turn(self, Appended([first], outbox, state), task.id, events, push)
@@ -350,6 +352,7 @@ class PostgresEventLog(
         """Write a checked batch after ``head``; then remember the new head (forget it if not)."""
         after = prepared.status.state if prepared.status is not None else None
         changed_at, lease = self._clock(), self._lease(lease_change(head.state, after))
+        started = asyncio.get_running_loop().time()
         written = await write_batch(
             conn,
             self._target,
@@ -364,7 +367,7 @@ class PostgresEventLog(
             self._heads.pop(task_id, None)
             return None
         if lease.op == TAKE:
-            self._held.add(task_id)
+            self._took(task_id, started)
         elif lease.op == DROP:
             self._held.discard(task_id)
         head.seq = written.events[-1].seq

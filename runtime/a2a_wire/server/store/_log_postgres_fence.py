@@ -6,10 +6,12 @@ leases run out while the process's agents still work, and another process then f
 tasks: two writers of one task. So the store keeps a :class:`Fence`, a timer re-armed by each
 successful heartbeat at the time that beat *started* (never later than the database's own
 time of the renewal) plus ``lease_seconds`` minus a margin (the heartbeat's deadline). When it
-fires, the store gives every lease it holds to its ``on_lease_lost`` callbacks and forgets
-them; the runtime stops those runs. The margin leaves them that long to stop before another
-process may take the tasks over. While heartbeats keep failing it fires again every margin,
-for leases taken meanwhile.
+fires, the store gives each lease last confirmed (taken or renewed) that long ago to its
+``on_lease_lost`` callbacks and forgets it; the runtime stops those runs. The margin leaves
+them that long to stop before another process may take the tasks over. A lease taken since
+(the database answered a write again before the next heartbeat) is kept until its own time
+comes. While heartbeats keep failing the timer fires again every margin, or sooner when a
+kept lease falls due.
 """
 
 from __future__ import annotations
@@ -26,12 +28,13 @@ class Fence:
     Args:
         after: Seconds from the start of the last successful heartbeat.
         again: Seconds between later calls while no heartbeat succeeds.
-        on_fence: Called on the event loop when the timer fires.
+        on_fence: Called on the event loop when the timer fires; returns the loop time at
+            which it should fire next at the latest (``None``: every ``again`` seconds).
     """
 
-    def __init__(self, after: float, again: float, on_fence: Callable[[], None]) -> None:
+    def __init__(self, after: float, again: float, on_fence: Callable[[], float | None]) -> None:
         self.after = after
-        self._again = again
+        self.again = again
         self._on_fence = on_fence
         self._handle: asyncio.TimerHandle | None = None
         self._active = False
@@ -60,5 +63,9 @@ class Fence:
             handle.cancel()
 
     def _fire(self) -> None:
-        self._handle = asyncio.get_running_loop().call_later(self._again, self._fire)
-        self._on_fence()
+        loop = asyncio.get_running_loop()
+        self._handle = loop.call_later(self.again, self._fire)
+        due = self._on_fence()
+        if due is not None and due < loop.time() + self.again and self._handle is not None:
+            self._handle.cancel()
+            self._handle = loop.call_at(due, self._fire)

@@ -54,7 +54,7 @@ import asyncio
 import builtins
 import logging
 import uuid
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from typing import TYPE_CHECKING
 
 from a2a_wire.server.store._base import RECOVERED_STATES, now_timestamp
@@ -113,6 +113,7 @@ class PostgresLeases:
     _lease_seconds: float
     _lease_clock: Callable[[], float] | None
     _held: set[str]
+    _confirmed: dict[str, float]
     _lost_callbacks: builtins.list[Callable[[str], None]]
     _beat_deadline: float
     _fence: Fence
@@ -138,6 +139,7 @@ class PostgresLeases:
         self._lease_seconds = lease_seconds
         self._lease_clock = lease_clock
         self._held = set()
+        self._confirmed = {}
         self._lost_callbacks = []
         self._beat_deadline = beat_deadline
         self._fence = Fence(lease_seconds - beat_deadline, beat_deadline, self._fence_leases)
@@ -147,6 +149,11 @@ class PostgresLeases:
 
     def _lease(self, op: int) -> LeaseChange:
         return LeaseChange(op, self.process_id, self._lease_now(), self._lease_seconds)
+
+    def _took(self, task_id: str, started: float) -> None:
+        """A write that began at loop time ``started`` took the task's lease for this store."""
+        self._held.add(task_id)
+        self._confirmed[task_id] = started
 
     def holds(self, task_id: str) -> bool:
         """Whether this store holds the task's lease as of its last write or heartbeat (no I/O)."""
@@ -163,11 +170,12 @@ class PostgresLeases:
             ``False`` when another process holds it (also while an expired lease waits for the
             takeover scan) or there is no such task.
         """
+        started = asyncio.get_running_loop().time()
         got = await self._pool.fetchval(
             self._leases.acquire, task_id, self.process_id, self._lease_now(), self._lease_seconds
         )
         if got:
-            self._held.add(task_id)
+            self._took(task_id, started)
         return bool(got)
 
     async def release(self, task_id: str) -> bool:
@@ -218,24 +226,46 @@ class PostgresLeases:
         )
         self._fence.beat(started)
         renewed = {task_id for (task_id,) in found}
+        for task_id in renewed & self._held:
+            self._confirmed[task_id] = max(self._confirmed.get(task_id, started), started)
         lost = sorted((before & self._held) - renewed)
-        self._held.difference_update(lost)
+        self._forget(lost)
+        for task_id in set(self._confirmed) - self._held:  # released or deleted meanwhile
+            del self._confirmed[task_id]
         self._report_lost(lost)
         return lost
 
-    def _fence_leases(self) -> None:
-        """No heartbeat for nearly a lease: stop the runs of every held lease (the fence)."""
-        held = sorted(self._held)
-        if not held:
-            return
-        self._held.clear()
-        log.warning(
-            "task store: no heartbeat reached PostgreSQL for %.1f s; stopping the runs of %d"
-            " tasks before their leases expire",
-            self._fence.after,
-            len(held),
+    def _forget(self, task_ids: Iterable[str]) -> None:
+        for task_id in task_ids:
+            self._held.discard(task_id)
+            self._confirmed.pop(task_id, None)
+
+    def _fence_leases(self) -> float | None:
+        """The fence: stop the runs of the leases last confirmed (taken or renewed) nearly a lease ago.
+
+        A lease taken since the last good heartbeat (the database answered a write again) is kept
+        until its own time comes (those due before the next firing go together).
+
+        Returns:
+            The loop time at which the next kept lease falls due, if any.
+        """
+        now = asyncio.get_running_loop().time()
+        unknown = float("-inf")  # a lease held without a time: fence it
+        soon = now + self._fence.again  # those due before the next firing go now, in one line
+        due = sorted(
+            t for t in self._held if self._confirmed.get(t, unknown) + self._fence.after <= soon
         )
-        self._report_lost(held)
+        if due:
+            self._forget(due)
+            log.warning(
+                "task store: no heartbeat reached PostgreSQL for %.1f s; stopping the runs of %d"
+                " tasks before their leases expire",
+                self._fence.after,
+                len(due),
+            )
+            self._report_lost(due)
+        kept = [self._confirmed[t] + self._fence.after for t in self._held]
+        return min(kept, default=None)
 
     def _report_lost(self, lost: builtins.list[str]) -> None:
         for task_id in lost:
