@@ -110,6 +110,14 @@ def pytest_runtest_makereport() -> Generator[None, pytest.TestReport, pytest.Tes
     return report
 
 
+def _skip_or_fail(reason: str | None, require: str) -> None:
+    """Skip the test for ``reason`` (nothing to run it on), or fail it when ``require`` is 1."""
+    if reason is not None:
+        if os.environ.get(require) == "1":
+            pytest.fail(f"{require}=1 but {reason}", pytrace=False)
+        pytest.skip(reason)
+
+
 @pytest.fixture(scope="session")
 def postgres_dsn() -> Iterator[str]:
     """A PostgreSQL server for the session (see tests/pg_support.py for where it comes from)."""
@@ -119,11 +127,7 @@ def postgres_dsn() -> Iterator[str]:
         yield dsn
         asyncio.run(pg_support.drop_spare_schemas(dsn))
         return
-    reason = pg_support.Cluster.unavailable()
-    if reason is not None:
-        if os.environ.get(pg_support.REQUIRE_VARIABLE) == "1":
-            pytest.fail(f"{pg_support.REQUIRE_VARIABLE}=1 but {reason}", pytrace=False)
-        pytest.skip(reason)
+    _skip_or_fail(pg_support.Cluster.unavailable(), pg_support.REQUIRE_VARIABLE)
     cluster = pg_support.Cluster.start()
     try:
         store_support.use_postgres(cluster.dsn)
@@ -149,10 +153,7 @@ def pg_cluster() -> Iterator[pg_support.Cluster]:
     ``A2A_WIRE_REQUIRE_POSTGRES_CLUSTER=1``; see tests/pg_support.py.
     """
     reason = pg_support.Cluster.unavailable(pg_support.CLUSTER_MISSING)
-    if reason is not None:
-        if os.environ.get(pg_support.REQUIRE_CLUSTER_VARIABLE) == "1":
-            pytest.fail(f"{pg_support.REQUIRE_CLUSTER_VARIABLE}=1 but {reason}", pytrace=False)
-        pytest.skip(reason)
+    _skip_or_fail(reason, pg_support.REQUIRE_CLUSTER_VARIABLE)
     cluster = pg_support.Cluster.start()
     try:
         yield cluster

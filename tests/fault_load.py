@@ -110,11 +110,25 @@ class FaultLoad:
         except (aiohttp.ClientError, ConnectionError, TimeoutError, ValueError):
             pass  # no answer: the process is down, was killed, or cut the connection
         error = body.get("error") or {} if isinstance(body, dict) else {}
-        answer = Answer(method, index, phase, status, error.get("code"),
-                        time.monotonic() - started, retry_after, started,
-                        str(error.get("message", "")))  # fmt: skip
+        return self._note(method, index, phase, status, started, retry_after, error), body
+
+    def _note(
+        self,
+        method: str,
+        index: int,
+        phase: str,
+        status: int,
+        started: float,
+        retry_after: str | None = None,
+        error: dict[str, Any] | None = None,
+    ) -> Answer:
+        """Record an answer that came now to a request sent at ``started``."""
+        error = error or {}
+        seconds = time.monotonic() - started
+        code, text = error.get("code"), str(error.get("message", ""))
+        answer = Answer(method, index, phase, status, code, seconds, retry_after, started, text)
         self.answers.append(answer)
-        return answer, body
+        return answer
 
     async def until_answered(
         self, index: int, method: str, params: dict[str, Any]
@@ -143,10 +157,7 @@ class FaultLoad:
                 await response.read()
         except (aiohttp.ClientError, ConnectionError, TimeoutError):
             pass
-        answer = Answer("GET /readyz", index, phase, status, None, time.monotonic() - started,
-                        None, started)  # fmt: skip
-        self.answers.append(answer)
-        return answer
+        return self._note("GET /readyz", index, phase, status, started)
 
     async def stream(self, label: str, index: int, body: dict[str, Any]) -> StreamRecord:
         """Follow a stream to its task's end: resumed with ``Last-Event-ID`` after a drop (on
@@ -165,11 +176,9 @@ class FaultLoad:
             if record.error is not None:
                 self.stream_errors[int(code or 0)] += 1
             elif record.refused is not None:  # the stream's request was answered, not streamed
-                status = record.refused_status
-                self.answers.append(Answer(body["method"], record.connections[-1] if
-                                           record.connections else index, phase, status, code,
-                                           time.monotonic() - started, record.refused_retry_after,
-                                           started))  # fmt: skip
+                asked = record.connections[-1] if record.connections else index
+                status, retry_after = record.refused_status, record.refused_retry_after
+                self._note(body["method"], asked, phase, status, started, retry_after, error)
             if record.finished or record.problems or not record.task_id:
                 return record
             if code != UNAVAILABLE or loop.time() > deadline:
@@ -206,14 +215,14 @@ async def cancels(load: FaultLoad) -> None:
     while not load.stop.is_set():
         runner = load.pick()
         params = message("hold", returnImmediately=True)
-        answer, body = await load.call(runner, "SendMessage", params)
+        _, body = await load.call(runner, "SendMessage", params)
         if "result" not in body:
             await asyncio.sleep(0.1)
             continue
         task_id = load.ack(body["result"]["task"])
         await asyncio.sleep(0.2)  # the agent holds the task meanwhile
-        outcome = await load.until_answered(load.pick(other_than=runner), "CancelTask",
-                                            {"id": task_id})  # fmt: skip
+        canceller = load.pick(other_than=runner)
+        outcome = await load.until_answered(canceller, "CancelTask", {"id": task_id})
         if "result" in outcome and state_of(outcome["result"]) == "TASK_STATE_CANCELED":
             load.canceled.add(task_id)
         elif outcome.get("error", {}).get("code") != NOT_CANCELABLE:
@@ -224,7 +233,7 @@ async def multi_turn(load: FaultLoad) -> None:
     """INPUT_REQUIRED on one process, the follow-up at once on another."""
     while not load.stop.is_set():
         first = load.pick()
-        answer, body = await load.call(first, "SendMessage", message("ask something"))
+        _, body = await load.call(first, "SendMessage", message("ask something"))
         if "result" not in body:
             await asyncio.sleep(0.1)
             continue
@@ -232,8 +241,8 @@ async def multi_turn(load: FaultLoad) -> None:
         task_id = load.ack(task)
         if state_of(task) != "TASK_STATE_INPUT_REQUIRED":
             continue  # e.g. FAILED: the store was lost under the run
-        reply = await load.until_answered(load.pick(other_than=first), "SendMessage",
-                                          message("answer", task_id=task_id))  # fmt: skip
+        follow_up = message("answer", task_id=task_id)
+        reply = await load.until_answered(load.pick(other_than=first), "SendMessage", follow_up)
         if "result" in reply:
             load.follow_ups[task_id] = state_of(reply["result"]["task"])
         else:

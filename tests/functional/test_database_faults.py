@@ -114,8 +114,8 @@ async def _acknowledged(load: FaultLoad, more: int) -> None:
 def _readiness_problems(load: FaultLoad, began: float) -> tuple[list[str], float]:
     """The stalled process said not ready within the statement timeout; and when it did."""
     probes = [a for a in load.answers if a.method == "GET /readyz" and a.process == STALLED]
-    refused = [a.started + a.seconds - began for a in probes if a.phase == "fault"
-               and a.status == 503]  # fmt: skip
+    during = [a for a in probes if a.phase == "fault"]
+    refused = [a.started + a.seconds - began for a in during if a.status == 503]
     said = min(refused, default=float("inf"))
     if said > STATEMENT_SECONDS + 1.0:
         return [f"the stalled process said not ready {said:.2f} s into the stall"], said

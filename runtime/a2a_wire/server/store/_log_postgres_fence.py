@@ -63,9 +63,9 @@ class Fence:
             handle.cancel()
 
     def _fire(self) -> None:
-        loop = asyncio.get_running_loop()
-        self._handle = loop.call_later(self.again, self._fire)
+        self._handle = None
         due = self._on_fence()
-        if due is not None and due < loop.time() + self.again and self._handle is not None:
-            self._handle.cancel()
-            self._handle = loop.call_at(due, self._fire)
+        if self._active:  # fire again while no heartbeat succeeds, sooner for a kept lease
+            loop = asyncio.get_running_loop()
+            at = loop.time() + self.again
+            self._handle = loop.call_at(at if due is None else min(at, due), self._fire)
