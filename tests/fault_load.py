@@ -51,6 +51,8 @@ class Answer:
         retry_after: The ``Retry-After`` header, if any.
         started: ``time.monotonic()`` when it was sent.
         error: The JSON-RPC error's message, ``""`` for a result.
+        said: The text of the message sent, if any (which worker asked: ``plain blocking``,
+            ``hold``, ``ask something``, ``answer``...).
     """
 
     method: str
@@ -62,6 +64,7 @@ class Answer:
     retry_after: str | None
     started: float
     error: str = ""
+    said: str = ""
 
 
 @dataclass
@@ -110,7 +113,8 @@ class FaultLoad:
         except (aiohttp.ClientError, ConnectionError, TimeoutError, ValueError):
             pass  # no answer: the process is down, was killed, or cut the connection
         error = body.get("error") or {} if isinstance(body, dict) else {}
-        return self._note(method, index, phase, status, started, retry_after, error), body
+        said = str(params.get("message", {}).get("parts", [{}])[0].get("text", ""))
+        return self._note(method, index, phase, status, started, retry_after, error, said), body
 
     def _note(
         self,
@@ -121,12 +125,15 @@ class FaultLoad:
         started: float,
         retry_after: str | None = None,
         error: dict[str, Any] | None = None,
+        said: str = "",
     ) -> Answer:
         """Record an answer that came now to a request sent at ``started``."""
         error = error or {}
         seconds = time.monotonic() - started
         code, text = error.get("code"), str(error.get("message", ""))
-        answer = Answer(method, index, phase, status, code, seconds, retry_after, started, text)
+        answer = Answer(
+            method, index, phase, status, code, seconds, retry_after, started, text, said
+        )
         self.answers.append(answer)
         return answer
 
@@ -277,7 +284,8 @@ def answer_problems(load: FaultLoad, held_bound: float, cancel_bound: float) -> 
     problems = []
     for a in load.answers:
         bound = cancel_bound if a.method == "CancelTask" else held_bound
-        where = f"{a.method} to process {a.process} ({a.phase})"
+        asked = f" {a.said!r}" if a.said else ""
+        where = f"{a.method}{asked} to process {a.process} ({a.phase})"
         if a.status >= 500 and a.status != 503:
             problems.append(f"{where}: HTTP {a.status}")
         if a.code == INTERNAL_ERROR:
@@ -288,7 +296,8 @@ def answer_problems(load: FaultLoad, held_bound: float, cancel_bound: float) -> 
         if a.code == STILL_WORKING:
             problems.append(f"{where}: -32004 (a follow-up refused)")
         if a.seconds > bound:
-            problems.append(f"{where}: held {a.seconds:.1f} s (bound {bound:.1f} s)")
+            answered = f"HTTP {a.status}, code {a.code}"
+            problems.append(f"{where}: held {a.seconds:.1f} s (bound {bound:.1f} s; {answered})")
     return problems
 
 

@@ -21,13 +21,15 @@ from typing import Any
 
 import aiohttp
 import pytest
-from patience import poll
+from patience import PATIENCE, poll
 from server_support import (
     EventReader,
     ScriptedAgent,
+    envelope,
     error,
     make_card,
     open_stream,
+    post,
     result,
     send_params,
     serve_like_the_cli,
@@ -36,7 +38,7 @@ from server_support import (
 
 from a2a_wire.errors import TaskNotCancelableError
 from a2a_wire.server import ServerSettings, create_app
-from a2a_wire.server.store import InMemoryTaskStore, SQLiteTaskStore
+from a2a_wire.server.store import InMemoryTaskStore, SQLiteTaskStore, StoreUnavailableError
 from a2a_wire.server.store._log_postgres import PostgresEventLog
 from a2a_wire.server.store._shared import shared_store
 from a2a_wire.types import Task, TaskState, TaskStatus, TaskStatusUpdateEvent
@@ -79,12 +81,17 @@ Cluster = Callable[..., Awaitable[Server]]
 
 @pytest.fixture
 async def cluster(postgres_dsn: str, postgres_schema: str) -> AsyncIterator[Cluster]:
-    """Starts servers on the test's schema (``cluster(agent=..., cancel_grace_seconds=...)``)."""
+    """Starts servers on the test's schema (``cluster(agent=..., cancel_grace_seconds=...)``;
+    ``store_type``: a subclass of the PostgreSQL store)."""
     async with contextlib.AsyncExitStack() as stack:
 
-        async def start(agent: ScriptedAgent | None = None, **settings: Any) -> Server:
+        async def start(
+            agent: ScriptedAgent | None = None,
+            store_type: type[PostgresEventLog] = PostgresEventLog,
+            **settings: Any,
+        ) -> Server:
             agent = agent or ScriptedAgent()
-            store = PostgresEventLog(
+            store = store_type(
                 postgres_dsn,
                 schema=postgres_schema,
                 lease_seconds=10.0,
@@ -254,6 +261,49 @@ async def test_a_follow_up_runs_on_the_server_it_reaches(cluster: Cluster) -> No
     assert answer["artifacts"][0]["parts"] == [{"text": "got more"}]
     assert len(a.agent.contexts) == 1 and len(b.agent.contexts) == 1  # b ran the follow-up
     assert await a.store.lease_holder(asked["id"]) is None  # the finished run left no lease
+
+
+class RefusingAppends(PostgresEventLog):
+    """The PostgreSQL store, refusing appends once :attr:`refusing` is set, as a database that
+    went away does; giving back a lease waits at :attr:`release_gate` (a stalled statement)."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.refusing = False
+        self.releasing = asyncio.Event()
+        self.release_gate = asyncio.Event()
+
+    async def append(self, *args: Any, **kwargs: Any) -> Any:
+        if self.refusing:
+            raise StoreUnavailableError("gone", retry_after=1.0)
+        return await super().append(*args, **kwargs)
+
+    async def release(self, task_id: str) -> bool:
+        self.releasing.set()
+        await self.release_gate.wait()
+        return await super().release(task_id)
+
+
+async def test_a_follow_up_the_store_refuses_is_answered_before_its_lease_is_given_back(
+    cluster: Cluster,
+) -> None:
+    a = await cluster()
+    b = await cluster(store_type=RefusingAppends)
+    store = b.store
+    assert isinstance(store, RefusingAppends)
+    asked = (await result(a.client, "SendMessage", send_params("input")))["task"]
+    store.refusing = True
+    follow = send_params("more", taskId=asked["id"])
+    # Answered while the lease's release still waits at its gate (it would wait for ever).
+    response = await asyncio.wait_for(post(b.client, envelope("SendMessage", follow)), PATIENCE)
+    assert response.status == 503 and response.headers["Retry-After"] == "1"
+    assert (await response.json())["error"]["code"] == -32000
+    await store.releasing.wait()  # given back meanwhile, in the background
+    store.refusing = False
+    store.release_gate.set()
+    await poll(lambda: a.store.lease_holder(asked["id"]), lambda holder: holder is None)
+    answer = (await result(a.client, "SendMessage", follow))["task"]
+    assert answer["status"]["state"] == "TASK_STATE_COMPLETED"  # the follow-up, sent again
 
 
 async def test_a_follow_up_to_a_task_running_elsewhere_is_refused_as_busy(

@@ -48,6 +48,7 @@ from a2a_wire.server._stored_answer import settled_answer
 from a2a_wire.server._subscriber import Subscription
 from a2a_wire.server.store._log import EventLogStore
 from a2a_wire.server.store._shared import shared_store
+from a2a_wire.server.store._unavailable import StoreUnavailableError
 from a2a_wire.types import (
     Message,
     SendMessageRequest,
@@ -298,6 +299,10 @@ class Runtime:
                 raise self._busy(task.id)  # it runs in another process
             try:
                 now = await hub.add_message(message)
+            except StoreUnavailableError:
+                if self.peers is not None:  # the caller's answer waits on no second statement
+                    self.runner.spawn(self._give_back(self.peers, task.id))
+                raise
             except BaseException:
                 if self.peers is not None:
                     await self.peers.run_ended(task.id)
@@ -378,6 +383,12 @@ class Runtime:
                 return False
             await asyncio.sleep(LEASE_RETRY_SECONDS)
         return True
+
+    @staticmethod
+    async def _give_back(peers: Peers, task_id: str) -> None:
+        """Give back a follow-up's lease whose message the store did not take (else it expires)."""
+        with contextlib.suppress(StoreUnavailableError):
+            await peers.run_ended(task_id)
 
     # -- shutdown -----------------------------------------------------------------------------
 
