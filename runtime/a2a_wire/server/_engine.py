@@ -195,6 +195,7 @@ class Runtime:
             push_config=push_config,
             on_idle=self._forget,
             follow=self.peers is not None,
+            write_retry_seconds=self.settings.store_write_retry_seconds,
         )
         return hub
 

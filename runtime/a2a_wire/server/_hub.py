@@ -40,6 +40,7 @@ from a2a_wire.server._executor import AgentEvent
 from a2a_wire.server._first_task import first_task
 from a2a_wire.server._run import Run
 from a2a_wire.server._subscriber import Subscriber, Subscription
+from a2a_wire.server._write_retry import retry_unwritten
 from a2a_wire.server.store._base import now_timestamp
 from a2a_wire.server.store._log import Appended, EventLogStore, LogEvent, LogInput, Snapshot
 from a2a_wire.types import (
@@ -70,6 +71,8 @@ class TaskHub:
         on_idle: Called when the hub stops being in use (see the module docstring).
         follow: Other processes share the store (:mod:`a2a_wire.server._peers`): while no agent
             runs here, the streams also wait on the store for the events written elsewhere.
+        write_retry_seconds: How long a write the store refused before writing anything is
+            tried again (``store_write_retry_seconds``; :mod:`a2a_wire.server._write_retry`).
     """
 
     def __init__(
@@ -84,6 +87,7 @@ class TaskHub:
         push_config: TaskPushNotificationConfig | None = None,
         on_idle: Callable[[TaskHub], None] | None = None,
         follow: bool = False,
+        write_retry_seconds: float = 0.0,
     ) -> None:
         self.task_id = task_id
         self.owner = owner
@@ -94,6 +98,7 @@ class TaskHub:
         self._on_push = on_push
         self._on_idle = on_idle
         self._follow = follow
+        self._write_retry = write_retry_seconds
         self._subscribers: list[Subscriber] = []
         self._run_task: asyncio.Task[None] | None = None
         self._active_run: Run | None = None
@@ -318,7 +323,10 @@ class TaskHub:
         return snapshot
 
     async def _append(self, event: LogInput) -> Appended:
-        done = await self._store.append(self.task_id, [event], push=self._on_push is not None)
+        push = self._on_push is not None
+        done = await retry_unwritten(
+            lambda: self._store.append(self.task_id, [event], push=push), self._write_retry
+        )
         self._state = done.state
         if done.outbox and self._on_push is not None:
             self._on_push()
@@ -364,8 +372,11 @@ class TaskHub:
     async def _make_task(self, task: Task, run: Run, events: Sequence[LogInput] = ()) -> None:
         """Store a new task as event 1 of its log (``events`` after), offer it, release waiters."""
         configs, push = self._new_push_configs, self._on_push is not None
-        done = await self._store.create(
-            task, owner=run.owner, push_configs=configs, push=push, events=events
+        done = await retry_unwritten(
+            lambda: self._store.create(
+                task, owner=run.owner, push_configs=configs, push=push, events=events
+            ),
+            self._write_retry,
         )
         self._new_push_configs = []
         self._state = done.state

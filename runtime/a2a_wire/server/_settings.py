@@ -85,6 +85,9 @@ class ServerSettings:
             (retrying with backoff, keep-alives still sent); then it ends with a -32000 error
             event naming the task, for the client to resume.
         readiness_timeout_seconds: Longest time ``GET /readyz`` waits for the store's ping.
+        store_write_retry_seconds: How long a task write (the agent's event, a follow-up
+            message, a new task) that the store refused before writing anything (no connection
+            to the database) is tried again before it fails; ``0`` tries once.
         push: Push notification delivery (timeouts, retries, webhook address allowlist); used
             when the card declares ``capabilities.pushNotifications``.
     """
@@ -117,6 +120,7 @@ class ServerSettings:
     store_retry_after_seconds: float = 1.0
     stream_outage_seconds: float = 10.0
     readiness_timeout_seconds: float = 2.0
+    store_write_retry_seconds: float = 1.0
     push: PushSettings = field(default_factory=PushSettings)
 
     def __post_init__(self) -> None:
@@ -161,6 +165,10 @@ class ServerSettings:
                 raise ValueError(f"{name} must be positive, not {value!r}")
         if self.card_max_age_seconds < 0:
             raise ValueError("card_max_age_seconds must not be negative")
+        if not self.store_write_retry_seconds >= 0:
+            raise ValueError(
+                f"store_write_retry_seconds must not be negative, not {self.store_write_retry_seconds!r}"
+            )
         object.__setattr__(self, "cors_origins", tuple(self.cors_origins))
         for origin in self.cors_origins:
             try:

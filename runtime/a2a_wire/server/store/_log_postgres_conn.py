@@ -123,7 +123,7 @@ def is_outage(exc: BaseException, conn: Conn | None = None) -> bool:
 
 @contextlib.contextmanager
 def translated(
-    outage: OutageLog, conn: Conn | None = None, *, answered: bool = True
+    outage: OutageLog, conn: Conn | None = None, *, answered: bool = True, unwritten: bool = False
 ) -> Iterator[None]:
     """Raise a fault of the database inside as ``StoreUnavailableError``; note successes.
 
@@ -132,6 +132,7 @@ def translated(
         conn: The connection the block uses, if any (see :func:`is_outage`).
         answered: Whether the block's success shows the database answered (taking an idle
             connection from the pool does not).
+        unwritten: A fault inside certainly wrote nothing (the block sends no statement).
 
     Raises:
         StoreUnavailableError: the block raised a fault of the database (``from`` it).
@@ -142,7 +143,7 @@ def translated(
         raise  # translated already, by a call inside
     except Exception as exc:
         if is_outage(exc, conn):
-            raise outage.failed(exc) from exc
+            raise outage.failed(exc, unwritten=unwritten) from exc
         if answered:
             outage.ok()  # the database answered, with an error
         raise
@@ -165,10 +166,10 @@ class GuardedPool:
         self.outage = outage
 
     def translated(
-        self, conn: Conn | None = None, *, answered: bool = True
+        self, conn: Conn | None = None, *, answered: bool = True, unwritten: bool = False
     ) -> contextlib.AbstractContextManager[None]:
         """:func:`translated` with this pool's outage log."""
-        return translated(self.outage, conn, answered=answered)
+        return translated(self.outage, conn, answered=answered, unwritten=unwritten)
 
     @contextlib.asynccontextmanager
     async def acquire(
@@ -180,12 +181,12 @@ class GuardedPool:
         most the acquire deadline.
 
         Raises:
-            StoreUnavailableError: no connection in time, the block ran past the deadline, or
-                it failed for a fault.
+            StoreUnavailableError: no connection in time (``unwritten``: nothing was sent), the
+                block ran past the deadline, or it failed for a fault.
         """
         budget = self.deadlines.statement if timeout is None else timeout
         deadline = asyncio.get_running_loop().time() + budget
-        with self.translated(answered=False):
+        with self.translated(answered=False, unwritten=True):
             conn = await self.raw.acquire(timeout=min(budget, self.deadlines.acquire))
         try:
             with self.translated(conn):

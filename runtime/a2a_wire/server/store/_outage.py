@@ -42,8 +42,11 @@ class OutageLog:
         """Whether the last call that reached a verdict failed."""
         return self._down_since is not None
 
-    def failed(self, exc: BaseException) -> StoreUnavailableError:
-        """Note a call that failed for ``exc``; the error to raise in its place (``from exc``)."""
+    def failed(self, exc: BaseException, *, unwritten: bool = False) -> StoreUnavailableError:
+        """Note a call that failed for ``exc``; the error to raise in its place (``from exc``).
+
+        ``unwritten``: the call certainly wrote nothing (see :class:`StoreUnavailableError`).
+        """
         if self._down_since is None:
             self._down_since = self._clock()
             log.warning(
@@ -54,6 +57,7 @@ class OutageLog:
         return StoreUnavailableError(
             f"The task store ({self.what}) is unavailable; retry later",
             retry_after=self.retry_after,
+            unwritten=unwritten,
         )
 
     def ok(self) -> None:

@@ -22,6 +22,9 @@ class StoreUnavailableError(UnavailableError):
         message: What failed, without secrets (no DSN, no statement text).
         retry_after: Seconds the caller should wait before trying again (at least 1).
         metadata: More ErrorInfo pairs, e.g. ``{"taskId": ...}`` for a stream it ends.
+        unwritten: The call certainly wrote nothing (it failed before reaching the database),
+            so trying a write again cannot write it twice. ``False`` when that is not known
+            (e.g. a statement that was sent and then timed out).
     """
 
     default_message = "The task store is unavailable; retry later"
@@ -33,5 +36,7 @@ class StoreUnavailableError(UnavailableError):
         *,
         retry_after: float = 1.0,
         metadata: dict[str, str] | None = None,
+        unwritten: bool = False,
     ) -> None:
         super().__init__(message, retry_after=retry_after, metadata=metadata)
+        self.unwritten = unwritten
