@@ -323,7 +323,7 @@ class SecurityConfig:
     """Everything about authentication, authorization and the card's trust a server uses.
 
     Attributes:
-        clients: Registered clients; none turns authentication off (module docstring).
+        clients: Registered clients; none turns authentication off.
         skills: Published skills with their executors (:mod:`a2a_wire.server._skills`); when given,
             they replace the card's ``skills`` and the ``executor`` of ``create_app``.
         extended_card: Serve GetExtendedAgentCard (the card with the skills the caller may
