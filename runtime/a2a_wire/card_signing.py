@@ -1,30 +1,9 @@
 """Signed agent cards: JWS over the RFC 8785 canonical card (spec 8.4). Needs the ``signing`` extra.
 
-Signing (spec 8.4.1, 8.4.2)
----------------------------
-The payload is the card's JSON object without ``signatures``, serialised with the JSON
-Canonicalization Scheme (RFC 8785, the ``rfc8785`` package). The object must follow the presence
-rules of spec 8.4.1; the codec's ``to_dict`` already does (REQUIRED fields always written, unset
-optional fields left out, other fields left out at their default), and so does the served card.
-Each :class:`SigningKey` adds one entry ``{"protected", "signature"}`` to ``signatures``: a JWS
-(RFC 7515, via ``jwcrypto``) with a detached payload whose protected header holds ``alg``,
-``kid``, ``typ: "JOSE"`` and, when configured, ``jku``. Several keys give several signatures,
-which is how keys are rotated: publish with old and new key, then drop the old one.
-
-Verification (spec 8.4.3)
--------------------------
-:class:`CardVerifier` canonicalises the card **as received** (the JSON object minus
-``signatures``, not a re-encoding, so fields unknown to this version still count), and also the
-decoded card's own encoding (so a signer that wrote a default value the presence rules drop
-still verifies; that form is exactly what the client acts on). A card is trusted when one
-signature verifies with a key from :class:`TrustedKeys` found by its ``kid``. Only asymmetric
-algorithms are accepted (:data:`ALGORITHMS`); ``jku`` is never fetched: trust comes from the
-configured keys alone, and a key is revoked by removing it. A header with ``crit`` or ``b64`` is
-refused. Failures name the reason for every signature tried (:class:`CardSignatureError`, drawn
-in the tree of :mod:`a2a_wire.errors`).
-
-The keys (:class:`SigningKey`, :class:`TrustedKeys`) are defined in ``a2a_wire._card_keys`` and
-re-exported here with the error class; import all of them from this module.
+:class:`CardVerifier` checks the card's JSON object as received, not a re-encoding, so fields
+this version does not know still count; trust comes from the configured keys alone (``jku`` is
+never fetched). The key classes are defined in ``a2a_wire._card_keys`` and re-exported here;
+import them from this module. Details: docs/internals/protocol.md.
 """
 
 from __future__ import annotations
@@ -146,7 +125,7 @@ def _header(protected: object) -> dict[str, Any]:
 
 
 class CardVerifier:
-    """Checks card signatures against trusted keys (module docstring).
+    """Checks card signatures against trusted keys (docs/internals/protocol.md).
 
     Args:
         trusted: The keys to trust.

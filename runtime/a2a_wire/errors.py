@@ -1,83 +1,9 @@
-"""The exception tree: every exception a2a-wire raises derives from :class:`A2AError`.
+"""The root of the exception tree and the protocol errors: every exception raised is an A2AError.
 
-One class per JSON-RPC and A2A error (spec 3.3.2, 5.4, 9.5), plus the errors raised locally by
-each part of the library. This is the only drawing of the tree; the module in brackets defines
-the classes not defined here (``_support`` is ``a2a_wire._generated._support``, ``server``'s
-classes are in ``a2a_wire.server._errors``, ``client``'s in ``a2a_wire.client._errors``)::
-
-    A2AError                         abstract root                                   [_support]
-    ├── ProtocolError                abstract: a JSON-RPC error (code, message, data) [_protocol.rpc_error]
-    │   ├── JSONParseError             -32700
-    │   │   └── UnreadableBodyError    HTTP 400: the body could not be read            [server]
-    │   ├── InvalidRequestError        -32600
-    │   │   ├── UnauthenticatedError   HTTP 401 + WWW-Authenticate; UNAUTHENTICATED    [server]
-    │   │   ├── RateLimitedError       HTTP 429 + Retry-After; RATE_LIMITED            [server]
-    │   │   ├── RequestTooLargeError   HTTP 413: body over max_body_bytes              [server]
-    │   │   ├── BodyTimeoutError       HTTP 408: body slower than body_timeout_seconds [server]
-    │   │   ├── OriginNotAllowedError  HTTP 403: a CORS preflight from another origin  [server]
-    │   │   └── HTTPRefusalError       aiohttp's 4xx (404 path, 405 method + Allow)    [server]
-    │   ├── MethodNotFoundError        -32601
-    │   ├── InvalidParamsError         -32602  carries google.rpc.BadRequest field violations
-    │   ├── InternalError              -32603
-    │   │   └── ServerFailureError     HTTP 500: an unexpected exception, logged       [server]
-    │   ├── TaskNotFoundError          -32001  ┐
-    │   ├── TaskNotCancelableError     -32002  │
-    │   ├── PushNotificationNotSupportedError  │ A2A errors: carry google.rpc.ErrorInfo
-    │   ├── UnsupportedOperationError  -32004  │ (reason, domain a2a-protocol.org, metadata)
-    │   ├── ContentTypeNotSupportedError -32005│
-    │   │   └── UnsupportedMediaTypeError      │ HTTP 415: the request's Content-Type [server]
-    │   ├── InvalidAgentResponseError  -32006  │
-    │   ├── ExtendedAgentCardNotConfiguredError│
-    │   ├── ExtensionSupportRequiredError -32008
-    │   ├── VersionNotSupportedError   -32009  ┘
-    │   ├── UnavailableError           -32000  HTTP 503 + Retry-After: retry later
-    │   │   └── StoreUnavailableError  the task store cannot be reached; STORE_UNAVAILABLE [server.store]
-    │   └── UnknownProtocolError       any other code received from a peer
-    ├── DecodeError                  a JSON value does not fit its message; has a path [_support]
-    ├── JSONSyntaxError (ValueError) the text is not strict JSON                        [codec]
-    ├── EncodeError (ValueError)     a value has no JSON form                           [codec]
-    ├── SSEProtocolError             an event stream broke max_event_bytes      [_protocol.sse]
-    ├── InvalidTransitionError       an event cannot be applied to a task     [_protocol.tasks]
-    ├── AddressGuardError            abstract: an outgoing connection refused        [netguard]
-    │   ├── ForbiddenAddressError    the target is (or resolves to) a forbidden address
-    │   └── ForbiddenURLError        the URL itself: scheme, host, proxy
-    ├── ClientError                  abstract: raised locally by the client            [client]
-    │   ├── TransportError           the HTTP exchange broke (refused, reset, closed)
-    │   │   ├── ConnectError         no connection could be made
-    │   │   └── TruncatedResponseError  the body ended before it was complete
-    │   ├── ClientTimeoutError       abstract: a configured time limit was exceeded
-    │   │   ├── ConnectTimeoutError  ClientSettings.connect_timeout
-    │   │   ├── ReadTimeoutError     read_timeout
-    │   │   │   └── StreamIdleTimeoutError  stream_idle_timeout: no complete SSE line
-    │   │   └── TotalTimeoutError    total_timeout (card_timeout, stream_timeout)
-    │   ├── UnexpectedResponseError  abstract: an HTTP answer that is not a usable reply
-    │   │   ├── RedirectRefusedError any 3xx (redirects are never followed)
-    │   │   ├── HTTPStatusError      a non-2xx status without a JSON-RPC error body
-    │   │   │   └── AuthenticationError  401 or 403
-    │   │   ├── UnexpectedContentTypeError
-    │   │   └── ResponseTooLargeError  ClientSettings.max_response_bytes / max_event_bytes
-    │   ├── AddressNotAllowedError   the address guard refused the target (spec 13.2)
-    │   ├── IncompleteStreamError    a stream closed before the task settled (spec 3.1.2)
-    │   ├── WaitTimeoutError         A2AClient.wait gave up
-    │   ├── NoCompatibleInterfaceError  the card offers no JSONRPC 1.0 interface (spec 8.3.2)
-    │   ├── InvalidAgentCardError    the card document does not decode                   [here]
-    │   │   └── CardSignatureError   its signatures do not establish trust (spec 8.4.3)  [here]
-    │   ├── CredentialsError         a credential provider could not produce a value
-    │   └── NotConnectedError        the inspector's page called before an agent was open [cli.inspect]
-    ├── ConfigError                  the TOML configuration of serve is unusable   [cli.config]
-    ├── StartError                   ``a2a-wire serve`` could not start                   [cli]
-    └── BadRequestError              the inspector's page sent an unusable request [cli.inspect]
-
-Abstract classes refuse direct instantiation; one that also derives from a builtin exception (in
-parentheses) is still caught by ``except ValueError``.
-
-A :class:`ProtocolError` carries its wire identity (``code``, default ``message``, ErrorInfo
-``reason`` and ``domain``) and ``http_status``, the status of a response holding only this
-error, as class attributes; :data:`ERROR_CLASSES` (code to class) is derived from the classes.
-JSON-RPC errors travel with HTTP 200 (spec 5.4's HTTP column is the HTTP+JSON binding's); only
-the server's HTTP-level refusals differ, and its glue takes status and headers from the error.
-Raised locally, an error becomes a JSON-RPC error object through :meth:`ProtocolError.to_wire`;
-received from a peer, :func:`from_wire` rebuilds the registered class, keeping ``data``.
+Here: one class per JSON-RPC and A2A error (spec 3.3.2, 5.4, 9.5), :func:`from_wire`, and
+``ClientError`` with the card errors, which card signing (used by both roles) raises. The other
+branches are defined where they are raised; ``docs/errors.md`` draws the whole tree, each class
+with its module and the HTTP status of each refusal.
 """
 
 from __future__ import annotations

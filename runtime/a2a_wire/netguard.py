@@ -1,40 +1,10 @@
-"""Address guard against server-side request forgery (SSRF) for outgoing HTTP.
+"""Address guard against server-side request forgery (SSRF) for outgoing HTTP (spec 13.2, 14.1.1).
 
-Both outgoing paths of a2a-wire use it: the client calling a remote agent, and push delivery
-POSTing to a webhook URL that a caller chose (spec 13.2 asks agents to refuse loopback, private and
-link-local webhook targets and to support allowlists; spec 14.1.1 asks the same of file references).
-
-Theory of operation
--------------------
-The rule is applied to the socket address aiohttp actually connects to, not to a name looked up
-beforehand, so DNS rebinding (public answer at validation time, private answer at connect time)
-has nothing to exploit. aiohttp 3.14's ``TCPConnector`` obtains a connection like this
-(``aiohttp/connector.py``): ``connect()`` -> ``_create_direct_connection()`` ->
-``_resolve_host()``, whose answer is turned into socket addresses and connected to without any
-further lookup. ``_resolve_host()`` has exactly two sources of addresses:
-
-1. A host that *looks like* an IP literal (``":" in host`` or only digits and dots) is used as is
-   and the resolver is never called. :class:`GuardedConnector` overrides the public ``connect()``
-   and runs :func:`check_url` on every request URL first, which judges IP literals and refuses
-   look-alikes that are not canonical addresses (``2130706433``, ``127.1``). ``connect()`` runs for
-   every hop, so a redirect to ``http://127.0.0.1/`` is caught as well.
-2. Anything else goes to the connector's resolver: :class:`GuardedResolver` wraps the real one and
-   checks every address it returns. If ANY address of an answer is forbidden the whole lookup is
-   refused rather than filtered: a name mixing public and internal answers is a rebinding attempt
-   or a misconfiguration, and filtering would hide both behind a request that sometimes works.
-   An answer that is not an IP address is refused too (the loop would resolve it unchecked).
-
-aiohttp's DNS cache (``use_dns_cache``) holds resolver output, checked already under the
-connector's fixed policy, so a cache hit only yields addresses that passed; pooled connections
-were checked when made. Proxies are refused: the proxy would resolve the target out of our sight.
-Only public hooks are used (``AbstractResolver``, ``BaseConnector.connect``): trace hooks see
-names but not addresses, and overriding the private ``_resolve_host`` would tie us to internals.
-
-Classification (:func:`forbidden_reason`) uses the explicit tables below, not ``is_private`` or
-``is_global`` (whose coverage differs between Python versions; e.g. 3.11 calls multicast
-``224.0.0.1`` global). IPv6 addresses that embed an IPv4 address (IPv4-mapped ``::ffff:0:0/96``,
-IPv4-compatible ``::/96``, NAT64 ``64:ff9b::/96``) are judged by the embedded address, and any
-other IPv6 address outside global unicast ``2000::/3`` is reserved.
+The client and push delivery both connect through it. It judges the socket address aiohttp
+actually connects to (IP literals in :class:`GuardedConnector`, every resolver answer in
+:class:`GuardedResolver`), never a name looked up beforehand, so DNS rebinding has nothing to
+exploit. The rules: docs/client.md ("Loopback and ``allow``"); why this way:
+docs/internals/protocol.md.
 """
 
 from __future__ import annotations

@@ -1,8 +1,8 @@
 """The exception tree and ``errors.from_wire``, tested directly (no event loop, no server).
 
 Every exception class defined anywhere under ``a2a_wire`` is found by walking the package, so a
-class added outside the tree, left out of the drawing in ``errors.py``, or drawn under the wrong
-parent fails here.
+class added outside the tree, left out of the drawing in ``docs/errors.md``, or drawn under the
+wrong parent fails here.
 """
 
 from __future__ import annotations
@@ -12,6 +12,7 @@ import inspect
 import pkgutil
 import re
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -59,14 +60,22 @@ def _exception_classes() -> dict[str, type[BaseException]]:
 CLASSES = _exception_classes()
 
 
+ERRORS_PAGE = Path(__file__).resolve().parents[2] / "docs" / "errors.md"
+
+
+def _drawing() -> list[str]:
+    """The lines of the tree drawn in docs/errors.md (its first ``text`` block)."""
+    page = ERRORS_PAGE.read_text(encoding="utf-8")
+    return page.split("```text\n", 1)[1].split("```", 1)[0].splitlines()
+
+
 def _drawn_tree() -> dict[str, str]:
-    """Class name -> parent name, read from the drawing in the ``errors`` module docstring."""
-    assert errors.__doc__ is not None
+    """Class name -> parent name, read from the drawing in docs/errors.md."""
     parents: dict[str, str] = {}
     stack: list[str] = []
-    for line in errors.__doc__.splitlines():
-        root = re.fullmatch(r" {4}(A2AError)\b.*", line)
-        branch = re.match(r" {4}((?:[│ ] {3})*)[├└]── ([A-Za-z]+)", line)
+    for line in _drawing():
+        root = re.fullmatch(r"(A2AError)\b.*", line)
+        branch = re.match(r"((?:[│ ] {3})*)[├└]── ([A-Za-z]+)", line)
         if root:
             stack = [root.group(1)]
         elif branch:
@@ -114,12 +123,11 @@ def test_the_drawing_shows_every_class_under_its_parent() -> None:
         assert CLASSES[name].__bases__[0].__name__ == parent, name
 
 
-def test_the_tree_is_drawn_only_in_errors() -> None:
+def test_the_tree_is_drawn_only_in_the_errors_page() -> None:
     for cls in CLASSES.values():
         module = inspect.getmodule(cls)
-        if module is not errors:
-            assert "──" not in (module.__doc__ or ""), module
-            assert "──" not in (cls.__doc__ or ""), cls
+        assert "──" not in (module.__doc__ or ""), module
+        assert "──" not in (cls.__doc__ or ""), cls
 
 
 def test_builtin_bases_are_kept_for_compatibility() -> None:

@@ -1,23 +1,9 @@
 """Sans-IO JSON-RPC 2.0 core for the A2A binding (spec 9): envelopes in, typed values out.
 
-Server side: :func:`parse_body` turns request bytes into :class:`Call` objects (or raises the
-error that answers the whole body), :func:`decode_params` turns a call's params into the method's
-request message with REQUIRED checks, :func:`result` / :func:`error` build response envelopes.
-Client side: :func:`request` builds an envelope and :func:`read_response` checks one and returns
-the decoded result or raises the error it carries. No I/O and no event loop here.
-
-Rules kept:
-
-* A body that is not strict JSON is -32700 with id ``null``.
-* A request object needs ``"jsonrpc": "2.0"``, a string ``method`` and an ``id`` that is a
-  string, a number or ``null``; otherwise -32600, echoing the id when it was usable.
-* An id is answered exactly as sent (JSON-RPC 2.0 section 5): a number id that is not an integer
-  within 64 bits (a fraction, an exponent, ``123456789012345678901234567890``) is kept as its
-  text (:class:`~a2a_wire.codec.JSONNumber`), which the answer writes unchanged. Only bodies
-  holding such an id pay for the second parse (:func:`~a2a_wire.codec.loads_exact`); elsewhere
-  (params) numbers follow ``docs/codec.md``.
-* A request without an ``id`` member is a notification: it is executed and never answered.
-* An empty batch is -32600; each invalid member of a batch gets its own error entry.
+Server side :func:`parse_body` and :func:`decode_params`, client side :func:`request` and
+:func:`read_response`. A number id that is not a 64-bit integer is kept as its text, so it is
+answered exactly as sent; only a body holding such an id pays for a second parse. No I/O and no
+event loop.
 """
 
 from __future__ import annotations

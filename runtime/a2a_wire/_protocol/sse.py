@@ -1,32 +1,8 @@
-"""Sans-IO Server-Sent Events: an incremental decoder and a small encoder.
+"""Sans-IO Server-Sent Events: an incremental decoder and a small encoder (spec 9.1, 9.4.2).
 
-The JSON-RPC binding streams its results as ``text/event-stream`` (spec 9.1, 9.4.2): every
-``StreamResponse`` travels as the ``data`` of one event. This module turns bytes into events and
-events into bytes; it does no I/O and imports neither asyncio nor aiohttp.
-
-Theory of operation (decoder)
------------------------------
-The decoder follows the "event stream interpretation" rules of the HTML Living Standard:
-
-* The byte stream is UTF-8. One byte order mark at the very start is dropped; invalid sequences
-  become U+FFFD and never raise. Each line is decoded on its own, which gives the same text as
-  decoding the whole stream because CR and LF bytes never occur inside a multi-byte sequence.
-* A line ends at LF, CRLF or a lone CR. ``bytes.splitlines`` knows exactly these three, so each
-  feed is split in C. A CR is acted on as soon as it arrives; if the next chunk then starts with
-  LF, that LF belongs to the same line end and is skipped (``_skip_lf``).
-* Only the bytes after the last line end of a chunk are buffered, so a line arriving in many
-  small chunks is appended to, never rescanned.
-* ``data`` lines accumulate (joined with LF), ``event`` sets the type, ``id`` sets the last event
-  ID unless it contains NUL, ``retry`` takes ASCII digits only. A blank line dispatches; an event
-  with no data line at all is not dispatched. Comments (``:`` first) are counted and dropped.
-* At end of stream an event whose blank line never came is discarded, as the standard says;
-  :attr:`SSEDecoder.discarded_partial` tells the caller this happened (a cut-off response).
-* ``id`` and ``retry`` are sticky: every event carries the values in effect when it was
-  dispatched. An empty ``id`` resets the last event ID, shown as ``None``.
-
-A server can make one line or one event as long as it likes, so both are capped by
-``max_event_bytes``; crossing the cap raises :class:`SSEProtocolError`, after which the decoder
-must be dropped.
+The decoder follows the HTML standard's event stream rules; a line or event over
+``max_event_bytes`` raises :class:`SSEProtocolError`, after which the decoder must be dropped.
+No I/O, no asyncio or aiohttp. How it decodes: docs/internals/protocol.md.
 """
 
 from __future__ import annotations

@@ -1,44 +1,9 @@
 """Sans-IO task lifecycle: the TaskState transition table and the one function that applies it.
 
-A task (spec 4.1.1) moves through the states of spec 4.1.3. This module decides which moves are
-legal and how each event changes a stored :class:`~a2a_wire.types.Task`; it does no I/O and
-imports neither asyncio nor aiohttp, so the server, the stores and the tests share one rule set.
-
-Theory of operation
--------------------
-:data:`TRANSITIONS` maps every declared state to the states a status update may move it to. It
-is the single source of truth: :func:`apply` consults it, and docs and tests enumerate it. The
-rules it encodes:
-
-* COMPLETED, FAILED, CANCELED and REJECTED are terminal (spec 4.1.3): nothing leaves them, and
-  no artifact or message may be added afterwards.
-* INPUT_REQUIRED and AUTH_REQUIRED are interrupted: the agent waits for the client (spec 3.4.3,
-  7.6). They resume to WORKING, switch to each other, or end in a terminal state.
-* WORKING, INPUT_REQUIRED and AUTH_REQUIRED may repeat themselves, so an agent can publish
-  progress messages without changing state. SUBMITTED may not repeat: it is only the entry state
-  set by :func:`new_task`.
-* Every non-terminal state may be canceled (spec 3.1.5) or rejected (the proto allows a rejection
-  after work has begun).
-* UNSPECIFIED and states this version does not know (a newer peer's enum value) have no outgoing
-  moves and are never a legal target; such a state is neither terminal nor interrupted.
-
-:func:`apply` validates an event completely before touching the task, so an
-:class:`InvalidTransitionError` always leaves the task as it was. It never mutates objects held
-by the task or the event: it replaces the task's ``status`` and swaps in new ``artifacts`` and
-``history`` lists. A shallow copy made earlier (see :func:`with_history`) therefore stays a
-faithful snapshot.
-
-Artifact chunks (spec 4.2.2): ``append=false`` stores the artifact, replacing one with the same
-``artifactId`` in place; ``append=true`` extends the parts of the stored artifact with that id
-(and takes the chunk's non-empty name, description, metadata and extensions), or, when the task
-has no artifact with that id yet, starts it with this chunk (the A2A conformance kit's agents
-send their first chunk with ``append=true``; docs/prose-and-proto.md row 20). ``lastChunk`` is a
-hint for stream consumers: the stored artifact is the same with or without it, and the task has
-nowhere to record that an artifact is closed, so a later chunk is still accepted.
-
-History (spec 3.2.4): user messages, agent messages and status messages are appended in the
-order they happen, with ``taskId`` and ``contextId`` filled in. :func:`with_history` trims a copy
-for a response: ``None`` keeps everything, ``0`` nothing, ``n`` the last ``n`` messages.
+:data:`TRANSITIONS` is the single source of truth for the moves of spec 4.1.3. :func:`apply`
+checks an event whole before touching the task and never mutates what the task or the event
+hold (it swaps in new lists), so a shallow copy made earlier stays a faithful snapshot. No I/O,
+no asyncio or aiohttp. The rules: docs/internals/protocol.md.
 """
 
 from __future__ import annotations

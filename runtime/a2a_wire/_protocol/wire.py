@@ -1,23 +1,8 @@
 """Wire rules of the JSON-RPC binding that both roles share (spec 3.2.6, 3.6, 4.3.3, 8.2, 9).
 
-Sans-IO: names, strings and pure functions only. Each rule lives here once; the server, the
-client and push delivery import it from this module, so the two roles cannot drift apart.
-
-Versions (spec 3.6). The version spoken is :data:`PROTOCOL_VERSION`. Two readings keep the
-behaviour the tests pin, and both are here so they are read side by side:
-
-* :func:`check_version` reads a request's ``A2A-Version`` strictly: ``Major.Minor`` with an
-  optional ``.Patch``, each a plain decimal number without leading zeros, surrounding blanks
-  ignored; an absent or blank value means ``0.3`` (spec 3.6.2). So ``1.0`` and ``1.0.5`` are
-  served, ``1.00``, ``01.0``, ``1.0-beta`` and ``0.3`` are -32009.
-* :func:`version_matches` reads a card's ``protocolVersion`` leniently when a client picks an
-  interface (spec 8.3.2): only the first two dot-separated parts count, compared as numbers, so
-  ``1.0``, ``1.0.3``, ``1.0.x`` and ``1.00`` all fit 1.0; ``1``, ``v1.0`` and ``1.1`` do not.
-
-Headers: :data:`VERSION_HEADER` (also accepted as a query parameter by the server) and
-:data:`EXTENSIONS_HEADER`, a comma-separated list of URIs (:func:`parse_extensions`). The push
-notification headers are here too because the sender (:mod:`a2a_wire.server.push`) and the
-receiver (:mod:`a2a_wire.client`) must agree on them.
+Names, strings and pure functions, each rule here once so that server, client and push delivery
+cannot drift apart. Versions are read two ways on purpose: :func:`check_version` strictly for
+requests, :func:`version_matches` leniently for cards (docs/internals/protocol.md).
 """
 
 from __future__ import annotations

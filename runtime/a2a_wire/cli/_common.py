@@ -1,32 +1,8 @@
 """What every client command shares: options, credentials, the client, errors and exit codes.
 
-Exit codes (README.md, "Exit codes"):
-
-===  ==========================================================================================
-0    success
-1    unexpected failure, or ``serve`` could not start (address in use, store locked)
-2    usage: bad arguments or options, or a credential that cannot be read
-3    connection: no connection, timeout, or the address guard refused the host
-4    protocol: the agent answered with an A2A/JSON-RPC error, or with something that is not A2A
-5    task failed: the task ended FAILED, REJECTED or CANCELED (``send``, ``subscribe``)
-6    configuration: the ``serve`` (or ``db migrate``) configuration is invalid, or an extra it
-     needs is not installed (the message names the pip command); nothing was started
-7    task not settled: ``send`` (without ``--no-wait``) or ``subscribe`` left the task
-     SUBMITTED or WORKING, or in a state this client does not know
-130  interrupted (Ctrl-C); ``serve`` stopped by a second signal: 130 (SIGINT), 143 (SIGTERM)
-===  ==========================================================================================
-
-``send`` and ``subscribe`` exit 0 when the task is COMPLETED, INPUT_REQUIRED or AUTH_REQUIRED,
-or the agent answered with a message; ``send --no-wait`` also when the task is still running.
-
-Errors go to stderr as ``error: <name> (<code>): <message>`` (the code only for A2A/JSON-RPC
-errors), or with ``--json`` as one ``{"error": {...}}`` object. Messages never contain a
-credential: the client's errors are written that way (:mod:`a2a_wire.client._errors`). When the
-error leaves a task behind whose id is known (a timeout, an answer too large to read), a second
-line names it (``taskId`` in the JSON object), so that the user can follow it with ``get``.
-
-``--timeout`` bounds the whole command (the card fetch, the call, the whole stream): each of the
-client's own limits is capped by it, and the command as a whole runs under it.
+The exit codes and the error lines are the README's ("The command line"): keep both in step.
+``--timeout`` bounds the whole command: each of the client's own limits is capped by it, and
+the command as a whole runs under it. Messages never contain a credential.
 """
 
 from __future__ import annotations

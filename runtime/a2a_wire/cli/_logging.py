@@ -1,31 +1,9 @@
 """Structured logs of ``a2a-wire serve``: one line per request, and the formatters.
 
-Every HTTP request gives one log line (logger ``a2a_wire.access``) once its answer is complete
-(for a stream: once the stream closed) with these fields:
-
-``method`` the JSON-RPC method (``GET`` and the path for other requests; ``batch`` for a batch),
-``http`` the HTTP method, ``path``, ``status`` the HTTP status (499: the client left),
-``error`` the JSON-RPC error code of the answer when it is an error (for a batch, the codes of
-its failed calls, comma-separated; for a stream, the code of the error event that ended it),
-``client`` the registered client's id once authenticated, ``remote`` the peer's address (the
-proxy's, behind one), ``duration_ms``, ``task_id`` when the request concerns one task, and under
-``serve --workers`` the ``worker`` that answered (its number, as the supervisor's lines give it).
-
-No header, body or credential is logged. The method and the task id named in the params come
-from the calls the server parsed (``a2a_wire.server._app.CALLS_KEY``), so the body is never
-parsed twice; the error codes and the client id are what the server noted on the answer and the
-request (:mod:`a2a_wire.server._report`). The id of a task the request *created* is reported by
-the executor wrapper :class:`NotingExecutor` through a context variable (the agent run inherits
-the request's context).
-
-A client that hangs up while sending its body gets ``status=499`` and nothing else (the server
-logs one debug line). What aiohttp cannot parse as HTTP (a garbage request line, oversized
-headers) never reaches the application: aiohttp answers it with a plain 400 and logs it with a
-traceback; :class:`MalformedRequests` turns that into one ``info`` line (``malformed request``
-with ``status``, ``problem`` and ``remote``), since the fault is the client's.
-
-Formats: ``text`` (``2025-01-31T12:00:00.123Z info request method=GetTask status=200 ...``,
-``key=value`` pairs, values quoted when needed) and ``json`` (one object per line).
+The fields of a request line are listed in docs/server.md ("Logs"). They come from what the
+server already parsed and noted (``CALLS_KEY``, :mod:`a2a_wire.server._report`), so no body is
+parsed twice, and no header, body or credential is logged. :class:`NotingExecutor` reports the
+id of a task a request created through a context variable.
 """
 
 from __future__ import annotations

@@ -1,30 +1,9 @@
 """The two skills ``a2a-wire serve`` offers out of the box: ``echo`` and ``delegate``.
 
-``echo`` (:class:`EchoSkill`) answers every message with a task: a WORKING status first, then
-the text it received as one artifact sent in chunks (``append`` / ``lastChunk``, spec 4.2.2)
-with a short pause between them, so that a stream visibly streams, then COMPLETED. Parts that
-are not text (data, files) come back unchanged in a second artifact, ``attachments``.
-
-``delegate`` (:class:`DelegateSkill`) hands the message to a remote A2A agent registered in the
-configuration (:class:`RemoteAgent`) through :class:`~a2a_wire.client._client.A2AClient`, and relays
-what the remote task does as the events of the local task:
-
-* the remote's first answer makes the local task WORKING with a status message naming the agent
-  (its ``metadata.delegate`` holds the agent name and the remote task and context ids);
-* remote status updates become local status updates with the same state and message (a remote
-  SUBMITTED is not repeated); remote artifacts and chunks become local ones, unchanged;
-* a remote direct Message reply becomes the local reply;
-* a stream that drops is re-subscribed (:meth:`~a2a_wire.client._client.A2AClient.resumable`);
-* a remote error or an unreachable agent fails the local task with a status message naming the
-  error class and code (never a credential);
-* CancelTask on the local task cancels the remote task first (spec 3.1.5); a remote refusal
-  (-32002) is passed on, so the local task goes on relaying.
-
-The message sent on is a copy with a fresh ``messageId``; the routing keys ``skillId`` and
-``agent`` of its metadata are dropped (a ``remoteSkillId`` becomes the remote's ``skillId``).
-Which agent: the message's ``metadata.agent``, else the skill's ``agent`` option, else the only
-registered agent. A follow-up to a task waiting for input goes to the same remote task, from any
-process serving the task (:func:`~a2a_wire.cli._relay.remote_from_history`).
+:class:`EchoSkill` streams the text it received back as a chunked artifact;
+:class:`DelegateSkill` hands the message to a remote A2A agent (:class:`RemoteAgent`) and
+relays what the remote task does as the local task's events, never a credential. Their
+behaviour is described in docs/server.md (``[[skills]]``, ``[[agents]]``).
 """
 
 from __future__ import annotations
@@ -55,7 +34,7 @@ _MAX_TRACKED = 10_000  # remote ids kept for follow-ups and cancels (oldest drop
 
 
 class EchoSkill(AgentExecutor):
-    """Echo the message's text back as a chunked artifact (see the module docstring).
+    """Echo the message's text back as a chunked artifact (docs/server.md, ``[[skills]]``).
 
     Args:
         chunk_size: Characters per artifact chunk.
@@ -130,7 +109,7 @@ def _outgoing(message: Message, remote: Remote) -> SendMessageRequest:
 
 
 class DelegateSkill(AgentExecutor):
-    """Relay messages to a registered remote agent (see the module docstring).
+    """Relay messages to a registered remote agent (docs/server.md, ``[[skills]]``).
 
     Args:
         agents: The registered agents by name.

@@ -1,52 +1,9 @@
 """``a2a-wire serve --workers N``: N server processes on one address, kept running by a supervisor.
 
-Only a store that several processes can share serves more than one worker: the command refuses
-``--workers`` above 1 on SQLite or memory storage (:func:`refusal`) before anything starts.
-
-Theory of operation
--------------------
-**One shared socket.** The supervisor binds the address itself (every address ``host`` resolves
-to, as a single server does) and each worker inherits those listening sockets; the kernel hands
-each new connection to one of the processes waiting in ``accept``. This was chosen over
-``SO_REUSEPORT`` (a socket per worker, the kernel spreading connections over them by a hash):
-
-* a bind error (the port in use) is the supervisor's, reported once before any worker starts,
-  and ``port = 0`` gives one port that every worker serves;
-* a connection waiting in the accept queue belongs to the shared socket, not to one worker: a
-  worker that dies loses only the connections it had accepted, where with ``SO_REUSEPORT`` the
-  connections queued on its own socket are reset;
-* no other process of the same user can bind the port beside the workers and take a share of
-  the connections, which ``SO_REUSEPORT`` allows;
-* it behaves the same on Linux and macOS (whose ``SO_REUSEPORT`` does not spread connections).
-
-The cost: connections are not dealt out evenly, the worker that wakes first takes the next one.
-Over many requests it evens out, and a busy worker is slower to reach ``accept``.
-
-**Workers.** A worker is ``python -m a2a_wire serve`` with the command's own arguments and the
-inherited descriptors (the hidden ``--worker-fds``); see :class:`a2a_wire.cli._serve.Worker`. It
-runs in a process group of its own, so Ctrl-C in a terminal reaches the supervisor only. Each
-has a channel, one end of a socket pair: the worker writes ``ready`` once it serves; the
-supervisor writes ``stop``; and when the supervisor dies, however, the channel closes and the
-worker stops too (no orphan serves on).
-
-**Start.** The supervisor makes the page-token key first (so that workers never race to make
-two), binds, starts N workers and waits until each is ready. A worker that exits before it is
-ready during this first start fails the command: the others are stopped and ``serve`` exits 1
-(the worker logged why). Then one ``listening`` line, with ``workers=N``.
-
-**Restart.** A worker that exits when no stop was asked for is logged (``worker exited``, with
-its exit status or signal) and started again. A worker that served less than
-:data:`~._worker_slots.STABLE_SECONDS` (or never got ready) is one more failure in a row; the
-restart then waits :func:`~._worker_slots.restart_delay`, doubling from 0.5 s up to 30 s, so a
-crash loop (say, the database is down) never spins. A worker that served longer is restarted at
-once and the count starts again.
-
-**Stop.** The first SIGTERM or SIGINT: ``stopping`` is logged, every worker gets ``stop`` and
-drains as a single server does (:mod:`a2a_wire.cli._serve`), and the supervisor waits for all of
-them, at most ``2 * shutdown_grace_seconds + STOP_MARGIN_SECONDS`` (each worker bounds its own
-stop by twice the grace), then kills the rest. Exit status 0 when every worker stopped with 0,
-else 1. A second signal kills every worker (SIGKILL), reaps it, and exits at once with status
-128 + the signal's number, as a single server does.
+The supervisor binds the address and the workers inherit one shared listening socket (chosen
+over ``SO_REUSEPORT``, which resets the connections queued on a dead worker's socket); each
+worker has a channel to the supervisor whose closing stops it, so no orphan serves on. What a
+user sees: docs/scale-out.md; theory of operation: docs/internals/cli.md.
 """
 
 from __future__ import annotations
@@ -290,7 +247,7 @@ class Supervisor:
 
 
 async def supervise(config: Config, workers: int, args: Sequence[str]) -> int:
-    """Run ``workers`` processes of the server of ``config`` on its address (module docstring).
+    """Run ``workers`` processes of the server of ``config`` on its address (docs/internals/cli.md).
 
     Args:
         config: The checked configuration.

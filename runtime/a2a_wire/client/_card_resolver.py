@@ -1,26 +1,8 @@
 """Agent card discovery, caching and interface selection (spec 8.2, 8.3.2, 8.6).
 
-Discovery (spec 8.2): the public card lives at ``{base URL}/.well-known/agent-card.json``. It
-is fetched without credentials (it is public, spec 14.3), with the client's redirect refusal,
-size cap, address guard and ``card_timeout``.
-
-Caching (spec 8.6.2, following RFC 9111 for a private cache): a card is fresh for
-``Cache-Control: max-age`` seconds, less ``Age``; without ``max-age``, until ``Expires``
-(relative to ``Date``); without either, for ``ClientSettings.card_default_ttl`` seconds.
-``no-store`` keeps it out of the cache, ``no-cache`` makes every use revalidate. A stale entry
-is revalidated with ``If-None-Match`` (its ``ETag``) and ``If-Modified-Since`` (its
-``Last-Modified``); a 304 answer reuses the cached card and renews its freshness.
-
-Selection (spec 8.3.2, 3.6): walk ``supportedInterfaces`` in order and take the first entry whose
-``protocolBinding`` is JSONRPC and whose ``protocolVersion`` has major.minor 1.0 (a patch part
-such as ``1.0.3`` is ignored). Its ``tenant`` goes into every request. Nothing older or newer is
-tried silently (spec 3.6.3); when nothing fits, the error lists what the card offers.
-
-Signatures (spec 8.4.3): a resolver given a ``verifier`` (e.g.
-:class:`a2a_wire.card_signing.CardVerifier`) checks the card's JSON object as received every
-time it hands the card out, cached or not, so a card cached by a resolver without a verifier is
-never trusted unchecked. A card that fails is refused with the verifier's error (an
-:class:`~a2a_wire.client._errors.InvalidAgentCardError`).
+:class:`CardResolver` fetches the public card without credentials, caches it as a private HTTP
+cache does, and picks the first JSONRPC 1.0 interface. A verifier, when given, checks the card
+as received each time it is handed out, cached or not. The rules: docs/client.md ("Connect").
 """
 
 from __future__ import annotations
@@ -140,7 +122,7 @@ def _http_date(value: str | None) -> float | None:
 
 
 def card_lifetime(headers: CIMultiDictProxy[str], default_ttl: float) -> float | None:
-    """How long a card response stays fresh (see the module docstring).
+    """How long a card response stays fresh (docs/client.md, "Connect").
 
     Args:
         headers: The response headers (of a 200 or a 304).

@@ -1,20 +1,9 @@
 """The A2A client role over the JSON-RPC binding (spec 3.1.x, 3.6.1, 8.2, 8.3.2, 9.x).
 
-:class:`A2AClient` has one coroutine per operation of spec 3.1 (``send_message`` ...
-``get_extended_agent_card``), each taking and returning the generated classes (or a plain task
-id where the request has no other required field); streaming operations return an :class:`~a2a_wire.client._stream.EventStream`. Build it with
-:meth:`A2AClient.connect` (discover the card at the base URL, spec 8.2, and pick the JSONRPC 1.0
-interface, spec 8.3.2) or directly from an interface URL.
-
-Every request carries ``A2A-Version: 1.0`` (spec 3.6.1, 9.2), ``Content-Type: application/json``
-(9.1), the interface's ``tenant`` (8.3.2) and the credential provider's headers
-(:mod:`a2a_wire.client._requests`). Results are checked by :mod:`a2a_wire.client._results`; a
-JSON-RPC error becomes its class of :mod:`a2a_wire.errors`; transport failures and limits raise
-the client's errors, naming the task when known. No aiohttp or asyncio exception leaves this API.
-
-SendMessage blocks by default until the task is terminal or interrupted (spec 3.2.2), hence the
-300 s ``total_timeout``; :meth:`A2AClient.wait` polls GetTask until then (an unknown state is
-not finished).
+:class:`A2AClient` has one coroutine per operation of spec 3.1, taking and returning the
+generated classes (or a plain task id where the request has no other required field); build it
+with :meth:`A2AClient.connect` or from an interface URL. No aiohttp or asyncio exception leaves
+this API. See docs/client.md.
 """
 
 from __future__ import annotations

@@ -1,32 +1,9 @@
 """The client's HTTP layer: settings, the owned session, and the one exception boundary.
 
-Everything the client sends goes through :class:`Transport`, which is where aiohttp meets the
-rest of the library:
-
-* Foreign exceptions (aiohttp's, ``asyncio`` timeouts, the address guard's) are translated into
-  :mod:`a2a_wire.client._errors` here and nowhere else, with ``raise ... from exc`` (STYLE 4).
-* Redirects are never followed (``allow_redirects=False``); any 3xx but 304 (Not Modified,
-  an answer to a conditional card fetch) becomes :class:`RedirectRefusedError` naming the
-  status and ``Location``.
-* Bodies are read chunk by chunk and abandoned as soon as they pass ``max_response_bytes``
-  (one declared larger after its first 64 KiB at most, read to name the task it is about).
-* Time limits: aiohttp only enforces ``connect_timeout``. The others are applied here so they
-  mean what the settings say: ``total_timeout`` bounds a whole non-streaming exchange (a blocking
-  SendMessage may legitimately stay silent until the task settles, spec 3.2.2), and
-  ``read_timeout`` bounds each silence *after* the response has started. A stream ends when no
-  complete line (an event line or a keep-alive comment, spec 3.5.2 leaves keep-alives to the
-  server) arrived for ``stream_idle_timeout``; bytes that finish no line do not count, so a
-  stream trickling one byte at a time cannot live for ever. ``stream_timeout``, when set, bounds
-  a whole stream from its request to its last byte.
-* Size limits agree with the a2a-wire server's
-  (:data:`~a2a_wire.client._settings.DEFAULT_MAX_RESPONSE_BYTES`): what the default server can
-  answer within its own limits, the default client can read.
-* The session is created lazily inside the running loop with the address guard
-  (:func:`a2a_wire.netguard.guarded_connector`) unless one was injected; an injected session is
-  the caller's to configure and close, and only :func:`~a2a_wire.netguard.check_url` (IP-literal
-  hosts, scheme) is applied to it.
-* An :class:`~a2a_wire.client._observe.ExchangeObserver`, when given, is told about each
-  exchange: request, response head, body chunks as read, end (with the error, if any).
+Everything the client sends goes through :class:`Transport`, the only place where aiohttp's
+(and asyncio's, and the address guard's) exceptions are translated into the client's errors.
+aiohttp enforces only ``connect_timeout``; the other limits are applied here so that they mean
+what the settings say (docs/internals/client.md).
 """
 
 from __future__ import annotations

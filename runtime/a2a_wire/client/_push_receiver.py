@@ -1,29 +1,9 @@
 """The client side of push notifications: a webhook receiver for aiohttp, and registration helpers.
 
 :class:`PushReceiver` checks and decodes the POSTs an agent sends to a webhook (spec 4.3.3,
-13.2) and hands each event to an async callback; :func:`create_receiver_app` serves it.
-:func:`register_webhook` and :func:`remove_webhook` manage the task's push configs through an
-:class:`~a2a_wire.client._client.A2AClient`.
-
-What the handler does with one POST, in order (the status codes are *ours*, the spec only asks
-for a 2xx acknowledgement):
-
-1. ``401`` unless the ``X-A2A-Notification-Token`` header equals the expected token, and the
-   ``Authorization`` header equals the expected ``<scheme> <credentials>`` (scheme compared
-   case-insensitively), when the receiver was given them; compared in constant time.
-2. ``415`` unless the body is ``application/a2a+json`` (or ``application/json``); ``413`` over
-   ``max_body_bytes``; ``400`` unless it is one StreamResponse with exactly one known member.
-   Decoding is lenient: unknown members (at the top and inside) are skipped, the top-level ones
-   logged.
-3. ``403`` unless the event's task id is one the receiver expects (spec 4.3.3).
-4. A delivery seen before, by its ``X-A2A-Delivery-Id`` header (or the SHA-256 of its body when
-   the sender sends no id) is acknowledged without calling back: ``204``. The same delivery
-   still being processed (a retry racing a slow callback) gets ``503`` with ``Retry-After: 1``.
-5. Otherwise the callback runs; ``204`` once it returned, ``500`` if it raised (logged), so the
-   sender tries again later. A callback that started runs to its end even if the sender gives
-   up waiting (the retry is then recognised as a duplicate). Deliveries of one task to one
-   webhook arrive one at a time, so the callback sees them in order; keep it quick (the sender
-   waits ``timeout_seconds`` at most).
+13.2), drops duplicates by ``X-A2A-Delivery-Id``, and hands each event to an async callback.
+The status codes it answers are ours (the spec only asks for a 2xx): docs/client.md
+("Receiving push notifications").
 """
 
 from __future__ import annotations
@@ -170,7 +150,7 @@ class PushReceiver:
         return event if sum(m is not None for m in members) == 1 else None
 
     async def handler(self, request: web.Request) -> web.StreamResponse:
-        """The aiohttp handler for POSTs to the webhook (see the module docstring)."""
+        """The aiohttp handler for POSTs to the webhook (docs/client.md)."""
         if not self._authorized(request):
             return web.Response(status=401, text="missing or wrong credentials")
         if request.content_type not in JSON_MEDIA_TYPES:  # PUSH_CONTENT_TYPE is one of them

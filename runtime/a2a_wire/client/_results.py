@@ -1,21 +1,8 @@
 """Sans-IO checks on what an agent returns: required fields, unknown kinds, stream order.
 
-Rules kept (spec 3.1.2, 3.1.6, 3.2.3, 3.5.2, 5.7; docs/prose-and-proto.md rows 8, 15, 16, 32, 33):
-
-* A returned Task, Message or update event whose REQUIRED fields are missing (an UNSPECIFIED
-  state or role counts as missing) is an invalid agent response. Optional fields stay optional:
-  a status without timestamp or a Message without ``contextId`` is fine.
-* Forward compatibility: a Part whose content kind this version does not know is dropped from
-  the Message or Artifact that holds it, with a log line; a ``StreamResponse`` with no known
-  member is skipped by the stream, with a log line.
-* Task states (classes in :mod:`a2a_wire._protocol.states`): COMPLETED, FAILED, CANCELED, REJECTED are
-  terminal; INPUT_REQUIRED and AUTH_REQUIRED are interrupted. A state this version does not know
-  is neither, so it never reads as finished.
-* A stream starts with a Task or (SendStreamingMessage only) a Message; after a Message nothing
-  may follow; updates must name the stream's task; later Task snapshots replace the state. It ends
-  normally only after a Message or once the task is terminal or interrupted. A stream resumed
-  with ``Last-Event-ID`` continues an earlier one (:meth:`StreamTracker.continue_from`), so it
-  may start with an update of that stream's task.
+Spec 3.1.2, 3.1.6, 3.2.3, 3.5.2, 5.7. Parts and stream members of kinds this version does not
+know are dropped with a log line rather than refused, so a newer agent stays readable; a state
+it does not know never reads as finished (docs/internals/client.md).
 """
 
 from __future__ import annotations

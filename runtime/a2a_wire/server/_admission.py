@@ -1,27 +1,10 @@
 """Admission of JSON-RPC requests: authentication, rate limits, stream slots (spec 7.4, 13.4).
 
-:class:`Admission` runs before a request body is read. In order:
-
-1. With registered clients (:mod:`a2a_wire.server._auth`): a source address that used up its allowance of
-   failed authentications gets HTTP 429 without its credentials being looked at; otherwise the
-   credentials are checked, and a failure is logged (reason and source, never the value),
-   counted against the source, and answered with HTTP 401, one ``WWW-Authenticate`` challenge
-   per scheme in use and a JSON-RPC error body.
-2. The caller's request rate (a token bucket per client id, :class:`a2a_wire.server._limits.RateLimiter`):
-   over it, HTTP 429 with ``Retry-After``. Anonymous callers are limited per source address only
-   with ``ServerSettings.limit_anonymous``.
-3. The :class:`~a2a_wire.server._call_info.CallInfo` of the request: owner (before the tenant is known),
-   client id, permitted skills, requested extensions, and the public origin.
-
-Streams take a slot per client (:meth:`Admission.stream_slot`) for as long as they are open;
-over ``max_streams_per_client`` the call is HTTP 429.
-
-A refusal is raised as :class:`~a2a_wire.server._errors.UnauthenticatedError` or
-:class:`~a2a_wire.server._errors.RateLimitedError`, which carry their HTTP status, headers and
-JSON-RPC error (id ``null``, -32600 with an ``a2a-wire`` ErrorInfo); the glue answers them.
-
-This module also assembles the cards: the public card with the security declarations and public
-skills, and the extended card of a caller (spec 3.1.11, 13.3).
+:class:`Admission` runs before a request body is read: the source's failed-authentication limit
+before the credentials are looked at, then the credentials, then the caller's rate; it builds
+the request's :class:`~a2a_wire.server._call_info.CallInfo`. Refusals are raised (401, 429; see
+docs/server.md, "Authentication"). The public and extended cards are assembled here too
+(spec 3.1.11, 13.3).
 """
 
 from __future__ import annotations
@@ -50,7 +33,7 @@ APPLIED_EXTENSIONS = web.RequestKey("a2a_wire.applied_extensions", tuple[str, ..
 
 
 class Admission:
-    """The per-application admission rules (module docstring).
+    """The per-application admission rules (docs/internals/server.md).
 
     Args:
         registry: The registered clients.

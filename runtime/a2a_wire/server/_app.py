@@ -1,54 +1,10 @@
-"""The A2A JSON-RPC server on aiohttp: application factory and HTTP glue (spec 9).
+"""The A2A JSON-RPC server on aiohttp: :func:`create_app` and the HTTP glue (spec 9).
 
-:func:`create_app` builds an :class:`aiohttp.web.Application` serving
-
-* ``GET /.well-known/agent-card.json``: the agent card, with caching headers (spec 8.2, 8.6);
-* ``GET /healthz`` and ``GET /readyz``: liveness and readiness (:mod:`a2a_wire.server._health`);
-* ``POST <rpc_path>``: JSON-RPC 2.0 (spec 9.1-9.4). The method logic is in
-  :mod:`a2a_wire.server._methods`; this module reads the body, checks the envelope, and writes a JSON
-  answer or an event stream.
-
-HTTP-level rules kept here:
-
-* Before anything else, :class:`a2a_wire.server._admission.Admission` authenticates JSON-RPC
-  requests when clients are registered (HTTP 401) and applies the per-client rate and stream
-  limits (HTTP 429 with ``Retry-After``). The card and the probes need no credentials.
-* The extensions a request names in ``A2A-Extensions`` that the card declares are echoed in the
-  response's ``A2A-Extensions`` header (spec 3.2.6).
-* A body whose ``Content-Type`` is not ``application/json`` (or ``application/a2a+json``) is
-  refused before parsing: HTTP 415 with a -32005 error body. A missing Content-Type counts as
-  not JSON.
-* A body over ``max_body_bytes`` is HTTP 413; an unknown path 404, a wrong HTTP method 405; each
-  with a -32600 body. An unexpected exception is logged and answered with HTTP 500 and a
-  -32603 body that holds no detail. No answer is an HTML page.
-* The body must arrive within ``body_timeout_seconds`` (HTTP 408, then the connection is
-  closed); a body that does not decode is HTTP 400 (-32700) and closes the connection too; a
-  client that hangs up while sending is not an error (one debug line, status 499 for the
-  request log). Refusals settle the body they leave unread (:mod:`a2a_wire.server._body`).
-* What aiohttp cannot parse as HTTP it answers itself (``text/plain`` 400; docs/server.md).
-* JSON-RPC errors found while answering a call use HTTP 200 (as the reference SDK does), but
-  :class:`~a2a_wire.errors.UnavailableError` (-32000) alone in its request: HTTP 503 with
-  ``Retry-After`` (in a batch it stays an entry of the 200 array).
-* Every error that answers a whole request is raised, and the middleware turns it into the
-  response: its status and headers are the error's own (``http_status``, ``http_headers``;
-  the refusals are in :mod:`a2a_wire.server._errors`), aiohttp's HTTP exceptions are
-  translated there, and nothing here picks a status for an error.
-* ``A2A-Version`` (header, else query parameter) is checked for every call (spec 3.6): -32009.
-* CORS, when ``ServerSettings.cors_origins`` lists origins: headers on every answer to a listed
-  origin and ``OPTIONS`` preflights (:mod:`a2a_wire.server._cors`).
-* Notifications (requests without ``id``) are executed and never answered; a body holding only
-  notifications gets HTTP 204 with no body (JSON-RPC 2.0 section 6), once they have run (a
-  SendMessage notification therefore waits like a SendMessage call).
-* Batches (at most ``max_batch_size`` calls) run concurrently and are answered as one array, in
-  request order. A streaming method cannot be answered inside a batch, or as a notification: it
-  gets its own -32600 error entry (and a notification's is dropped), and is not executed.
-* Streaming calls (SendStreamingMessage, SubscribeToTask) answer ``text/event-stream``. An
-  error found before the stream's first event (bad JSON, envelope, content type, body size,
-  version, capability, params, an unknown or terminal task) is a plain JSON answer; only one
-  found after it is sent as an event (see :mod:`a2a_wire.server._streaming`).
-
-The store opens (recovery) at startup and closes at cleanup (``app.cleanup_ctx``); the push
-deliverer (``PUSH_DELIVERER_KEY``) and the retention sweeper (``RETENTION_KEY``) run in between.
+It serves the card, the probes and ``POST <rpc_path>``: reads and checks the body and the
+envelope, hands each call to :mod:`._methods`, writes a JSON answer or an event stream. No code
+here picks an HTTP status for an error: errors that answer a whole request are raised, and the
+middleware answers with the error's own ``http_status`` and ``http_headers``. The HTTP rules are
+in docs/server.md, the path of a request in docs/internals/server.md.
 """
 
 from __future__ import annotations

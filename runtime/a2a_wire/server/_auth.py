@@ -1,52 +1,9 @@
 """Registered clients, credentials and who owns what (spec 7.3, 7.4, 7.5, 13.1, 13.4).
 
-Authentication is **off** when no client is registered: every caller is anonymous, may use the
-public skills, and all tasks share the owner ``""`` (or the tenant's partition). That is the
-default of :func:`a2a_wire.server._app.create_app`, meant for embedded and demo servers. Registering
-at least one :class:`RegisteredClient` turns it on for every JSON-RPC call; the public card stays
-readable without credentials.
-
-Credentials
------------
-A client presents either a bearer token (``Authorization: Bearer <token>``) or an API key in a
-header (``X-API-Key`` by default). The server holds neither: each client carries salted scrypt
-hashes in the PHC string form ``$scrypt$ln=14,r=8,p=1$<salt>$<hash>`` made by
-:func:`hash_secret` (standard library :func:`hashlib.scrypt`), and a presented value is checked
-by recomputing the hash and comparing with :func:`hmac.compare_digest`.
-
-Cost of a lookup
-----------------
-Scrypt is slow on purpose (tens of milliseconds), and salted hashes cannot be indexed: from them
-alone, finding the client of a value means trying every hash. So (:mod:`a2a_wire.server._keyring`):
-
-* A credential made by :func:`generate_token` (``a2a-wire hash-secret --generate``) reads
-  ``a2w_<key id>_<secret>``, and its hash records the key id, which picks the one hash to try:
-  **one scrypt run** for a value never seen, whatever the number of clients, and none when no
-  hash has that key id. The key id is not secret; the 256-bit secret part is.
-* A plain credential the server reads at start (``token_env``, ``token_file``, ... of the
-  configuration; :meth:`RegisteredClient.from_secrets`) is known exactly: **no scrypt**.
-* A value that verified is remembered under an HMAC with a random per-process key (never the
-  value itself): later requests cost one HMAC. Concurrent first uses of one value share one
-  verification (single-flight), whether it succeeds or fails.
-* The trade-off: hashes without a key id (of values of any other form, as made before key ids)
-  keep working, but such a value can only be tried against each of them: with ``k`` such
-  hashes a value never seen costs up to ``k`` scrypt runs (one with a single client), and the
-  registry logs a warning at start when ``k`` is two or more. Refusing them would break every
-  deployment with several clients; new credentials for those clients remove the cost.
-
-Values that fail are never remembered; the server rate-limits failures per source address before
-they reach scrypt (:mod:`a2a_wire.server._admission`). Scrypt never runs on the event loop.
-
-No message, log line, ``repr`` or exception of this module contains a presented value: failures
-carry a fixed reason such as ``"unknown bearer token"``.
-
-Ownership (spec 13.1)
----------------------
-Every task, context and push config is stored under an owner string, :func:`owner_key`: the
-request's tenant and the client id joined by the unit separator (U+001F; neither may contain
-it), or ``""`` for an anonymous caller without tenant. Stores compare owners exactly, so another
-client's task is indistinguishable from one that never existed. Context ids are namespaced the
-same way: two clients using the same ``contextId`` have two separate conversations.
+Without a registered client authentication is off and every caller is anonymous. Credentials are
+held as salted scrypt hashes (:func:`hash_secret`); finding the client of a presented value is
+:mod:`._keyring`'s. No message, log line, ``repr`` or exception here holds a presented value.
+The cost rules are in docs/server.md ("Authentication"), the design in docs/internals/server.md.
 """
 
 from __future__ import annotations
@@ -94,7 +51,7 @@ MAX_CREDENTIAL_LENGTH = 4096
 
 
 def owner_key(tenant: str, client_id: str) -> str:
-    """The owner string tasks, contexts and push configs are stored under (module docstring)."""
+    """The owner string tasks, contexts and push configs are stored under (docs/internals/server.md)."""
     if not tenant and not client_id:
         return ""
     return f"{tenant}{SEPARATOR}{client_id}"
@@ -163,7 +120,7 @@ class RegisteredClient:
         """A client some of whose plain credentials the server has (e.g. read at start).
 
         A plain credential is hashed now (:func:`hash_secret`) and also pinned: the registry
-        recognises it without any scrypt run (module docstring, "Cost of a lookup"). The plain
+        recognises it without any scrypt run (docs/server.md, "Authentication"). The plain
         value is not kept, only its HMAC under the per-process key.
 
         Args:
@@ -366,7 +323,7 @@ class SecurityConfig:
     """Everything about authentication, authorization and the card's trust a server uses.
 
     Attributes:
-        clients: Registered clients; none turns authentication off (module docstring).
+        clients: Registered clients; none turns authentication off.
         skills: Published skills with their executors (:mod:`a2a_wire.server._skills`); when given,
             they replace the card's ``skills`` and the ``executor`` of ``create_app``.
         extended_card: Serve GetExtendedAgentCard (the card with the skills the caller may

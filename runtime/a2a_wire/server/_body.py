@@ -1,23 +1,8 @@
 """Reading a request body, and ending the requests whose body was not read (spec 13.4).
 
-:func:`read_body` reads the body of a JSON-RPC POST:
-
-* a declared ``Content-Length`` over ``max_body_bytes`` is HTTP 413 before anything is read;
-* the body must arrive within ``body_timeout_seconds``, else HTTP 408
-  (:class:`~a2a_wire.server._errors.BodyTimeoutError`) and the connection is closed;
-* a body that does not decode (a bad ``Content-Encoding``, broken chunk framing) is HTTP 400
-  (:class:`~a2a_wire.server._errors.UnreadableBodyError`) and the connection is closed;
-* a client that hangs up while sending raises aiohttp's ``ConnectionResetError``: the glue
-  answers it with :func:`client_left` (status 499, which nobody reads, and one debug line), never
-  with a 500 and a traceback.
-
-:func:`settle` sends a refusal and deals with the body it left unread. Left alone, aiohttp reads
-and drops an unread body after the answer for up to ten seconds (its ``lingering_time``) and, when
-that body fails to decode, logs "Unhandled exception" with a traceback. So a refusal settles the
-body itself: a body that failed (400, 408) ends the connection once the answer is sent; any other
-unread body (a refusal before reading it: 401, 413, 415, 429, 404, 405) is read and dropped
-within ``body_timeout_seconds``, and the connection is closed when that fails, takes too long or
-the client leaves. A connection whose body was dropped whole stays open for the next request.
+:func:`read_body` enforces ``max_body_bytes`` and ``body_timeout_seconds``; :func:`settle` sends
+a refusal and disposes of the body it left unread itself, because aiohttp left alone would
+linger on it for ten seconds and log a traceback when it fails to decode (docs/internals/server.md).
 """
 
 from __future__ import annotations

@@ -1,23 +1,9 @@
 """Publishing the agent card at ``/.well-known/agent-card.json`` (spec 8.2, 8.3, 8.6).
 
-The served card is the configured one with ``supportedInterfaces`` led by this server's JSON-RPC
-endpoint (``protocolBinding`` ``JSONRPC``, ``protocolVersion`` ``1.0``, spec 8.3.1); other
-bindings the configured card lists follow it, and any JSON-RPC entries it listed are replaced.
-The endpoint URL is ``public_url`` + ``rpc_path`` when ``public_url`` is set, otherwise the
-scheme and ``Host`` of the card request. Tenants (spec 8.3.2): each JSON-RPC entry of the
-configured card that names a ``tenant`` becomes one served entry with that tenant (the server
-then requires requests to carry one of them, see :mod:`a2a_wire.server._methods`); without any, one
-entry without tenant is served.
-
-Signing (spec 8.4): with a signer, every rendering is signed as served (after the interface
-rewrite), replacing any ``signatures`` of the configured card. Because the served URL is part
-of what is signed, a signer needs ``public_url``: signing whatever ``Host`` a request names
-would hand out valid signatures over cards pointing anywhere.
-
-Caching (spec 8.6.1): ``Cache-Control: public, max-age=<card_max_age_seconds>``, a strong
-``ETag`` (a hash of the body) and ``Last-Modified`` (when the application was built). A request
-whose ``If-None-Match`` matches the ETag, or that has no ``If-None-Match`` and an
-``If-Modified-Since`` not before ``Last-Modified``, gets 304 with no body.
+:class:`CardPublisher` serves the configured card with this server's JSON-RPC interface first,
+signed as served when it has a signer (which is why signing needs ``public_url``: the URL is
+part of what is signed), with ``ETag`` and ``Last-Modified`` for conditional requests. The rules
+are in docs/server.md, "The served card".
 """
 
 from __future__ import annotations

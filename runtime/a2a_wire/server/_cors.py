@@ -1,23 +1,9 @@
 """Cross-origin requests from browser applications (CORS, WHATWG Fetch), off unless configured.
 
-With ``ServerSettings.cors_origins`` empty (the default) the server sends no CORS header and an
-``OPTIONS`` request is HTTP 405 like any other unrouted method. With origins listed
-(``"https://app.example.com"``, or ``"*"`` for any):
-
-* a response to a request whose ``Origin`` is listed carries ``Access-Control-Allow-Origin``
-  (that origin, or ``*``), ``Vary: Origin`` and ``Access-Control-Expose-Headers`` naming the
-  headers a caller reads (``A2A-Extensions``, ``WWW-Authenticate``, ``Retry-After``, ``ETag``);
-  refusals (401, 429, ...) carry them too, so that a browser application can read their body;
-* ``OPTIONS`` on the JSON-RPC path and on the card path is a preflight: a listed ``Origin`` gets
-  HTTP 204 allowing ``GET``, ``POST`` and ``OPTIONS`` and the request headers of the binding
-  (``A2A-Version``, ``A2A-Extensions``, ``Authorization``, ``Content-Type``, ``Last-Event-ID``
-  and the API key header of :class:`~a2a_wire.server._auth.SecurityConfig`), cached by the
-  browser for ``Access-Control-Max-Age`` seconds; any other ``OPTIONS`` is HTTP 403 with a
-  -32600 body (:class:`~a2a_wire.server._errors.OriginNotAllowedError`).
-
-``Access-Control-Allow-Credentials`` is never sent: callers authenticate with a header the
-preflight allows (spec 7), not with cookies. Origins are compared as browsers serialize them:
-scheme and host in lower case, the port only when it is not the scheme's default.
+With ``ServerSettings.cors_origins`` listed, answers to a listed ``Origin`` (refusals too) carry
+the CORS headers and ``OPTIONS`` on the JSON-RPC and card paths is a preflight; the rules are in
+docs/server.md, "CORS". Credentials are never allowed: callers authenticate with a header, not
+cookies.
 """
 
 from __future__ import annotations
@@ -73,7 +59,7 @@ def normalize_origin(text: str) -> str:
 
 
 class Cors:
-    """The CORS rules of one application (module docstring).
+    """The CORS rules of one application (docs/server.md, "CORS").
 
     Args:
         origins: ``ServerSettings.cors_origins``, each already valid.

@@ -1,23 +1,9 @@
 """The server's HTTP-level refusals: errors that answer a whole HTTP request (spec 7.4, 9, 13.4).
 
-Each refuses the request before any call in its body is answered, so each carries an HTTP status
-other than the 200 of JSON-RPC errors: :attr:`~a2a_wire.errors.ProtocolError.http_status`, and
-headers from :meth:`~a2a_wire.errors.ProtocolError.http_headers`. The admission rules and the
-HTTP glue raise them; the glue's middleware (:mod:`a2a_wire.server._app`) is the one place that
-turns any :class:`~a2a_wire.errors.ProtocolError` into a response, reading both from the error.
-Each keeps the JSON-RPC code of the class it refines, so a client reads the same error object
-as before; their place in the tree is drawn in :mod:`a2a_wire.errors`.
-
-Admission refusals carry a ``google.rpc.ErrorInfo`` in the ``a2a-wire`` domain (A2A assigns no
-code to them; they use -32600, docs/prose-and-proto.md row 39) whose reason is
-``UNAUTHENTICATED`` or ``RATE_LIMITED``.
-
-:func:`from_http` translates aiohttp's own HTTP exceptions (no route, wrong method, body over
-``client_max_size``) at that same boundary; those keep aiohttp's status on the instance.
-
-A call refused because the task store is unavailable is the one JSON-RPC error answered with
-a status of its own (HTTP 503, ``Retry-After``) when it is alone in its request: the glue tells
-the client ``ServerSettings.store_retry_after_seconds`` (:func:`with_retry_after`).
+Each keeps the JSON-RPC code of the class it refines and adds its own HTTP status and headers;
+the glue's middleware is the one place that turns any ``ProtocolError`` into a response.
+:func:`from_http` translates aiohttp's HTTP exceptions at that boundary. The statuses are listed
+in docs/errors.md.
 """
 
 from __future__ import annotations

@@ -1,25 +1,10 @@
 """The agent side of the server: what an agent implements and what it is given.
 
-An agent is an :class:`AgentExecutor`. For every SendMessage or SendStreamingMessage (spec 3.1.1,
-3.1.2) the server calls :meth:`AgentExecutor.execute` with a :class:`RequestContext` and an
-:class:`EventQueue`; for CancelTask (spec 3.1.5) it calls :meth:`AgentExecutor.cancel`.
-
-What the agent puts on the queue decides the answer:
-
-* a :class:`~a2a_wire.types.Message` as the *first* event is a direct reply: no task is made, the
-  client gets that message (and a stream carries it alone, then closes);
-* a :class:`~a2a_wire.types.Task`, a :class:`~a2a_wire.types.TaskStatusUpdateEvent` or a
-  :class:`~a2a_wire.types.TaskArtifactUpdateEvent` as the first event makes the task (with the
-  ids of the context; for a status or artifact update the task starts SUBMITTED with the client's
-  message as its history, then the update is applied); later events update it.
-
-The server applies each event to the task under the transition rules of
-:mod:`a2a_wire._protocol.tasks`, stores it, then sends it to every open stream of the task, in order
-(spec 3.5.2). An event the rules refuse (for instance one after the task ended) is logged and
-:meth:`EventQueue.enqueue_event` returns ``False``. ``execute`` should leave the task terminal
-(COMPLETED, FAILED, CANCELED, REJECTED) or interrupted (INPUT_REQUIRED, AUTH_REQUIRED) before it
-returns; if it returns earlier, or raises, the server fails the task with a status message.
-:class:`TaskUpdater` wraps the common moves.
+An agent is an :class:`AgentExecutor`; for each SendMessage or SendStreamingMessage (spec 3.1.1,
+3.1.2) the server calls ``execute`` with a :class:`RequestContext` and an :class:`EventQueue`,
+for CancelTask (spec 3.1.5) ``cancel``. The agent's first event decides whether a task is made
+(a Message is a direct reply); every event is applied under :mod:`a2a_wire._protocol.tasks`,
+stored, then streamed. :class:`TaskUpdater` wraps the common moves (docs/server.md, "Executors").
 """
 
 from __future__ import annotations

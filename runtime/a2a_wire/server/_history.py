@@ -1,22 +1,8 @@
 """The server's history rule: what a request may ask for, what a task keeps, what an answer shows.
 
-Three decisions, each made here and nowhere else (spec 3.2.4, 13.4):
-
-* :func:`requested_length` validates a request's ``historyLength`` (GetTask, ListTasks, and
-  SendMessage's ``configuration.historyLength``): absent means the whole history, a negative
-  value is -32602 on that field.
-* :func:`trim` bounds what a stored task keeps, applied by the store as it folds (its
-  ``history_limit``; the stores that ``create_app`` and ``a2a-wire serve`` make take
-  ``ServerSettings.max_history_per_task``): beyond the limit the oldest messages go, except the first one, the message that started the task (it
-  names what was asked, and the skill router reads it, see :mod:`a2a_wire.server._skills`).
-* :func:`view` is the task as an answer shows it: a snapshot with the history cut to the
-  requested length (and without artifacts where ListTasks asks so, spec 3.1.4). The agent's
-  :class:`~a2a_wire.server._executor.RequestContext` gets the full :func:`view`.
-
-A view is a shallow copy (:func:`a2a_wire._protocol.tasks.with_history`): it shares messages and
-artifacts with the stored task, which :func:`~a2a_wire._protocol.tasks.apply` and :func:`trim`
-never mutate (they swap in new lists), so it stays a faithful snapshot after the hub's lock is
-released and may be encoded later. Treat it as read-only.
+:func:`requested_length`, :func:`trim` and :func:`view` make these decisions here and nowhere
+else (spec 3.2.4, 13.4). A view shares messages and artifacts with the stored task, which stays
+safe only because nothing mutates them in place: treat a view as read-only.
 """
 
 from __future__ import annotations

@@ -1,36 +1,9 @@
-"""From a presented credential to the registered client, with at most one scrypt run.
+"""From a presented credential to its registered client, with at most one scrypt run.
 
-The cost rules are stated in :mod:`a2a_wire.server._auth`; this module keeps them. A
-:class:`Keyring` holds, per credential kind (bearer token, API key):
-
-* **pins**: tags of the plain credentials the server read at start (``token_env``,
-  ``token_file``, ...; :meth:`RegisteredClient.from_secrets
-  <a2a_wire.server._auth.RegisteredClient.from_secrets>`). A presented value whose tag is pinned
-  is its client's, with no scrypt at all.
-* **remembered** tags of values that verified (a bounded LRU map), likewise scrypt-free.
-* **key ids**: hashes made from ``a2w_<key id>_<secret>`` values carry the key id
-  (:mod:`a2a_wire.server._scrypt`); a value of that form is verified against the one hash with
-  its key id, or refused at once when no hash has it. One scrypt run, whatever the number of
-  clients.
-* **legacy** hashes, without key id and not pinned. A value without a key id can only be
-  checked against each of them: the one cost that grows with the configuration, and only with
-  the number of such hashes, never with the clients that have key ids. The registry logs a
-  warning at start when there are two or more.
-
-A tag is HMAC-SHA256 of the kind and the value under a random key made when the process starts:
-it is never stored outside memory, and a map lookup by tag leaks nothing usable about the value,
-because nobody outside the process can compute tags. The final comparison of every scrypt check
-is :func:`hmac.compare_digest`.
-
-Concurrent lookups of one value that is neither pinned nor remembered share one verification
-(single-flight): the first starts it as a task, the others wait for the same task, and the
-result, success or failure, is each caller's. A failure is not remembered, so the next attempt
-pays again; the server rate-limits failures per source before they get here
-(:mod:`a2a_wire.server._admission`).
-
-Scrypt runs in a thread pool of its own, as many threads as CPUs, so that a verification never
-blocks the event loop, at most that many 16 MiB scrypt buffers exist at once, and the default
-executor (name resolution, files) is never queued behind slow hashes.
+A :class:`Keyring` looks a value up by its tag (an HMAC under a key made at process start,
+never the value itself) among the pinned and the remembered credentials, then by key id, and
+only last against each hash without key id; concurrent lookups of one value share one
+verification. How and why: docs/internals/server.md, "Credentials and the keyring".
 """
 
 from __future__ import annotations
@@ -79,7 +52,7 @@ def _check(candidates: list[Entry], value: str) -> str:
 
 
 class Keyring:
-    """The credentials of the registered clients, indexed for lookup (module docstring)."""
+    """The credentials of the registered clients, indexed for lookup (docs/internals/server.md)."""
 
     def __init__(self) -> None:
         self._by_kid: dict[tuple[Kind, str], Entry] = {}
@@ -145,7 +118,7 @@ class Keyring:
         return client_id or ""
 
     async def find(self, kind: Kind, value: str) -> str:
-        """The id of the client ``value`` belongs to, or ``""`` (module docstring for the cost).
+        """The id of the client ``value`` belongs to, or ``""`` (docs/server.md for the cost).
 
         Args:
             kind: Which credential was presented.

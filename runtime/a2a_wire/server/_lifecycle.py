@@ -1,33 +1,8 @@
 """The lifecycle of one agent run, as a table: every run reaches ``ENDED``, and says how.
 
-A run (:class:`~a2a_wire.server._run.Run`) is one ``execute`` call on a task, or one cancel.
-Its phase moves only through :func:`advance`, by the steps below; a step the table does not
-list for the phase raises and changes nothing. The rules it keeps:
-
-* ``WORKING``: the agent runs and the turn is open; its events are taken.
-* ``TURN_ENDED``: an interrupted or terminal state (or a direct Message reply) is committed.
-  The caller's turn is over: a follow-up to an interrupted task is accepted from this moment,
-  waiting (bounded) for a run that is still unwinding and then superseding it, never refused
-  as busy. The agent may still send events until it returns; one that leaves the interrupted
-  state opens the turn again (``RESUMED``).
-* ``ENDING``: ``execute`` is over but the store could not record how the task ends (the FAILED
-  of an agent that failed, or returned early): the runtime retries in the background while
-  the run holds its lease; streams and waiting calls have been released with a retryable
-  error.
-* ``ENDED``: no more events are taken. The lease is released, or left to expire when the
-  store cannot be reached; it is never renewed for an ended run.
-
-Each row a phase, each column a step, each cell the next phase (``-`` an illegal step)::
-
-    phase        SETTLED     RESUMED  RETURNED  UNRECORDED  RECORDED  STOPPED
-    WORKING      TURN_ENDED  -        ENDED     ENDING      -         ENDED
-    TURN_ENDED   TURN_ENDED  WORKING  ENDED     ENDING      -         ENDED
-    ENDING       -           -        -         -           ENDED     ENDED
-    ENDED        -           -        -         -           -         ENDED
-
-``STOPPED`` covers every way a run is ended from outside: cancelled, its lease lost to another
-process, superseded by a follow-up, or the server shutting down; stopping an ended run again
-changes nothing. This module has no I/O and no asyncio.
+A run's phase moves only through :func:`advance` by :data:`TRANSITIONS`; a step the table does
+not list for the phase raises and changes nothing. The phases and steps are explained in
+docs/internals/server.md ("The lifecycle of a run"). No I/O and no asyncio.
 """
 
 from __future__ import annotations
@@ -38,7 +13,7 @@ __all__ = ["TRANSITIONS", "Phase", "Step", "advance"]
 
 
 class Phase(enum.Enum):
-    """Where a run is in its life (see the module docstring)."""
+    """Where a run is in its life (docs/internals/server.md)."""
 
     WORKING = "working"
     TURN_ENDED = "turn-ended"

@@ -1,24 +1,8 @@
 """Sans-IO limits of the server: request rates, open streams and parts (spec 13.4).
 
-The HTTP glue in :mod:`a2a_wire.server._app` asks these objects whether a request may go on; nothing
-here does I/O or imports asyncio or aiohttp, and every clock is injected, so tests drive them
-with a fake time.
-
-Theory of operation
--------------------
-* :class:`RateLimiter` is a token bucket per key: each key holds up to ``burst`` tokens and gains
-  ``rate`` tokens a second. A request takes one token; when none is left it is refused with the
-  number of seconds until the next token (the ``Retry-After`` value). Keys are kept in LRU order
-  and at most ``max_keys`` of them are remembered, so memory stays bounded whatever the keys;
-  a forgotten key starts again with a full bucket (the state of a key never seen), which only
-  ever errs towards letting a request through.
-* :class:`StreamCounter` counts the open streams of each key and refuses one more beyond the
-  limit; the server releases the slot when the stream's response ends, however it ends.
-* :func:`check_parts` bounds the parts of one message (-32602 on ``message.parts``).
-
-Keys are chosen by the server: the authenticated client id, or the source address for
-authentication failures (see :mod:`a2a_wire.server._auth`). The history a task keeps is bounded
-by :func:`a2a_wire.server._history.trim`.
+No I/O, no asyncio or aiohttp, and every clock injected, so tests drive them with a fake time.
+:class:`RateLimiter` remembers at most ``max_keys`` keys: a forgotten key starts with a full
+bucket, which only ever errs towards letting a request through.
 """
 
 from __future__ import annotations

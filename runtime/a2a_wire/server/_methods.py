@@ -1,34 +1,9 @@
 """Method logic of the JSON-RPC server: one function per A2A method (spec 3.1, 9.4).
 
-The HTTP glue in :mod:`a2a_wire.server._app` looks the method up once, as a
-:class:`~a2a_wire.methods.Method` record, and calls :func:`call_unary` or :func:`call_stream`
-with it. Those apply, in this order, before any work is done:
-
-1. the capability checks of spec 3.3.4, from the agent card: streaming methods need
-   ``capabilities.streaming`` (-32004), the four push-config methods need
-   ``capabilities.pushNotifications`` (-32003), GetExtendedAgentCard needs
-   ``capabilities.extendedAgentCard`` (-32004), and every extension the card marks ``required``
-   must be named in ``A2A-Extensions`` (-32008);
-2. decoding of ``params`` with REQUIRED checks (-32602 with a BadRequest detail);
-3. the method's own validation and work.
-
-Version negotiation (spec 3.6) is :func:`a2a_wire._protocol.wire.check_version`, applied by the
-glue: ``A2A-Version`` must be ``1.0`` or ``1.0.x``; an absent or empty value means 0.3, which,
-like any other version, is -32009.
-
-The push-config methods and SendMessage's inline push config are in
-:mod:`a2a_wire.server.push._configs`; a SendMessage carrying a push config answers -32003 when the card
-does not declare push notifications (the spec is silent; this matches the methods).
-
-GetExtendedAgentCard, with the capability declared, answers the card built for the caller
-(:func:`a2a_wire.server._admission.extended_card_builder`), or -32007 when the server was not configured to
-serve one (``SecurityConfig.extended_card``).
-
-Tenants (spec 8.3.2; the spec does not say what a server does with a tenant it does not serve):
-after decoding, a request's ``tenant`` must be one the served JSON-RPC interfaces name (``""``
-only when an interface has none), else -32602 on ``tenant``. The call info is then scoped to it
-(:meth:`~a2a_wire.server._call_info.CallInfo.with_tenant`), so every handler sees the owner key of its
-tenant and client: data is partitioned by tenant.
+The glue calls :func:`call_unary` or :func:`call_stream` with the method's record; before any
+work they apply, in order, the capability checks of spec 3.3.4, the decoding of ``params``
+(REQUIRED checks), and the tenant check, which scopes the call info to the tenant so that data
+is partitioned by it. The push-config methods are in :mod:`.push._configs`.
 """
 
 from __future__ import annotations

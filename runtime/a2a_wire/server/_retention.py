@@ -1,28 +1,10 @@
 """Retention: the background task that deletes old tasks and compacts finished event logs.
 
-Rules (the settings are in :class:`~a2a_wire.server._settings.ServerSettings`; the times are
-the store's clock at the task's last state change,
-:meth:`~a2a_wire.server.store._log.EventLogStore.expired`):
-
-* a terminal task is deleted ``terminal_retention_seconds`` after it finished;
-* an interrupted task (INPUT_REQUIRED, AUTH_REQUIRED) is deleted when no follow-up came for
-  ``interrupted_retention_seconds``;
-* the event log of a terminal task is compacted ``event_log_retention_seconds`` after it
-  finished: its events go, its snapshot stays. Until then a stream can resume from any event
-  (``Last-Event-ID``); after, a resume starts with the task (docs/server.md);
-* the in-memory store holds at most ``memory_max_tasks`` tasks; it makes room itself when a task
-  is created (:mod:`a2a_wire.server.store._log_memory`).
-
-A deleted task is unknown at once (-32001, as if it never existed), and its push configs go with
-it; its events and outbox rows follow in later store calls (``purge``). A task an agent is still
-running on is skipped until its run ends.
-
-Every pass (:meth:`Retention.sweep`, every ``retention_interval_seconds``) works in small
-batches: each store call touches at most :data:`RETENTION_BATCH` tasks (or
-:data:`~a2a_wire.server.store._log.PURGE_BATCH` rows), and the sweeper yields to the event loop
-between calls, so a request never waits behind a long transaction. The sweeper is an
-``app.cleanup_ctx`` entry (:meth:`Retention.lifecycle`): it starts once the store is open and
-is cancelled and awaited before the store closes; nothing is fire-and-forget.
+:class:`Retention` applies the rules of docs/server.md ("Retention") every
+``retention_interval_seconds``, by the store's clock, in batches of at most
+:data:`RETENTION_BATCH` tasks per store call with the event loop free between calls, so a request
+never waits behind it. It starts after the store opens and is awaited before the store closes
+(:meth:`Retention.lifecycle`).
 """
 
 from __future__ import annotations
@@ -67,7 +49,7 @@ class Swept:
 
 
 class Retention:
-    """Deletes and compacts by the settings' retention rules; see the module docstring.
+    """Deletes and compacts by the settings' retention rules; see docs/server.md, "Retention".
 
     Args:
         store: The task store.

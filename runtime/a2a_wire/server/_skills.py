@@ -1,36 +1,9 @@
 """Skills: what an agent offers (``AgentSkill`` on the card, spec 4.4.5) and who serves each one.
 
-A :class:`Skill` pairs the card's ``AgentSkill`` with the :class:`~a2a_wire.server._executor.AgentExecutor`
-that serves it and says whether it is public. The server publishes the public skills on the
-public card; GetExtendedAgentCard shows an authenticated caller every skill it may use
-(spec 3.1.11, 13.3). Which skills a caller may use comes from :mod:`a2a_wire.server._auth`: a registered
-client lists them; an unauthenticated caller (a server without registered clients) may use the
-public ones.
-
-Routing rule
-------------
-A message goes to exactly one skill, chosen by :meth:`SkillSet.select`:
-
-1. ``message.metadata.skillId`` (a string) names the skill. A skill that does not exist and a
-   skill the caller may not use give the same -32602 error naming it, so a caller cannot probe
-   for hidden skills.
-2. Without it, a message continuing a task goes to the skill that took the task: the one its
-   first message named (the history limit always keeps that message), else rule 3.
-3. Otherwise the caller's only permitted skill, else the default skill (``default=True``) when
-   the caller may use it; else -32602 asking for ``skillId`` and listing the permitted ids.
-
-A follow-up that names a different skill than the task's is -32602. CancelTask goes to the
-task's skill by rules 2 and 3 and never fails on routing.
-
-Media types (spec 3.1.1, 13.4)
-------------------------------
-Each part's media type must match one of the skill's ``inputModes`` (the card's
-``defaultInputModes`` when the skill lists none; no modes at all accepts anything), else -32005.
-A part's media type is its ``mediaType``; a text part without one is ``text/plain`` and a data
-part ``application/json``; file parts (``raw``/``url``) without one are not checked. When the
-request lists ``acceptedOutputModes`` and the skill (or card) declares output modes, one of them
-must match, else -32005. Matching ignores case and parameters and understands ``type/*`` and
-``*/*``; a bare ``text`` mode counts as ``text/*``.
+A :class:`Skill` pairs the card's ``AgentSkill`` with its executor and says whether it is
+public; :meth:`SkillSet.select` routes a message to exactly one skill and checks its media
+types (spec 3.1.1, 13.4). An unknown skill and a forbidden one give the same error, so hidden
+skills cannot be probed. The rules are listed in docs/server.md, "Skills".
 """
 
 from __future__ import annotations
@@ -116,7 +89,7 @@ def _requested_skill(message: Message, field: str = "message.metadata.skillId") 
 
 
 class SkillSet:
-    """The skills of a server, with the routing and media rules of the module docstring.
+    """The skills of a server, with the rules of docs/server.md, "Skills".
 
     Args:
         skills: The skills; ids must be unique and non-empty, at most one ``default``.
@@ -185,7 +158,7 @@ class SkillSet:
         task: Task | None = None,
         accepted_output_modes: Sequence[str] = (),
     ) -> Skill:
-        """Route ``message`` and check its media types (module docstring).
+        """Route ``message`` and check its media types (docs/server.md, "Skills").
 
         Args:
             message: The client's message.

@@ -1,22 +1,9 @@
 """Writing a task's events to an aiohttp response as Server-Sent Events (spec 9.4.2, 3.5.2).
 
-Framing: HTTP 200, ``Content-Type: text/event-stream``; each event is an ``id:`` line with the
-event's number in the task's log (what a client sends back as ``Last-Event-ID`` to resume; a
-direct Message reply belongs to no task and has none), then one ``data:`` line holding a
-complete JSON-RPC response whose ``result`` is a StreamResponse and whose ``id`` is the
-request's, then a blank line. The result bytes are the logged event's, encoded once
-(:mod:`a2a_wire.server.store._log`); here each stream only wraps them in its own envelope.
-
-An error found before the first event (an unknown task, a terminal task without
-``Last-Event-ID``, bad params, a missing capability, and whatever the stream's first item is)
-is a plain JSON-RPC answer, ``application/json`` (:func:`error_answer`; HTTP 200, or 503 with
-``Retry-After`` when the store is unavailable): the handler finds it,
-or, for a new task's stream, the response is prepared only once the agent's first event (or a
-keep-alive) is due. An error after that is sent as one
-event carrying the error object, and the stream ends. While nothing happens, a comment line is
-sent every ``keepalive_seconds`` so that proxies keep the connection and a vanished client is
-noticed. A store that fails the subscriber's reads is ridden out for ``stream_outage_seconds``,
-then the stream ends with a -32000 error event naming the task (:mod:`._subscriber`).
+Each event is an ``id:`` line (its number in the task's log) and one ``data:`` line wrapping the
+logged result bytes, encoded once by the store, in this stream's JSON-RPC envelope. A new task's
+response is prepared only when the first event (or a keep-alive) is due, so an error before it
+is still a plain JSON answer (:func:`error_answer`). The rules: docs/server.md, "Methods".
 """
 
 from __future__ import annotations

@@ -1,44 +1,9 @@
 """One open stream's cursor over its task's event log, and the subscription the writer holds.
 
-Theory of operation
--------------------
-A :class:`Subscriber` is where one stream (SendStreamingMessage, SubscribeToTask) is in the log
-of one task (:mod:`a2a_wire.server.store._log`): the number of the last event it has handed
-out. Everything it sends comes from the log, after the commit, with that event's number as its
-SSE ``id``; so a stream shows nothing that is not durable, never skips an event and never
-repeats one, whether it started from the task (a snapshot, whose ``seq`` says which events it
-holds) or from a client's ``Last-Event-ID``. History messages are logged but not streamed: the
-ids a stream shows may jump, never go back.
-
-The hub (:mod:`a2a_wire.server._hub`) *offers* each committed batch to the subscribers of the
-task, and that is what wakes them. An offer only saves a read: a subscriber keeps offered
-events in a small cache (at most ``limit``, ``ServerSettings.stream_queue_size``) and takes from
-it what follows its position. It reads the log from the store, ``limit`` events at a time, when
-the cache cannot serve: before its first offer (the events came before the subscriber did),
-after the cache overflowed (the reader is slow), after the hub finished it, and after every
-``timeout`` of silence, which also notices commits no offer announced (another process) and a
-deleted task. A slow reader therefore holds at most ``limit`` events in memory and still gets
-every event, and the agent never waits for it; a reader that keeps up costs no read at all.
-
-With other processes on the same store (:mod:`a2a_wire.server._peers`), the events of a task
-whose agent runs elsewhere come with no offer. Such a subscriber is given ``follow``, which
-says whether no agent runs on the task in this process; while it does not, the subscriber
-waits on the store's :meth:`~a2a_wire.server.store.EventLogStore.wait_events` as well as for
-an offer (PostgreSQL's notifications wake it). When the local run ends, the hub calls
-:meth:`Subscriber.poke`, so that a subscriber waiting for offers only looks again.
-
-A stream ends after the first event it sends that leaves the task terminal or interrupted (spec
-3.1.2, 3.1.6); not at the task it starts with, which may be interrupted already (the stream then
-follows the next turn). It also ends after a direct Message reply (:meth:`Subscriber.reply`),
-when the task is gone (-32001), or, once the hub calls :meth:`Subscriber.finish`, after the
-events logged so far, with the hub's error if it gave one (at once when the store cannot read
-them: the client resumes with ``Last-Event-ID``); or when the store has failed its reads for
-``stream_outage_seconds`` (:mod:`a2a_wire.server._stream_outage`).
-
-A :class:`Subscription` is what a streaming method hands to the stream writer
-(:mod:`a2a_wire.server._streaming`): the subscriber plus what must be undone when the HTTP
-response ends (detaching from the hub and the hold on it). This module uses asyncio but not
-aiohttp.
+A :class:`Subscriber` sends only what the log holds after the commit, numbered by the log; the
+hub's offers merely save it a read, so a slow reader holds at most ``limit`` events and still
+gets every one. Theory of operation: docs/internals/server.md, "Streams and the log". This
+module uses asyncio but not aiohttp.
 """
 
 from __future__ import annotations
@@ -98,7 +63,7 @@ def _settles(event: LogEvent) -> bool:
 
 
 class Subscriber:
-    """One stream's position in a task's log; see the module docstring.
+    """One stream's position in a task's log; see docs/internals/server.md.
 
     Args:
         store: The task store.
@@ -110,7 +75,7 @@ class Subscriber:
             ones after it.
         exists: Whether the task is stored yet; a new task's stream waits for its first offer.
         follow: Whether no agent runs on the task in this process, when other processes may
-            write to it (see the module docstring); ``None`` when none do.
+            write to it (see docs/internals/server.md); ``None`` when none do.
     """
 
     __slots__ = (
@@ -388,7 +353,7 @@ class Subscription:
 
     Args:
         subscriber: The stream's position.
-        cleanup: Undoes what opening the stream did (called once); see the module docstring.
+        cleanup: Undoes what opening the stream did (called once); see docs/internals/server.md.
     """
 
     __slots__ = ("_cleanup", "subscriber")

@@ -1,31 +1,9 @@
 """The ``a2a-wire serve`` configuration: a TOML file, read with :mod:`tomllib` and checked whole.
 
-:func:`load` reads the file (or nothing, for the embedded default) and returns a
-:class:`Config`, or raises :class:`ConfigError` listing *every* problem with its file and line
-(``serve.toml:12: server.port: ...``), so that a server never starts half configured. Unknown
-keys are problems too: a misspelt key must not be silently ignored. Executors are imported and
-built during the check, so an import error is reported the same way.
-
-Sections (docs/server.md, "Configuration reference", documents each key and its default):
-
-* ``[server]``: listen address, ``public_url`` for the card, ``rpc_path``, storage and
-  ``data_dir``, logging, ``keepalive_seconds``, ``shutdown_grace_seconds``, ``cors_origins``;
-* ``[postgresql]``: the PostgreSQL store of ``storage = "postgresql"``
-  (:mod:`a2a_wire.cli.config._storage`);
-* ``[limits]``: the other fields of :class:`~a2a_wire.server._settings.ServerSettings`, by name;
-* ``[card]``: the agent card's own fields (spec 8.2) and the declared capabilities;
-* ``[network]``: the outgoing address guard's allowlist (spec 13.2: remote agents, webhooks);
-* ``[push]``: push notification delivery (:class:`~a2a_wire.server.push._settings.PushSettings`);
-* ``[[skills]]``: one table per skill, with ``executor`` naming a built-in (``echo``,
-  ``delegate``) or ``module:attribute`` of the user's own, and its ``options``;
-* ``[[clients]]``: registered callers (:class:`~a2a_wire.server._auth.RegisteredClient`), each with a
-  hashed credential and the skills it may use; none means no authentication;
-* ``[security]``: the extended card, the API key header, card signing keys;
-* ``[[agents]]``: remote agents for ``delegate``: base URL, credential, allowlist entries.
-
-Without ``[[skills]]`` the server offers ``echo`` (the default) and ``delegate``. Relative paths
-in the file are relative to the file's folder, and ``module:attribute`` executors are imported with
-that folder on ``sys.path`` (an agent module can sit beside its configuration).
+:func:`load` returns a :class:`Config` or raises :class:`ConfigError` listing *every* problem
+with its file and line, unknown keys included, so a server never starts half configured;
+executors are imported during the check. Each section and key: docs/server.md,
+"Configuration reference".
 """
 
 from __future__ import annotations

@@ -1,25 +1,8 @@
 """The page's API: JSON in, JSON out, every call made by a2a-wire's client.
 
-==========================  ======================================================================
-``GET  api/state``          the open agent's card view, the initial URL, the webhook, options
-``POST api/connect``        ``{url}``: fetch and check a card, connect to its interface
-``POST api/extended``       GetExtendedAgentCard (spec 3.1.11) with its findings
-``POST api/call``           ``{method, params}``: one non-streaming operation of spec 3.1, params
-                            and result in ProtoJSON
-``POST api/stream``         ``{method, params, streamId}``: SendStreamingMessage or
-                            SubscribeToTask, followed in the background (re-subscribing after a
-                            drop); the events reach the page over the live channel as ``stream``
-                            items tagged with the ``streamId`` the page chose (so that it knows
-                            them even if they come before this answer)
-``POST api/stop``           ``{streamId}``: stop following a stream
-``POST api/push``           ``{taskId}``: CreateTaskPushNotificationConfig pointing at the
-                            inspector's own webhook (:mod:`a2a_wire.cli.inspect._app`)
-``GET  api/live``           the live channel (:mod:`a2a_wire.cli.inspect._live`)
-==========================  ======================================================================
-
-Errors are ``{"error": {"name", "message"[, "code"]}}``: HTTP 400 when the page sent something
-that does not decode, 409 before an agent is open, 200 when the agent (or the connection to it)
-failed, which is a result worth showing.
+The routes and the error shape are listed in docs/internals/cli.md. An agent's failure is
+answered with HTTP 200, since it is a result worth showing; 400 and 409 are the page's own
+mistakes.
 """
 
 from __future__ import annotations
@@ -82,7 +65,7 @@ def _params(method_name: object, params: object, streaming: bool) -> Any:
 
 
 def _answer(handler: Handler) -> Handler:
-    """Turn the errors of a handler into the JSON answers of the module docstring."""
+    """Turn the errors of a handler into the JSON answers of docs/internals/cli.md."""
 
     async def wrapper(request: web.Request) -> web.StreamResponse:
         try:
@@ -148,7 +131,7 @@ class Streams:
 
 
 class Api:
-    """The handlers of the module docstring, over one :class:`AgentSession`."""
+    """The routes of docs/internals/cli.md, over one :class:`AgentSession`."""
 
     def __init__(self, session: AgentSession, hub: LiveHub, *, initial_url: str) -> None:
         self.session = session

@@ -1,23 +1,8 @@
 """The inspector's aiohttp application: the page, its API, the webhook, and the guard.
 
-Safety model (docs/inspector.md, "Safety"):
-
-* It listens on 127.0.0.1 only (:mod:`a2a_wire.cli.inspect._command`).
-* Every URL of the page and its API starts with a random per-run token,
-  ``/<token>/...``; a request without it is refused (403). The page's own relative URLs carry
-  it, so nothing else needs to. The token is compared in constant time.
-* ``Host`` must name the inspector's own address (``127.0.0.1:<port>`` or ``localhost:<port>``):
-  a DNS-rebinding page reaching the port under another name is refused (403).
-* An ``Origin`` header, when sent, must be the inspector's own origin, and a ``Sec-Fetch-Site``
-  header must say ``same-origin`` or ``none``: a page of another site in the same browser cannot
-  drive it even if it learnt the token. A POST must be ``application/json``, which a form of
-  another site cannot send without a CORS preflight (that the inspector never grants).
-* Responses carry a Content-Security-Policy allowing only the inspector's own origin (nothing
-  is loaded from another host), ``Referrer-Policy: no-referrer`` (the token never leaks in a
-  ``Referer``), and are not cached.
-* The webhook, ``POST /hook/<secret>``, has a secret of its own (an agent that stores the URL
-  learns nothing that opens the page) and the checks of
-  :class:`~a2a_wire.client._push_receiver.PushReceiver` (notification token, expected tasks).
+The guard (loopback only, a per-run token on every URL, its own ``Host`` and ``Origin``, a
+locked page) is described in docs/inspector.md, "Safety". The webhook has a secret of its own,
+so an agent that stores its URL learns nothing that opens the page.
 """
 
 from __future__ import annotations
@@ -66,7 +51,7 @@ def _refuse(status: int, text: str) -> web.Response:
 
 
 class Guard:
-    """The checks of the module docstring, as middleware.
+    """The checks of docs/inspector.md, "Safety", as middleware.
 
     Args:
         token: The page's token.

@@ -1,22 +1,8 @@
 """What is wrong or odd in an agent card, as findings for the page (spec 4.4, 8.3, 8.4).
 
-:func:`check_card` reads the card's JSON object **as received** (not a decoded copy, so that
-unknown members and wrong types are still visible) and returns :class:`Finding` values, each
-with a level, the JSON path it is about and a sentence:
-
-* ``error``: the card breaks a rule of A2A 1.0, or a2a-wire's client cannot use it (it does not
-  decode; a REQUIRED member is missing; no JSONRPC 1.0 interface, spec 8.3.2; a security
-  requirement names a scheme the card does not declare; a signature that does not verify,
-  spec 8.4.3);
-* ``warning``: legal but likely a mistake (members A2A 1.0 does not define, often left over from
-  0.3; empty names; media types that are not ``type/subtype``; duplicate skill ids; plain
-  ``http`` URLs off loopback; required extensions; an extended card without security);
-* ``info`` and ``ok``: what the inspector noticed and what checked out.
-
-Signatures are verified only against keys the user trusts (``--card-keys``), with
-:class:`a2a_wire.card_signing.CardVerifier`; the keys a card points to (``jku``) are never
-fetched, as trust cannot come from the card itself. Without keys, the signatures' protected
-headers are still read and checked.
+:func:`check_card` reads the card's JSON object as received, not a decoded copy, so unknown
+members and wrong types stay visible. Signatures are verified only against keys the user
+trusts; ``jku`` is never fetched. The findings: docs/inspector.md, "The panes".
 """
 
 from __future__ import annotations
@@ -117,7 +103,7 @@ class _Notes:
 
 
 def check_card(document: object, verify: Verify | None = None) -> list[Finding]:
-    """Everything worth saying about a card's JSON object (see the module docstring).
+    """Everything worth saying about a card's JSON object (docs/inspector.md).
 
     Args:
         document: The card as received (any JSON value).

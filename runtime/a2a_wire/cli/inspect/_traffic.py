@@ -1,22 +1,8 @@
 """The traffic recorder: every exchange of the inspector's client, as records for the page.
 
-:class:`TrafficLog` is the client's :class:`~a2a_wire.client._observe.ExchangeObserver`. Each
-exchange becomes, in order:
-
-* a ``request`` record (HTTP method, URL, the JSON-RPC method and id, headers, body, size, and a
-  ``curl`` command line that repeats it);
-* for a whole response, one ``response`` record (status, headers, body, size, duration);
-* for an event stream, a ``response`` record for the head, one ``event`` record per SSE event
-  (its JSON-RPC response, size, time since the request) and an ``end`` record;
-* an ``error`` record when the exchange failed before an answer came.
-
-Webhook deliveries the inspector receives are recorded as ``push`` records.
-
-Credentials are never recorded: headers that carry one (``Authorization``, the API-key header
-the credential is sent in, cookies, the push notification token) are kept with the value
-replaced by ``<hidden>``, as are ``credentials`` members and push-config ``token`` members of
-bodies; the ``curl`` line reads the credential from ``$A2A_WIRE_TOKEN`` instead. The log keeps
-the latest ``keep`` records; older ones are dropped (the page says how many it hides).
+:class:`TrafficLog` is the client's ``ExchangeObserver``; the records are described in
+docs/internals/cli.md. Credentials are never recorded: headers and body members that carry one
+are kept with the value ``<hidden>``, and the ``curl`` line reads ``$A2A_WIRE_TOKEN``.
 """
 
 from __future__ import annotations
@@ -115,7 +101,7 @@ def curl_command(method: str, url: str, headers: list[list[str]], body: str | No
 
 
 class TrafficLog:
-    """Records exchanges (see the module docstring) and hands each record to ``publish``.
+    """Records exchanges (docs/internals/cli.md) and hands each record to ``publish``.
 
     Args:
         publish: Called with ``("traffic", record)`` for every new record.

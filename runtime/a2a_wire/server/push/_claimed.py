@@ -1,40 +1,9 @@
 """Reading the outbox by claims: the delivery worker of a store several processes deliver.
 
-A store offering :class:`~a2a_wire.server.store._push.PushClaims` (PostgreSQL) shares its outbox
-between every process on it, and any of them may deliver any row. :class:`ClaimReader` is this
-process's part:
-
-* **Claim.** When woken, it claims due lane heads, at most as many as it has free slots of
-  ``max_concurrent`` (a per-process limit), and attempts each at once through the
-  :class:`~._sender.Sender`, which records the outcome in the row and so ends the claim. The
-  store hands out only rows whose earlier rows of the same ``(task_id, config_id)`` were
-  delivered or given up, and each row to one process at a time (``FOR UPDATE SKIP LOCKED``), so
-  the order per lane holds whichever process delivers, and two processes never attempt one row
-  at the same time.
-* **Wake-ups.** The task hub wakes it after a local write added rows; the end of each attempt
-  wakes it too (a delivered head frees its lane's next row, which may have been written by
-  another process, and frees a slot); a row it retried wakes it when the row is due again.
-  Rows no local event announces (a retry recorded by a process that died since, a claim
-  expired with its process, rows left while this process was at its limit) are found by a
-  claim every ``poll_seconds``.
-* **A process that dies** leaves its claims to expire (the store's ``lease_seconds`` after the
-  last heartbeat); the next claim by another process takes the row with its attempts counted.
-  A row delivered but not yet recorded when its process died is delivered again: delivery is
-  at least once, and receivers drop duplicates by ``X-A2A-Delivery-Id``.
-* **Closing** cancels the attempts in flight and gives their claims back at once (the store's
-  ``close`` gives back any left), so other processes go on without waiting for the lease.
-
-A claim whose answer was lost (the connection broke after the claim committed) would leave rows
-claimed by this process that it does not deliver, renewed by its heartbeat for as long as it
-lives: each claim therefore names the rows in flight (``holding``), and the store hands this
-process's other claimed rows out again. A retry is recorded as a delay
-(``delivery_retry_in``), so that its due time is by the store's clock, the one every process
-judges claims by.
-
-A recording that fails (the database unreachable) is tried again every
-:data:`~._lanes.STORE_RETRY_SECONDS` until it succeeds: if the claim expired meanwhile and
-another process took the row, the store ignores this process's late retry or give-up, and a
-late ``done`` only deletes a row that was delivered.
+:class:`ClaimReader` claims due lane heads up to this process's free slots and attempts each
+at once; the store hands each row to one process at a time and only in lane order. Each claim
+names the rows in flight (``holding``), so rows of a claim whose answer was lost are handed out
+again. Theory of operation: docs/internals/push.md.
 """
 
 from __future__ import annotations
@@ -55,7 +24,7 @@ log = logging.getLogger("a2a_wire.server.push")
 
 
 class ClaimReader:
-    """Claims and delivers rows of a shared outbox (see the module docstring).
+    """Claims and delivers rows of a shared outbox (docs/internals/push.md).
 
     Args:
         claims: The store, through its claims.

@@ -1,36 +1,9 @@
 """The push-config methods (spec 3.1.7-3.1.10) and the config sent inline with SendMessage.
 
-Rules kept (the capability check, -32003 when the card does not declare
-``capabilities.pushNotifications``, happens earlier, in :mod:`a2a_wire.server._methods`):
-
-* Every method first checks that the task exists and is visible to the caller (spec 13.1):
-  -32001 otherwise. Get of a missing config is -32001 too (spec 3.1.8); Delete of a missing
-  config succeeds (it is idempotent, spec 3.1.10).
-* Create stores the flat ``TaskPushNotificationConfig`` (spec 9.4.7). The server makes the ``id``
-  (a UUID4) when it is empty; creating an id that exists replaces that config. A task holds at
-  most ``PushSettings.max_configs_per_task`` configs (-32602 beyond).
-* A config is validated before it is stored (-32602 with a BadRequest violation per field):
-  ``url`` must be absolute, ``https`` (or ``http`` when ``PushSettings.allow_http``), without
-  user information; ``token``, the authentication ``scheme`` (an RFC 9110 token) and
-  ``credentials`` must be fit for an HTTP header.
-* Creation refuses the webhook addresses that are certain to be refused by the SSRF guard
-  (:mod:`a2a_wire.netguard`, with ``PushSettings.allowlist``): an IP literal in a forbidden range,
-  a name that is loopback by definition (``localhost`` and ``*.localhost``, RFC 6761 section 6.3),
-  and a name whose DNS answer, looked up now, holds a forbidden address. A name that does not
-  resolve now (no such name yet, DNS unreachable, no answer within
-  ``PushSettings.timeout_seconds``) is accepted and logged. Either way the delivery worker checks
-  the address again when it connects, and that check decides (spec 13.2).
-* The answers (Create, Get, List) never carry the secrets: ``token`` and
-  ``authentication.credentials`` are left out (spec 13.2 treats them as secrets;
-  docs/prose-and-proto.md row 50). The stored config keeps them, and deliveries send them.
-* ListTaskPushNotificationConfigs returns the configs in creation order, paged like ListTasks
-  (:mod:`a2a_wire.server.store._paging`): ``pageSize`` 1 to 100, and 0 (the field has no
-  presence) means 50; anything else is -32602. ``pageToken`` is the signed ``nextPageToken`` of
-  the previous page, bound to the caller and the task.
-* SendMessage's ``configuration.taskPushNotificationConfig`` (``taskId`` empty or equal to the
-  message's) is validated the same way. For a new task it is stored together with the task,
-  so its webhook receives the task's first event; for a follow-up it is stored on that task
-  before the agent runs.
+Configs are validated before they are stored, and answers never carry their secrets (spec
+13.2). Creation refuses only the webhook addresses the address guard is certain to refuse; the
+guard's check at delivery decides the rest. The rules: docs/server.md ("Methods", "Push
+configs").
 """
 
 from __future__ import annotations
@@ -87,7 +60,7 @@ _LOOPBACK = (ipaddress.ip_address("127.0.0.1"), ipaddress.ip_address("::1"))
 async def check_config(
     config: TaskPushNotificationConfig, settings: PushSettings, prefix: str = ""
 ) -> None:
-    """Validate a config before it is stored (see the module docstring).
+    """Validate a config before it is stored (docs/server.md, "Methods").
 
     Args:
         config: The config as received.

@@ -1,29 +1,9 @@
 """The push delivery worker: sends the outbox to the webhooks, at least once, in order per lane.
 
-Theory of operation
--------------------
-The outbox lives in the task store (:mod:`a2a_wire.server.store._push`); rows are added in the same
-write as the task change they report, before anybody is told about that change. This worker
-only reads and retires rows, so a crash at any point loses nothing: after a restart
-:meth:`PushDeliverer.start` finds every undelivered row again (a row sent but not yet retired
-is sent twice; receivers drop the duplicate by its ``X-A2A-Delivery-Id``).
-
-A *lane* is the rows of one ``(task_id, config_id)``: one webhook gets the events of one task
-one at a time, in the order they happened, and a row leaves its lane only when delivered or
-given up. Lanes are independent: a webhook that is down or slow holds up only its own lanes,
-and the agent never waits for any of them (it only writes rows). How the outbox is read
-depends on the store:
-
-* a store that only this process delivers (memory, SQLite) is read lane by lane
-  (:mod:`._lanes`);
-* a store offering claims (:class:`~a2a_wire.server.store._push.PushClaims`: PostgreSQL, whose
-  outbox every process on the schema shares) is read by claims (:mod:`._claimed`): any process
-  delivers any row, one process at a time per row, in lane order, and the rows a dead process
-  had claimed are delivered by the others once its claims expire.
-
-Each attempt, and what its outcome does to the row (retries with backoff, jitter and
-``Retry-After``; giving up), is :mod:`._sender`'s. ``max_concurrent`` limits the attempts in
-flight in this process either way.
+:class:`PushDeliverer` only reads and retires outbox rows, which the store wrote with the task
+change they report, so a crash loses nothing. It reads by lanes (:mod:`._lanes`) or, when the
+store shares its outbox between processes, by claims (:mod:`._claimed`). See
+docs/internals/push.md.
 """
 
 from __future__ import annotations

@@ -1,20 +1,8 @@
 """Reading the outbox by lanes: the delivery worker of a store that only one process delivers.
 
-The memory and SQLite stores are read this way (a store offering claims is read by
-:mod:`._claimed` instead; :mod:`._delivery` chooses).
-
-* A reader task waits for :meth:`LaneReader.wake` (called by the task hub after a write that
-  added rows), asks the store which lanes gained rows since the last sequence number it saw,
-  and starts a lane task for each lane that has none running. Wakes coalesce.
-* A lane, the rows of one ``(task_id, config_id)``, is served by one task that sends its head
-  row, and only after that row was delivered or given up reads the next one. So one webhook
-  gets the events of one task one at a time, in the order they happened. Lanes are independent:
-  a webhook that is down or slow holds up only its own lanes, and the agent never waits for any
-  of them (it only writes rows). At most ``max_concurrent`` POSTs are in flight at once.
-* The head row is re-read from the store before each attempt, so a config deleted meanwhile
-  (which deletes its rows) gets nothing more, and attempt counts and retry times survive a
-  restart. A task deleted by retention takes its configs with it at once: its lanes find no
-  more rows and end, while the store purges the rows themselves.
+A lane, the rows of one ``(task_id, config_id)``, is served by one task that reads its next row
+only once the head was delivered or given up. The head is read again before each attempt, so a
+config deleted meanwhile gets nothing more. See docs/internals/push.md.
 """
 
 from __future__ import annotations

@@ -1,29 +1,8 @@
 """One delivery attempt and what its outcome does to the outbox row (spec 4.3.3, 13.2).
 
-Both ways of reading the outbox (:mod:`._lanes` on one process, :mod:`._claimed` when the store
-shares its outbox between processes) send through :class:`Sender`, so the rules below hold
-whichever process delivers.
-
-One attempt is a POST with ``timeout_seconds`` in total, redirects not followed, through the
-deliverer's aiohttp session, whose connector is :class:`a2a_wire.netguard.GuardedConnector`: the
-address actually connected to is checked against the SSRF guard and ``PushSettings.allowlist``
-(so a host name that resolved to a public address when the config was made and resolves to a
-private one now is refused). No cookies are kept and no proxy is used.
-
-Outcome of an attempt (:meth:`Sender.record`):
-
-* 2xx: delivered, the row is deleted;
-* a connection error, a timeout, 5xx, 408 or 429: retried after ``backoff_base_seconds *
-  2**(attempts-1)`` capped at ``backoff_cap_seconds``, times a random factor in [0.5, 1]
-  (jitter), or after ``Retry-After`` if that is longer;
-* anything else (3xx, other 4xx, an address the guard refuses, a scheme no longer allowed):
-  given up at once.
-
-A row is also given up after ``max_attempts`` attempts, or when its next attempt would fall
-more than ``max_age_seconds`` after its event; every row gets at least one attempt, even one
-found old after a long stop. Attempt counts and retry times are kept in the row, so they
-survive a restart and a takeover by another process. Given-up rows stay in the store, marked
-failed with the last error (``failed_deliveries``), and a warning is logged without secrets.
+Both outbox readers send through :class:`Sender`, so the retry and give-up rules hold whichever
+process delivers; they are listed in docs/server.md ("Push delivery"). The guard checks the
+address actually connected to, so a name that resolves to a private address now is refused.
 """
 
 from __future__ import annotations
@@ -84,7 +63,7 @@ def retry_after_seconds(value: str | None, now: float) -> float | None:
 
 
 class Sender:
-    """POSTs deliveries and records their outcomes in the store (see the module docstring).
+    """POSTs deliveries and records their outcomes in the store (docs/server.md).
 
     Args:
         store: The store holding the outbox.
