@@ -8,7 +8,9 @@ from the task). A follow-up to an interrupted task is accepted once the turn's i
 state is committed (:mod:`a2a_wire.server._lifecycle`): a run still unwinding gets
 ``followup_wait_seconds`` to return and is then superseded, and with a shared store a lease
 another process still holds gets as long to be given back. A follow-up while the agent's turn is
-still open is refused with -32004.
+still open is refused with -32004. A follow-up whose ``messageId`` the task has taken already
+(a retry whose first answer was lost, spec 3.3.1) is not taken twice: it is answered as that
+message's run answers, or with the task as it is.
 
 Agent runs are started and ended by the :class:`~a2a_wire.server._runner.Runner`; CancelTask is
 in :mod:`a2a_wire.server._cancel`; with a store shared by several processes, :attr:`Runtime.peers`
@@ -27,7 +29,7 @@ from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass
 
 from a2a_wire._protocol.ids import new_uuid
-from a2a_wire._protocol.states import is_interrupted, is_terminal
+from a2a_wire._protocol.states import is_interrupted, is_settled, is_terminal
 from a2a_wire.errors import (
     InternalError,
     InvalidParamsError,
@@ -106,6 +108,22 @@ class Started:
 
 def _state(task: Task) -> TaskState:
     return task.status.state if task.status is not None else TaskState.UNSPECIFIED
+
+
+def _same_message(run: Run | None, message: Message) -> bool:
+    """Whether ``run`` works on a message with ``message``'s id."""
+    return (
+        run is not None
+        and run.message is not None
+        and (run.message.message_id == message.message_id)
+    )
+
+
+def _taken(task: Task, message: Message) -> bool:
+    """Whether the task's history holds a client message with ``message``'s id."""
+    return any(
+        kept.message_id == message.message_id and kept.role == message.role for kept in task.history
+    )
 
 
 def _not_found(task_id: str) -> TaskNotFoundError:
@@ -288,9 +306,14 @@ class Runtime:
         history_length: int | None,
     ) -> Started:
         """Add a follow-up message to a task and start the agent on it."""
-        await self._wait_idle(hub)
+        running = hub.active_run
+        if not _same_message(running, message):
+            running = None
+            await self._wait_idle(hub)
         async with hub.lock:
             task = await hub.task()
+            if running is not None or _taken(task, message):
+                return await self._repeat(hub, task, running, message, stream, history_length)
             self._check_open(task, message)
             if hub.run_task is not None:
                 raise self._busy(task.id)
@@ -322,6 +345,36 @@ class Runtime:
             self.runner.start(hub, run, context)
             opened = hub.open_stream(history_length, snapshot=now) if stream else None
             return Started(hub, run, opened)
+
+    async def _repeat(
+        self,
+        hub: TaskHub,
+        task: Task,
+        running: Run | None,
+        message: Message,
+        stream: bool,
+        history_length: int | None,
+    ) -> Started:
+        """A message the task took already: its run's answer, or the task as it is now."""
+        log.info(
+            "task %s: message %s was taken already; not taken twice",
+            hub.task_id,
+            message.message_id,
+        )
+        run = running
+        if run is None:  # answered long ago: a run that ended, for the task as it is
+            run = Run(hub, message, task.context_id, hub.owner)
+            run.close()
+            run.settle()
+        opened = None
+        if stream:
+            now = await self.store.snapshot(hub.task_id, owner=hub.owner)
+            if now is None:
+                raise _not_found(hub.task_id)
+            opened = hub.open_stream(history_length, snapshot=now)
+            if running is None and is_settled(_state(now.task)):
+                opened.subscriber.finish()  # the task as it is, and the end
+        return Started(hub, run, opened)
 
     @staticmethod
     def _check_open(task: Task, message: Message) -> None:

@@ -155,8 +155,8 @@ async def send_message(call: MethodCall[SendMessageRequest]) -> SendMessageRespo
         config = request.configuration
         if config is not None and config.return_immediately:
             await _first_or_submitted(started, call.settings.first_event_seconds)
-        else:
-            await started.run.settled
+        else:  # shielded: a repeat of the message (spec 3.3.1) waits on the same future
+            await asyncio.shield(started.run.settled)
         return await started.outcome(history_length)
 
 
@@ -167,7 +167,7 @@ async def _first_or_submitted(started: Started, seconds: float) -> None:
             await asyncio.shield(started.run.first)
     except TimeoutError:
         await started.hub.ensure_task(started.run)
-        await started.run.first
+        await asyncio.shield(started.run.first)
 
 
 async def send_streaming_message(call: MethodCall[SendMessageRequest]) -> Subscription:
