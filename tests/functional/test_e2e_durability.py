@@ -86,9 +86,16 @@ async def _client(
 
 
 async def _get(session: aiohttp.ClientSession, url: str, task_id: str) -> dict[str, Any]:
+    """GetTask, again after its Retry-After while the server answers 503 (-32000): a burst of
+    reads on a busy machine may outwait the pool's deadline, which is not a lost task."""
     body = {"jsonrpc": "2.0", "id": 1, "method": "GetTask", "params": {"id": task_id}}
-    async with session.post(url, json=body, headers=HEADERS) as response:
-        answer: dict[str, Any] = await response.json()
+    while True:
+        async with session.post(url, json=body, headers=HEADERS) as response:
+            answer: dict[str, Any] = await response.json()
+            retry_after = response.headers.get("Retry-After")
+        if answer.get("error", {}).get("code") != -32000:
+            break
+        await asyncio.sleep(float(retry_after or "1"))
     assert "result" in answer, answer
     return answer["result"]
 

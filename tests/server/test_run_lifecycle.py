@@ -216,6 +216,24 @@ async def test_a_message_whose_task_the_store_cannot_create_is_answered_retryabl
     assert (await result(client, "ListTasks", {}))["tasks"] == []
 
 
+async def test_a_held_message_whose_task_the_store_cannot_create_is_not_created_twice(
+    aiohttp_client: Any,
+) -> None:
+    # returnImmediately: after first_event_seconds the runtime makes the SUBMITTED task itself,
+    # waiting on the hub's lock the agent's create holds; once that create failed it must not
+    # try (and wait for the store) again.
+    agent, store = Turns(), FaultyStore(stall_seconds=1.0)
+    settings = ServerSettings(first_event_seconds=0.01)
+    client = await aiohttp_client(create_app(make_card(), agent, store=store, settings=settings))
+    store.stalling = {"create"}
+    store.stall.clear()
+    params = send_params("fail", configuration={"returnImmediately": True})
+    await _unavailable(asyncio.create_task(post(client, envelope("SendMessage", params))))
+    assert store.calls["create"] == 1
+    store.stall.set()
+    assert (await result(client, "ListTasks", {}))["tasks"] == []
+
+
 async def test_a_store_that_failed_under_the_agent_is_not_waited_for_again(
     aiohttp_client: Any,
 ) -> None:

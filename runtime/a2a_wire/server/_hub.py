@@ -43,6 +43,7 @@ from a2a_wire.server._subscriber import Subscriber, Subscription
 from a2a_wire.server._write_retry import retry_unwritten
 from a2a_wire.server.store._base import now_timestamp
 from a2a_wire.server.store._log import Appended, EventLogStore, LogEvent, LogInput, Snapshot
+from a2a_wire.server.store._unavailable import StoreUnavailableError
 from a2a_wire.types import (
     Message,
     StreamResponse,
@@ -363,8 +364,8 @@ class TaskHub:
         task (a Task or a Message as its first event is then refused, and logged).
         """
         async with self.lock:
-            if self._state is not None or run.closed or run.message is None:
-                return
+            if self._state is not None or run.closed or run.message is None or run.lost:
+                return  # made, over, or the store just failed to make it: no second wait
             now = now_timestamp()
             task = new_task(run.message, task_id=self.task_id, context_id=run.context_id, now=now)
             await self._make_task(task, run)
@@ -372,12 +373,17 @@ class TaskHub:
     async def _make_task(self, task: Task, run: Run, events: Sequence[LogInput] = ()) -> None:
         """Store a new task as event 1 of its log (``events`` after), offer it, release waiters."""
         configs, push = self._new_push_configs, self._on_push is not None
-        done = await retry_unwritten(
-            lambda: self._store.create(
-                task, owner=run.owner, push_configs=configs, push=push, events=events
-            ),
-            self._write_retry,
-        )
+        try:
+            done = await retry_unwritten(
+                lambda: self._store.create(
+                    task, owner=run.owner, push_configs=configs, push=push, events=events
+                ),
+                self._write_retry,
+            )
+        except StoreUnavailableError as exc:
+            run.lost = exc  # nothing made: the caller is answered with it (Run.lost)
+            raise
+        run.lost = None  # made after all (the agent tried again)
         self._new_push_configs = []
         self._state = done.state
         if done.outbox and self._on_push is not None:
