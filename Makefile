@@ -86,5 +86,15 @@ inspector-screenshot: install
 	A2A_WIRE_REQUIRE_BROWSER=1 A2A_WIRE_INSPECTOR_SCREENSHOT=$(CURDIR)/docs/inspector.png \
 	  $(BIN)/pytest -q -p no:cacheprovider tests/functional/inspector/test_inspector_browser.py -k screenshot
 
+# The documentation site (mkdocs.yml): the guides of docs/ and the API reference from the
+# docstrings, built into site/ (git-ignored) with --strict: a broken link or reference fails.
+# docs-serve rebuilds it on every change and serves it on http://127.0.0.1:8000.
+.PHONY: docs docs-serve
+docs: $(INSTALLED)
+	$(BIN)/mkdocs build --strict
+
+docs-serve: $(INSTALLED)
+	$(BIN)/mkdocs serve
+
 clean:
 	rm -rf build $(VENV) .mypy_cache .ruff_cache .pytest_cache
