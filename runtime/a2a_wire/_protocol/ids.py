@@ -3,7 +3,7 @@
 :func:`new_uuid` gives the same text as ``str(uuid.uuid4())`` (a version 4, RFC 4122 variant
 UUID in lower-case canonical form, from ``os.urandom``) in well under half the time: it formats
 the hex digits directly instead of building a :class:`uuid.UUID`. The server makes several per
-request, so this shows in the profile of docs/performance.md.
+request, where the difference showed in its profile.
 """
 
 from __future__ import annotations
