@@ -88,6 +88,8 @@ async def test_a_stream_ended_by_an_outage_resumes_from_its_last_event(served: S
     ended, refused = notices
     assert isinstance(ended.cause, errors.UnavailableError) and task_id in ended.cause.message
     assert isinstance(refused.cause, errors.UnavailableError)  # the 503 of the re-subscription
+    assert (ended.refused, refused.refused) == (False, True)
+    assert "could not be opened: the server is unavailable" in str(refused)
     assert (ended.attempt, refused.attempt, ended.limit) == (1, 2, 3)
     assert ended.pause == refused.pause == 1.0  # the server's retry-after
     assert ended.last_event_id == refused.last_event_id == "2"

@@ -123,6 +123,8 @@ class EventStream:
         self.tracker = StreamTracker(allow_message=method.name != "SubscribeToTask")
         #: The SSE ``id`` of the last event read (or the one this stream resumes after).
         self.last_event_id: str | None = None
+        #: Whether the server answered with a stream (``False`` until then, or if it refused).
+        self.opened = False
 
     def resume_after(self, last_event_id: str | None, task_id: str) -> EventStream:
         """Make this (not yet opened) stream resume after an event of an earlier stream.
@@ -202,6 +204,7 @@ class EventStream:
             if self._done:
                 raise RuntimeError("the stream is closed")
             self._conn = await self._opener(self._extra_headers)
+            self.opened = True
         return self._conn
 
     async def _next(self) -> StreamResponse:
@@ -284,6 +287,8 @@ class Resubscription:
         limit: The most re-subscriptions (``max_resubscribes``).
         pause: Seconds before it is sent.
         last_event_id: The ``Last-Event-ID`` it sends (``None``: none).
+        refused: The cause was the server's answer to the request of the stream (an HTTP 503),
+            not an error event on an open stream.
     """
 
     task_id: str
@@ -292,11 +297,13 @@ class Resubscription:
     limit: int
     pause: float
     last_event_id: str | None
+    refused: bool = False
 
     def __str__(self) -> str:
         cause = self.cause
         if isinstance(cause, errors.UnavailableError):
-            why = f"ended: the server is unavailable for now ({cause.code} {_reason(cause)})"
+            what = "could not be opened" if self.refused else "ended"
+            why = f"{what}: the server is unavailable for now ({cause.code} {_reason(cause)})"
         else:
             why = f"dropped ({type(cause).__name__})"
         after = "" if self.last_event_id is None else f" after event id {self.last_event_id!r}"
@@ -416,7 +423,8 @@ class ResumableStream:
         last = dropped.last_event_id
         if pause is None:
             pause = self._delay * 2 ** (self.resubscribes - 1)
-        notice = Resubscription(task_id, exc, self.resubscribes, self._max, pause, last)
+        refused = not dropped.opened
+        notice = Resubscription(task_id, exc, self.resubscribes, self._max, pause, last, refused)
         logger.info("%s", notice)
         if self._on_resume is not None:
             self._on_resume(notice)
