@@ -5,7 +5,9 @@ every real backend raises for a fault of its database, from the calls named in
 :attr:`FaultyStore.failing` (``ALL``: every call; :attr:`FaultyStore.down` says the same).
 While :attr:`FaultyStore.stall` is cleared, the calls named in :attr:`FaultyStore.stalling` wait
 for it like a statement on a frozen connection: ``stall_seconds`` at most (``None``: for ever),
-then they raise StoreUnavailableError too, as a statement timeout does. The runtime's behaviour
+then they raise StoreUnavailableError too, as a statement timeout does. The calls named in
+:attr:`FaultyStore.answer_lost` are carried out, then raise it: the database committed, but its
+answer was lost with the connection. The runtime's behaviour
 under faults is tested against it; the real databases' faults are tested with the real things
 (tests/server/store/, tests/functional/).
 """
@@ -50,6 +52,7 @@ class FaultyStore(InMemoryTaskStore):
         stall: Cleared, the calls in :attr:`stalling` wait for it to be set again.
         stalling: Names of the calls a cleared :attr:`stall` holds (``ALL`` by default).
         stall_seconds: A stalled call's deadline; ``None`` waits for ever.
+        answer_lost: Names of the calls that are made, then raise (the commit's answer lost).
         calls: How many times each call was made.
         refused: How many times each call raised (failing, or stalled past its deadline).
     """
@@ -61,6 +64,7 @@ class FaultyStore(InMemoryTaskStore):
         self.stall.set()
         self.stalling: set[str] | frozenset[str] = ALL
         self.stall_seconds = stall_seconds
+        self.answer_lost: set[str] | frozenset[str] = frozenset()
         self.calls: collections.Counter[str] = collections.Counter()
         self.refused: collections.Counter[str] = collections.Counter()
 
@@ -99,7 +103,11 @@ def _guarded(name: str) -> Callable[..., Coroutine[Any, Any, Any]]:
 
     async def call(self: FaultyStore, *args: Any, **kwargs: Any) -> Any:
         await self._reach(name)
-        return await inner(self, *args, **kwargs)
+        answer = await inner(self, *args, **kwargs)
+        if {name, "*"} & self.answer_lost:
+            self.refused[name] += 1
+            raise StoreUnavailableError("The task store (test) lost its answer; retry later")
+        return answer
 
     call.__name__ = name
     return call

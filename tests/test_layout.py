@@ -314,6 +314,7 @@ EXPORTED = {
         "ReadTimeoutError",
         "RedirectRefusedError",
         "ResponseTooLargeError",
+        "Resubscription",
         "ResumableStream",
         "Secret",
         "SignatureCheck",

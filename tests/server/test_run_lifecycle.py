@@ -273,6 +273,54 @@ async def test_shutdown_ends_a_run_whose_end_is_still_unrecorded(aiohttp_client:
     assert store.failed >= 1
 
 
+class LostCompletion(AgentExecutor):
+    """WORKING, wait at :attr:`gate`, then COMPLETED, which the test's store commits but whose
+    answer it loses: ``lost`` lets the store's error through, ``fail`` raises one of its own."""
+
+    def __init__(self) -> None:
+        self.gate = asyncio.Event()
+        self.started = asyncio.Event()
+
+    async def execute(self, context: RequestContext, events: EventQueue) -> None:
+        assert context.message is not None
+        updater = TaskUpdater(events, context)
+        await updater.start_work()
+        self.started.set()
+        await self.gate.wait()
+        try:
+            await updater.complete()
+        except StoreUnavailableError:
+            if context.message.parts[0].text == "fail":
+                raise RuntimeError("the agent broke on the store's error") from None
+            raise
+
+
+@pytest.mark.parametrize(
+    ("text", "failure"), [("fail", AGENT_FAILED), ("lost", STORE_LOST)], ids=["failed", "lost"]
+)
+async def test_the_runtime_s_refused_end_is_not_blamed_on_the_agent(
+    aiohttp_client: Any, caplog: pytest.LogCaptureFixture, text: str, failure: str
+) -> None:
+    agent, store = LostCompletion(), FaultyStore()
+    client = await aiohttp_client(create_app(make_card(), agent, store=store))
+    runtime = client.server.app[RUNTIME_KEY]
+    reader = await open_stream(client, "SendStreamingMessage", send_params(text))
+    task_id = (await reader.next() or {})["result"]["task"]["id"]
+    await agent.started.wait()
+    store.answer_lost = {"append"}  # the agent's COMPLETED is committed; its answer is lost
+    with caplog.at_level(logging.INFO, "a2a_wire"):
+        agent.gate.set()
+        await reader.rest()
+        await poll(lambda: asyncio.sleep(0, runtime.runs), lambda runs: not runs)
+    store.answer_lost = frozenset()
+    # The runtime's FAILED comes after the committed COMPLETED: refused, and logged as its own.
+    assert await _state_of(client, task_id) == "TASK_STATE_COMPLETED"
+    lines = [r.getMessage() for r in caplog.records if r.name == "a2a_wire.server"]
+    assert [line for line in lines if "from the agent" in line] == []  # not the agent's
+    mine = f"task {task_id}: the runtime's FAILED status ({failure}) is not recorded: "
+    assert [line for line in lines if line.startswith(mine)], lines
+
+
 class HeldCancel(Turns):
     """:class:`Turns` whose ``cancel`` hook waits at :attr:`cancel_gate` (the test opens it)."""
 

@@ -15,11 +15,13 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import logging
 from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass
 from typing import Any
 
 import aiohttp
+import asyncpg
 import pytest
 from patience import PATIENCE, poll
 from server_support import (
@@ -82,21 +84,23 @@ Cluster = Callable[..., Awaitable[Server]]
 @pytest.fixture
 async def cluster(postgres_dsn: str, postgres_schema: str) -> AsyncIterator[Cluster]:
     """Starts servers on the test's schema (``cluster(agent=..., cancel_grace_seconds=...)``;
-    ``store_type``: a subclass of the PostgreSQL store)."""
+    ``store_type``: a subclass of the PostgreSQL store; ``store_options``: more of its options)."""
     async with contextlib.AsyncExitStack() as stack:
 
         async def start(
             agent: ScriptedAgent | None = None,
             store_type: type[PostgresEventLog] = PostgresEventLog,
+            store_options: dict[str, Any] | None = None,
             **settings: Any,
         ) -> Server:
             agent = agent or ScriptedAgent()
+            options: dict[str, Any] = {"heartbeat_seconds": 0.2, **(store_options or {})}
             store = store_type(
                 postgres_dsn,
                 schema=postgres_schema,
                 lease_seconds=10.0,
-                heartbeat_seconds=0.2,
                 lease_clock=lambda: 1_000_000.0,
+                **options,
             )
             settings.setdefault("keepalive_seconds", QUIET)
             app = create_app(make_card(), agent, store=store, settings=ServerSettings(**settings))
@@ -231,6 +235,100 @@ async def test_a_holder_that_does_not_act_in_time_is_canceled_by_the_asking_serv
     await poll(lambda: _now(a.agent.cancelled_runs), lambda n: n == 1)  # a's lease ended
     assert states(await reader.rest()) == ["TASK_STATE_WORKING", "TASK_STATE_CANCELED"]
     a.agent.hook_gate.set()
+
+
+LONG_BOUND = 3600.0
+"""A ``cancel_grace_seconds`` for the asking server: its overrule deadline is never reached."""
+
+DEAF = {"heartbeat_seconds": None, "poll_interval": QUIET}
+"""A holder's store options under which only a notification, or its listener connecting again,
+brings it a cancel request: no heartbeat ticks its keeper and it polls once an hour."""
+
+
+@pytest.fixture
+async def admin(postgres_dsn: str) -> AsyncIterator[asyncpg.Connection]:
+    """A connection of the test's own, outside every server's store."""
+    conn = await asyncpg.connect(postgres_dsn)
+    yield conn
+    await conn.close()
+
+
+async def _requests_waiting(admin: asyncpg.Connection, schema: str) -> int:
+    return int(await admin.fetchval(f"SELECT count(*) FROM {schema}.cancel_requests"))
+
+
+async def test_a_cancel_whose_notification_was_lost_is_answered_by_the_holder(
+    cluster: Cluster, admin: asyncpg.Connection, postgres_schema: str
+) -> None:
+    a = await cluster(store_options=DEAF)
+    c = await cluster(cancel_grace_seconds=LONG_BOUND)
+    blocked, task_id = await blocked_wait(a)
+    listener = a.store._listener
+    assert listener is not None and listener._conn is not None
+    await listener._conn.execute("UNLISTEN *")  # a hears no notification from now on
+    cancel = asyncio.create_task(result(c.client, "CancelTask", {"id": task_id}))
+    await poll(lambda: _requests_waiting(admin, postgres_schema), lambda n: n == 1)  # unheard
+    pid = listener.server_pid
+    await admin.execute("SELECT pg_terminate_backend($1)", pid)  # a's listener is dropped
+    canceled = await asyncio.wait_for(cancel, PATIENCE)  # far sooner than c's overrule
+    assert canceled["status"]["state"] == "TASK_STATE_CANCELED"
+    assert canceled["status"]["message"]["parts"] == [{"text": "stopped on request"}]  # by a
+    assert len(a.agent.cancels) == 1 and listener.reconnects >= 1
+    assert (await blocked)["task"]["status"]["state"] == "TASK_STATE_CANCELED"
+
+
+class LosingReplies(PostgresEventLog):
+    """The PostgreSQL store, refusing the first :attr:`lose` cancel replies (the store failed)."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.lose = 0
+
+    async def reply_cancel(self, request: Any, reply: Any) -> None:
+        if self.lose > 0:
+            self.lose -= 1
+            raise StoreUnavailableError("gone", retry_after=1.0)
+        await super().reply_cancel(request, reply)
+
+
+async def test_a_cancel_whose_reply_was_lost_is_answered_from_the_ended_task(
+    cluster: Cluster, caplog: pytest.LogCaptureFixture
+) -> None:
+    a = await cluster(store_type=LosingReplies)
+    c = await cluster(cancel_grace_seconds=LONG_BOUND)
+    assert isinstance(a.store, LosingReplies)
+    a.store.lose = 1  # a cancels, and cannot say so
+    blocked, task_id = await blocked_wait(a)
+    with caplog.at_level(logging.INFO, "a2a_wire"):
+        cancel = result(c.client, "CancelTask", {"id": task_id})
+        canceled = await asyncio.wait_for(cancel, PATIENCE)  # far sooner than c's overrule
+    assert canceled["status"]["state"] == "TASK_STATE_CANCELED"
+    assert canceled["status"]["message"]["parts"] == [{"text": "stopped on request"}]  # by a
+    assert len(a.agent.cancels) == 1 and c.agent.cancels == []
+    lines = [r.getMessage() for r in caplog.records]
+    assert any("cancel reply was not sent" in line for line in lines), lines
+    assert not any("canceling here" in line for line in lines), lines  # not overruled
+    assert (await blocked)["task"]["status"]["state"] == "TASK_STATE_CANCELED"
+
+
+async def test_a_refusal_whose_reply_was_lost_is_sent_again_by_the_holder(
+    cluster: Cluster, caplog: pytest.LogCaptureFixture
+) -> None:
+    a = await cluster(RefusingAgent(), store_type=LosingReplies)
+    c = await cluster(cancel_grace_seconds=LONG_BOUND)
+    assert isinstance(a.store, LosingReplies)
+    a.store.lose = 1  # a's hook refuses, and a cannot say so: the task goes on, held by a
+    reader, task_id = await started(a, "wait")
+    with caplog.at_level(logging.INFO, "a2a_wire"):
+        refused = await asyncio.wait_for(error(c.client, "CancelTask", {"id": task_id}), PATIENCE)
+    assert refused["code"] == -32002 and refused["message"] == "this task cannot stop now"
+    assert len(a.agent.cancels) == 1  # the request sent again ran no second hook there
+    lines = [r.getMessage() for r in caplog.records]
+    assert any("sent it again" in line for line in lines), lines
+    assert any("answered again" in line for line in lines), lines
+    assert a.agent.cancelled_runs == 0  # the run there goes on
+    a.agent.gate.set()
+    assert states(await reader.rest())[-1] == "TASK_STATE_COMPLETED"
 
 
 async def _now(value: Any) -> Any:

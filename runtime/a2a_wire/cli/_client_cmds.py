@@ -122,9 +122,9 @@ def _request(
 
 
 async def _follow(printer: Printer, client: A2AClient, stream: EventStream) -> int:
-    """Print a stream's events (re-subscribing after a drop) and the assembled result."""
+    """Print a stream's events and the assembled result; a re-subscription says so on stderr."""
     view = TaskView()
-    events = client.resumable(stream)
+    events = client.resumable(stream, on_resume=printer.resuming)
     with printer.streaming(view):
         async with events:
             async for event in events:

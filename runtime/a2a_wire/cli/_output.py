@@ -26,6 +26,7 @@ from rich.text import Text
 
 from a2a_wire import codec
 from a2a_wire.cli._view import TaskView
+from a2a_wire.client._stream import Resubscription
 from a2a_wire.codec import UNSET
 from a2a_wire.types import (
     AgentCard,
@@ -249,6 +250,24 @@ class Printer:
     def message(self, message: Message) -> None:
         """Write a direct reply (text output; ``--json`` writes the whole response)."""
         self.show(_message(message))
+
+    def resuming(self, notice: Resubscription) -> None:
+        """Say on stderr that a stream re-subscribes (one line; one JSON object with ``--json``)."""
+        if self.json:
+            line = {
+                "resubscribing": {
+                    "taskId": notice.task_id,
+                    "attempt": notice.attempt,
+                    "limit": notice.limit,
+                    "pauseSeconds": notice.pause,
+                    "lastEventId": notice.last_event_id,
+                    "line": str(notice),
+                }
+            }
+            sys.stderr.write(codec.dumps(line).decode() + "\n")
+            sys.stderr.flush()
+            return
+        self.err.print(Text(state_names_in(clean(str(notice)))), soft_wrap=True)
 
     def _live(self) -> bool:
         return not self.json and self.out.is_terminal and self.err.is_terminal

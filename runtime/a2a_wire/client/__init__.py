@@ -77,6 +77,7 @@ from a2a_wire.client._push_receiver import (
     remove_webhook,
     task_id_of,
 )
+from a2a_wire.client._stream import Resubscription
 
 __all__ = [
     "BEARER",
@@ -115,6 +116,7 @@ __all__ = [
     "ReadTimeoutError",
     "RedirectRefusedError",
     "ResponseTooLargeError",
+    "Resubscription",
     "ResumableStream",
     "Secret",
     "SignatureCheck",

@@ -38,7 +38,12 @@ from a2a_wire.client._requests import P, about_task, request_headers, with_tenan
 from a2a_wire.client._requests import text_request as _text_request
 from a2a_wire.client._results import prepare
 from a2a_wire.client._settings import ClientSettings
-from a2a_wire.client._stream import EventStream, ResumableStream, refuse_non_stream
+from a2a_wire.client._stream import (
+    EventStream,
+    Resubscription,
+    ResumableStream,
+    refuse_non_stream,
+)
 from a2a_wire.client._wait import poll_until_settled
 from a2a_wire.methods import (
     CANCEL_TASK,
@@ -436,14 +441,25 @@ class A2AClient:
         )
 
     def resumable(
-        self, stream: EventStream, *, max_resubscribes: int = 3, retry_delay: float = 0.5
+        self,
+        stream: EventStream,
+        *,
+        max_resubscribes: int = 3,
+        retry_delay: float = 0.5,
+        on_resume: Callable[[Resubscription], None] | None = None,
     ) -> ResumableStream:
         """Wrap a stream so that a drop re-subscribes with ``Last-Event-ID`` and carries on.
 
+        So does a -32000 :class:`~a2a_wire.errors.UnavailableError` of the task (an error event,
+        or a re-subscription answered 503), after its ``retry_after``.
+
         Args:
             stream: A stream from :meth:`send_streaming_message` or :meth:`subscribe_to_task`.
-            max_resubscribes: How many re-subscriptions to try before giving up.
-            retry_delay: Pause before the first re-subscription (doubled for each next one).
+            max_resubscribes: How many re-subscriptions to try before giving up (drops and
+                unavailable answers together).
+            retry_delay: Pause before the first re-subscription after a drop (doubled for each
+                next one).
+            on_resume: Called with a :class:`Resubscription` before each re-subscription.
 
         Returns:
             An async iterator (and context manager) over the events of all the streams.
@@ -454,4 +470,5 @@ class A2AClient:
             get_task=self.get_task,
             max_resubscribes=max_resubscribes,
             retry_delay=retry_delay,
+            on_resume=on_resume,
         )

@@ -15,7 +15,10 @@ event showed it (``task_id``).
 
 A :class:`ResumableStream` wraps one: if the stream drops (an incomplete end, a broken
 connection, an idle timeout) it re-subscribes with SubscribeToTask (spec 3.5.2: reconnecting
-means opening a new stream).
+means opening a new stream). So it does, after the server's ``retry_after``, when the server
+says it is unavailable for now (-32000, :class:`~a2a_wire.errors.UnavailableError`: an error
+event that ends the stream, or a re-subscription answered HTTP 503) about a task it names or
+the stream follows; every other error event is final.
 
 Resuming (docs/client.md, "Resuming streams"). Each stream remembers the SSE ``id`` of the last
 event it read (:attr:`EventStream.last_event_id`, ``None`` when the server sends none), and the
@@ -34,6 +37,7 @@ import asyncio
 import logging
 from collections import deque
 from collections.abc import Awaitable, Callable, Mapping
+from dataclasses import dataclass
 from types import TracebackType
 from typing import Any, NoReturn, Protocol
 
@@ -55,7 +59,7 @@ from a2a_wire.client._results import StreamTracker, prepare
 from a2a_wire.methods import Method
 from a2a_wire.types import StreamResponse, SubscribeToTaskRequest, Task, TaskState
 
-__all__ = ["EventStream", "ResumableStream", "refuse_non_stream"]
+__all__ = ["EventStream", "ResumableStream", "Resubscription", "refuse_non_stream"]
 
 logger = logging.getLogger("a2a_wire.client")
 
@@ -119,6 +123,8 @@ class EventStream:
         self.tracker = StreamTracker(allow_message=method.name != "SubscribeToTask")
         #: The SSE ``id`` of the last event read (or the one this stream resumes after).
         self.last_event_id: str | None = None
+        #: Whether the server answered with a stream (``False`` until then, or if it refused).
+        self.opened = False
 
     def resume_after(self, last_event_id: str | None, task_id: str) -> EventStream:
         """Make this (not yet opened) stream resume after an event of an earlier stream.
@@ -198,6 +204,7 @@ class EventStream:
             if self._done:
                 raise RuntimeError("the stream is closed")
             self._conn = await self._opener(self._extra_headers)
+            self.opened = True
         return self._conn
 
     async def _next(self) -> StreamResponse:
@@ -267,6 +274,53 @@ RESUMABLE_ERRORS: tuple[type[BaseException], ...] = (
 )
 
 
+@dataclass(frozen=True, slots=True)
+class Resubscription:
+    """What a :class:`ResumableStream` is about to do, for its ``on_resume`` hook.
+
+    ``str()`` of it is the one line the client logs (``info``, logger ``a2a_wire.client``).
+
+    Attributes:
+        task_id: The task re-subscribed to.
+        cause: Why: the drop, or the server's :class:`~a2a_wire.errors.UnavailableError`.
+        attempt: This re-subscription's number (1 for the first).
+        limit: The most re-subscriptions (``max_resubscribes``).
+        pause: Seconds before it is sent.
+        last_event_id: The ``Last-Event-ID`` it sends (``None``: none).
+        refused: The cause was the server's answer to the request of the stream (an HTTP 503),
+            not an error event on an open stream.
+    """
+
+    task_id: str
+    cause: BaseException
+    attempt: int
+    limit: int
+    pause: float
+    last_event_id: str | None
+    refused: bool = False
+
+    def __str__(self) -> str:
+        cause = self.cause
+        if isinstance(cause, errors.UnavailableError):
+            what = "could not be opened" if self.refused else "ended"
+            why = f"{what}: the server is unavailable for now ({cause.code} {_reason(cause)})"
+        else:
+            why = f"dropped ({type(cause).__name__})"
+        after = "" if self.last_event_id is None else f" after event id {self.last_event_id!r}"
+        return (
+            f"stream of task {self.task_id!r} {why}; re-subscribing in {self.pause:g} s"
+            f" ({self.attempt}/{self.limit}){after}"
+        )
+
+
+def _reason(exc: errors.ProtocolError) -> str:
+    """The ErrorInfo ``reason`` an error carries (``reason`` of its class when none was sent)."""
+    for detail in exc.data or []:
+        if isinstance(detail, dict) and isinstance(detail.get("reason"), str):
+            return str(detail["reason"])
+    return exc.reason
+
+
 class ResumableStream:
     """A stream that re-subscribes to its task after a drop (see the module docstring).
 
@@ -276,6 +330,11 @@ class ResumableStream:
     replaces whatever the consumer built so far (always the case without ids). If the agent
     refuses the re-subscription with UnsupportedOperationError because the task has meanwhile
     settled, the Task fetched with GetTask is yielded as the final event.
+
+    An :class:`~a2a_wire.errors.UnavailableError` (-32000) of a known task, from an error event
+    or from a re-subscription refused with HTTP 503, re-subscribes too, after its
+    ``retry_after`` seconds; drops and these share the ``max_resubscribes`` budget. Before each
+    re-subscription ``on_resume`` (if given) is called with a :class:`Resubscription`.
     """
 
     def __init__(
@@ -286,6 +345,7 @@ class ResumableStream:
         get_task: Callable[[str], Awaitable[Task]],
         max_resubscribes: int,
         retry_delay: float,
+        on_resume: Callable[[Resubscription], None] | None = None,
     ) -> None:
         """Wrap ``first``; ``subscribe`` and ``get_task`` call the agent (the client's methods)."""
         self._current = first
@@ -293,6 +353,7 @@ class ResumableStream:
         self._get_task = get_task
         self._max = max_resubscribes
         self._delay = retry_delay
+        self._on_resume = on_resume
         self._task_id = ""
         self._done = False
         self.resubscribes = 0
@@ -338,14 +399,21 @@ class ResumableStream:
             except RESUMABLE_ERRORS as exc:
                 if not await self._resubscribe(exc):
                     raise
+            except errors.UnavailableError as exc:  # retryable: the server says when
+                named = exc.metadata.get("taskId", "")
+                if not await self._resubscribe(exc, float(exc.retry_after), named):
+                    raise
             except errors.UnsupportedOperationError as exc:
                 if not self.resubscribes:
                     raise
                 return await self._final_snapshot(exc)
         raise StopAsyncIteration
 
-    async def _resubscribe(self, exc: BaseException) -> bool:
-        task_id = self.task_id
+    async def _resubscribe(
+        self, exc: BaseException, pause: float | None = None, named: str = ""
+    ) -> bool:
+        """Re-subscribe after ``exc``, ``pause`` seconds later (default: the doubling delay)."""
+        task_id = self.task_id or named
         if not task_id or self.resubscribes >= self._max:
             return False
         self.resubscribes += 1
@@ -353,15 +421,14 @@ class ResumableStream:
         dropped = self._current
         await dropped.aclose()
         last = dropped.last_event_id
-        logger.info(
-            "stream of task %r dropped (%s); re-subscribing (%d/%d)%s",
-            task_id,
-            type(exc).__name__,
-            self.resubscribes,
-            self._max,
-            "" if last is None else f" after event id {last!r}",
-        )
-        await asyncio.sleep(self._delay * 2 ** (self.resubscribes - 1))
+        if pause is None:
+            pause = self._delay * 2 ** (self.resubscribes - 1)
+        refused = not dropped.opened
+        notice = Resubscription(task_id, exc, self.resubscribes, self._max, pause, last, refused)
+        logger.info("%s", notice)
+        if self._on_resume is not None:
+            self._on_resume(notice)
+        await asyncio.sleep(pause)
         self._current = self._subscribe(SubscribeToTaskRequest(id=task_id), last_event_id=last)
         if last is not None:
             self._current.tracker.continue_from(dropped.tracker)

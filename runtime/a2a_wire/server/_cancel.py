@@ -22,7 +22,9 @@ when the task has no run in this process and another live process holds its leas
 is sent there with the request's ``metadata`` (``request_cancel``), and that process follows
 the rules above (:func:`~a2a_wire.server._cancelling.cancel_here`) with its own run, its blocked SendMessage and its
 streams, then replies. This process waits for the reply, ``cancel_grace_seconds`` plus
-:data:`CANCEL_REACH_SECONDS` at most, and answers as the holder would have: the CANCELED task,
+:data:`CANCEL_REACH_SECONDS` at most (sending the request once more when it has heard nothing
+after :data:`~a2a_wire.server._peers.CANCEL_RESEND_SECONDS`, so that a request or reply lost
+on the way costs that long), and answers as the holder would have: the CANCELED task,
 or the holder's error (-32002 with the holder's message when its agent refused or the task
 ended otherwise; the task then goes on, or stays as it ended). A holder that replies that the
 task has no run there leaves the cancel to this process, which makes it as for a task without
@@ -34,6 +36,7 @@ ends the holder's lease, which stops its run there.
 
 from __future__ import annotations
 
+import asyncio
 import logging
 
 from a2a_wire._protocol.states import is_terminal
@@ -87,11 +90,13 @@ async def cancel_task(call: MethodCall[CancelTaskRequest]) -> Task:
         if peers is not None and hub.run_task is None:
             request = await peers.ask_holder(hub.task_id, metadata)
             if request is not None:
-                timeout = grace + CANCEL_REACH_SECONDS
-                reply = await peers.store.wait_cancel_reply(request.id, timeout=timeout)
+                loop = asyncio.get_running_loop()
+                asked_at = loop.time()
+                reply = await peers.wait_reply(request, grace + CANCEL_REACH_SECONDS)
                 if reply is None or reply.outcome != "absent":
+                    waited = loop.time() - asked_at
                     return await _cancelled_elsewhere(
-                        runtime.runner, hub, call.store, reply, timeout
+                        runtime.runner, hub, call.store, reply, waited
                     )
 
         def context_for(task: Task) -> RequestContext:
@@ -104,9 +109,9 @@ async def cancel_task(call: MethodCall[CancelTaskRequest]) -> Task:
 
 
 async def _cancelled_elsewhere(
-    runner: Runner, hub: TaskHub, store: EventLogStore, reply: CancelReply | None, timeout: float
+    runner: Runner, hub: TaskHub, store: EventLogStore, reply: CancelReply | None, waited: float
 ) -> Task:
-    """Answer from the holder's reply; with none in ``timeout`` seconds, record CANCELED here."""
+    """Answer from the holder's reply; with none (after ``waited`` s), record CANCELED here."""
     if reply is not None and reply.outcome == "error":
         raise from_wire(reply.error)
     now = await store.snapshot(hub.task_id, owner=hub.owner)
@@ -121,7 +126,7 @@ async def _cancelled_elsewhere(
     log.warning(
         "task %s: the process running it did not answer the cancel in %.1f s; canceling here",
         hub.task_id,
-        timeout,
+        waited,
     )
     run = Run(hub, None, now.task.context_id, hub.owner)
     try:

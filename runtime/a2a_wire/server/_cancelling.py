@@ -117,7 +117,8 @@ async def _record(hub: TaskHub, run: Run) -> Task:
     async with hub.lock:
         if hub.state is None or not is_terminal(hub.state):
             status = TaskStatus(state=TaskState.CANCELED)
-            await hub.publish_locked(TaskStatusUpdateEvent(status=status), run)
+            event = TaskStatusUpdateEvent(status=status)
+            await hub.publish_locked(event, run, runtime_reason="CancelTask")
         task = await hub.task()
         if _state(task) != TaskState.CANCELED:
             raise not_cancelable(task)

@@ -5,7 +5,8 @@ Each task the server is busy with has one :class:`TaskHub`: its id and state, it
 which lives in the store as the log of its events (:mod:`a2a_wire.server.store._log`). Every
 change goes through :meth:`TaskHub.publish`, which under the lock appends the event (``create``
 for the event that makes the task), checked by :func:`a2a_wire._protocol.tasks.apply` (an
-illegal event is refused, logged, and changes nothing); once it is committed, offers it to the
+illegal event is refused, logged, and changes nothing; the log names who wrote it: the agent,
+or the runtime recording how a run or a cancel ends); once it is committed, offers it to the
 open streams (nothing reaches a client before it is committed, spec 3.5.2) and, with push
 notifications on, wakes the delivery worker for the outbox rows the same transaction wrote
 (:mod:`a2a_wire.server.store._push`; a new task's inline push config is stored with it).
@@ -28,6 +29,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import copy
+import functools
 import logging
 from collections.abc import Callable, Iterator, Sequence
 
@@ -286,18 +288,25 @@ class TaskHub:
         async with self.lock:
             return await self.publish_locked(event, run)
 
-    async def publish_locked(self, event: AgentEvent, run: Run) -> bool:
-        """:meth:`publish` for a caller that holds :attr:`lock`."""
+    async def publish_locked(
+        self, event: AgentEvent, run: Run, *, runtime_reason: str | None = None
+    ) -> bool:
+        """:meth:`publish` for a caller that holds :attr:`lock`.
+
+        ``runtime_reason`` is set when the runtime writes ``event`` itself (a run's FAILED end,
+        a CANCELED): why it does; a refusal is then logged as the runtime's, not the agent's.
+        """
+        refuse = functools.partial(self._refuse, event, runtime_reason)
         if run.closed:
-            return self._refuse(event, "the agent run that sent it has ended")
+            return refuse("the agent run that sent it has ended")
         if self._state is None:
-            return await self._first_event(event, run)
+            return await self._first_event(event, run, refuse)
         if isinstance(event, Task):
-            return self._refuse(event, "the task exists already; send status or artifact updates")
+            return refuse("the task exists already; send status or artifact updates")
         try:
             done = await self._append(event)
         except (InvalidTransitionError, TaskNotFoundError) as exc:
-            return self._refuse(event, str(exc))
+            return refuse(str(exc))
         if isinstance(event, TaskStatusUpdateEvent):
             if is_settled(done.state):
                 self._settle(run, done)
@@ -334,19 +343,30 @@ class TaskHub:
         self._offer(done.events)
         return done
 
-    def _refuse(self, event: AgentEvent, why: str) -> bool:
-        log.warning(
-            "task %s: refused %s from the agent: %s", self.task_id, type(event).__name__, why
-        )
+    def _refuse(self, event: AgentEvent, runtime_reason: str | None, why: str) -> bool:
+        if runtime_reason is None:
+            log.warning(
+                "task %s: refused %s from the agent: %s", self.task_id, type(event).__name__, why
+            )
+        else:  # the runtime's own record, e.g. after the task ended by another writer
+            log.info(
+                "task %s: the runtime's %s (%s) is not recorded: %s",
+                self.task_id,
+                _described(event),
+                runtime_reason,
+                why,
+            )
         return False
 
-    async def _first_event(self, event: AgentEvent, run: Run) -> bool:
+    async def _first_event(
+        self, event: AgentEvent, run: Run, refuse: Callable[[str], bool]
+    ) -> bool:
         if isinstance(event, Message):
             self._reply(event, run)
             return True
         task = first_task(event, self.task_id, run)
         if isinstance(task, str):
-            return self._refuse(event, task)
+            return refuse(task)
         if isinstance(event, Task):
             await self._make_task(task, run)
             return True
@@ -354,7 +374,7 @@ class TaskHub:
             await self._make_task(task, run, [event])
         except InvalidTransitionError as exc:  # nothing was stored: the task alone, then refuse
             await self._make_task(task, run)
-            return self._refuse(event, str(exc))
+            return refuse(str(exc))
         return True
 
     async def ensure_task(self, run: Run) -> None:
@@ -413,3 +433,10 @@ class TaskHub:
         run.turn_ended(done)
         if self._active_run is not None and self._active_run is not run:
             self._active_run.turn_ended(done)
+
+
+def _described(event: AgentEvent) -> str:
+    """``FAILED status`` for a status update, else the event's type name (for the log)."""
+    if isinstance(event, TaskStatusUpdateEvent) and event.status is not None:
+        return f"{event.status.state.name} status"
+    return type(event).__name__

@@ -22,7 +22,12 @@ keeps the server's runs in step with them.
   have answered (the hook refused, or the task ended otherwise or is gone), or, when the task
   has no run here, absent. That work is an asyncio task kept in
   :attr:`~a2a_wire.server._runner.Runner.runs`, so shutdown cancels and awaits it (and no
-  reply is sent: the asker's bound applies).
+  reply is sent: the asker's bound applies). A request or its reply can be lost on the way (a
+  notification dropped while a listener reconnected, a reply the store refused): the asker
+  that has heard nothing after :data:`CANCEL_RESEND_SECONDS` sends the request once more
+  (:meth:`Peers.wait_reply`), and the holder tells the repeat apart by its id: one it is acting
+  on is left to the first, one it answered is answered again (the last
+  :data:`REMEMBERED_REPLIES` are kept).
 * **Follow-ups anywhere** (spec 3.4). A message continuing an interrupted task may reach any
   process: before it is recorded, that process takes the task's lease
   (:meth:`Peers.take_lease`); while another live process holds it, the runtime waits
@@ -37,9 +42,11 @@ keeps the server's runs in step with them.
 
 from __future__ import annotations
 
+import asyncio
 import dataclasses
 import logging
 import uuid
+from collections import OrderedDict
 from collections.abc import Callable
 from typing import Any
 
@@ -54,9 +61,18 @@ from a2a_wire.server._settings import ServerSettings
 from a2a_wire.server.store._shared import CancelReply, CancelRequest, SharedTaskStore
 from a2a_wire.types import Task
 
-__all__ = ["Peers"]
+__all__ = ["CANCEL_RESEND_SECONDS", "REMEMBERED_REPLIES", "Peers"]
 
 log = logging.getLogger("a2a_wire.server")
+
+CANCEL_RESEND_SECONDS = 1.0
+"""Seconds without a reply after which the asking process sends its cancel request once more.
+
+What a lost request or reply costs, instead of the asker's whole wait (see the module docstring).
+"""
+
+REMEMBERED_REPLIES = 1024
+"""Most cancel replies the holder keeps to answer a repeated request with (the latest ones)."""
 
 
 class Peers:
@@ -81,6 +97,8 @@ class Peers:
         self.settings = settings
         self.store = store
         self.closed = False
+        self._acting: set[str] = set()  # ids of the requests this process is acting on
+        self._answered: OrderedDict[str, CancelReply] = OrderedDict()
         store.on_lease_lost(self._lease_lost)
         store.on_cancel(self._cancel_requested)
 
@@ -106,6 +124,42 @@ class Peers:
         request = CancelRequest(uuid.uuid4().hex, task_id, self.store.process_id, metadata)
         sent = await self.store.request_cancel(request)
         return request if sent is not None and sent != self.store.process_id else None
+
+    async def wait_reply(self, request: CancelRequest, timeout: float) -> CancelReply | None:
+        """The holder's reply to ``request``, waiting ``timeout`` seconds at most.
+
+        With no reply after :data:`CANCEL_RESEND_SECONDS`, the request is sent once more.
+
+        Returns:
+            The reply, or ``None`` when none came in time, or when no live process holds the
+            task's lease any more as it is sent again (the task ended, maybe by that cancel
+            whose reply was lost, or its process died): the stored task then tells.
+
+        Raises:
+            StoreUnavailableError: the store failed while waiting or sending again.
+        """
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + timeout
+        first = min(CANCEL_RESEND_SECONDS, timeout)
+        reply = await self.store.wait_cancel_reply(request.id, timeout=first)
+        if reply is not None or first >= timeout:
+            return reply
+        holder = await self.store.request_cancel(request)
+        if holder is None:
+            log.info(
+                "task %s: no reply to the cancel request in %.1f s, and no process runs the "
+                "task any more",
+                request.task_id,
+                first,
+            )
+            return await self.store.wait_cancel_reply(request.id, timeout=0)
+        log.info(
+            "task %s: no reply to the cancel request in %.1f s; sent it again",
+            request.task_id,
+            first,
+        )
+        left = max(0.0, deadline - loop.time())
+        return await self.store.wait_cancel_reply(request.id, timeout=left)
 
     async def take_lease(self, task_id: str) -> bool:
         """Take the task's lease for a follow-up's run here; ``False`` if another holds it."""
@@ -137,12 +191,17 @@ class Peers:
     def _cancel_requested(self, request: CancelRequest) -> None:
         hub = self.hubs(request.task_id)
         run = hub.active_run if hub is not None else None
-        if self.closed:
-            return  # shutting down: the asker's bound applies
+        if self.closed or request.id in self._acting:
+            return  # shutting down (the asker's bound applies), or a repeat: the first answers
+        if (answered := self._answered.get(request.id)) is not None:
+            log.info("task %s: the cancel request came again; answered again", request.task_id)
+            self.runner.spawn(self._reply(request, answered))
+            return
         if hub is None or run is None or run.context is None:
             log.info("task %s: a cancel request came, but it does not run here", request.task_id)
             self.runner.spawn(self._reply(request, CancelReply("absent")))
             return
+        self._acting.add(request.id)
         self.runner.spawn(self._cancel(hub, run.context, request))
 
     async def _cancel(self, hub: TaskHub, started: RequestContext, request: CancelRequest) -> None:
@@ -155,17 +214,24 @@ class Peers:
             )
 
         grace = self.settings.cancel_grace_seconds
-        with hub.hold():
-            try:
-                await cancel_here(self.runner, hub, grace, context_for)
-            except ProtocolError as exc:  # refused, ended otherwise, or gone: the asker says so
-                log.info("task %s: cancel request from another process: %s", hub.task_id, exc)
-                reply = CancelReply("error", exc.to_wire())
-            else:
-                reply = CancelReply("done")
+        try:
+            with hub.hold():
+                try:
+                    await cancel_here(self.runner, hub, grace, context_for)
+                except ProtocolError as exc:  # refused, ended otherwise, or gone: the asker says so
+                    log.info("task %s: cancel request from another process: %s", hub.task_id, exc)
+                    reply = CancelReply("error", exc.to_wire())
+                else:
+                    reply = CancelReply("done")
+        finally:
+            self._acting.discard(request.id)
         await self._reply(request, reply)
 
     async def _reply(self, request: CancelRequest, reply: CancelReply) -> None:
+        self._answered[request.id] = reply  # a repeat of the request is answered the same
+        self._answered.move_to_end(request.id)
+        while len(self._answered) > REMEMBERED_REPLIES:
+            self._answered.popitem(last=False)
         try:
             await self.store.reply_cancel(request, reply)
         except Exception as exc:  # a background task's boundary: the asker's bound applies

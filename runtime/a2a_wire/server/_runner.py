@@ -208,7 +208,8 @@ class Runner:
             elif state is not None and is_terminal(state):
                 return
             status = TaskStatus(state=TaskState.FAILED, message=agent_message(failure))
-            await hub.publish_locked(TaskStatusUpdateEvent(status=status), run)
+            event = TaskStatusUpdateEvent(status=status)
+            await hub.publish_locked(event, run, runtime_reason=failure)
 
     def _run_done(self, hub: TaskHub, run: Run, task: asyncio.Task[None]) -> None:
         self.runs.discard(task)

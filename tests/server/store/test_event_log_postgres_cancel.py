@@ -109,6 +109,23 @@ async def test_a_lost_notification_costs_one_poll(quiet: Stores) -> None:
     await until(lambda: got == ["run"])
 
 
+async def test_a_request_sent_again_is_notified_again(quiet: Stores) -> None:
+    a = await quiet(poll_interval=QUIET)
+    b = await quiet()
+    got: list[str] = []
+    a.on_cancel(task_ids(got))
+    await a.create(make_task("run", S.WORKING))
+    listener = a._listener
+    assert listener is not None and listener._conn is not None
+    await listener._conn.execute("UNLISTEN *")
+    assert await b.request_cancel(ask("run")) == a.process_id  # its notification is lost
+    await listener._conn.execute(f'LISTEN "{a._target.cancel_channel}"')  # a hears again
+    assert await b.request_cancel(ask("run")) == a.process_id  # still waiting: notified again
+    await until(lambda: got == ["run"])
+    assert await b.request_cancel(ask("run")) == a.process_id  # taken: written and sent again
+    await until(lambda: got == ["run", "run"])  # the server's Peers tells the repeat apart
+
+
 async def test_a_request_waits_for_the_first_callback(quiet: Stores) -> None:
     a = await quiet(poll_interval=QUIET)
     b = await quiet()

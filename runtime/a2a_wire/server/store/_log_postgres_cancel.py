@@ -10,9 +10,11 @@ and the CancelTask's ``metadata`` as ``jsonb``), and in the same statement sends
 (:class:`~._log_postgres_listen.Listener`); the holder's keeper wakes and
 :meth:`PostgresCancels.poll_cancels` deletes its rows and hands each
 :class:`~._shared.CancelRequest` to the :meth:`PostgresCancels.on_cancel` callbacks. A lost
-notification costs one ``poll_interval``: the keeper also takes its rows on every tick. A
-request whose lease ended meanwhile (the task finished, or was taken over) is deleted by the
-next takeover scan.
+notification costs one ``poll_interval``: the keeper also takes its rows on every tick, and at
+once when the listener has connected again. A request sent again with its id (the asker heard
+no reply, :mod:`a2a_wire.server._peers`) is written again if it was taken, or, still waiting,
+addressed to the current holder, and notified once more. A request whose lease ended
+meanwhile (the task finished, or was taken over) is deleted by the next takeover scan.
 
 Cancel replies
 --------------
@@ -65,7 +67,7 @@ WITH now AS (SELECT {NOW.replace("{n}", "2")} AS t), holder AS (
 ), asked AS (
   INSERT INTO {{s}}.cancel_requests (id, task_id, process_id, requested_at, asker, metadata)
   SELECT $4, $1, holder.process_id, now.t, $5, $6::jsonb FROM holder, now
-  ON CONFLICT (id) DO NOTHING
+  ON CONFLICT (id) DO UPDATE SET process_id = EXCLUDED.process_id
   RETURNING process_id
 )
 SELECT process_id, pg_notify($3, process_id) FROM asked
@@ -123,12 +125,12 @@ class PostgresCancels(PostgresLeases):
         """Send ``request`` to the process holding the task's live lease.
 
         The holder may be this process: the request then reaches this store's callbacks. A
-        request whose id is still waiting to be taken is not sent again.
+        request sent again with the same id is notified again (see the module docstring).
 
         Returns:
             The holder's process id, or ``None`` when nothing was sent: no live process holds
             the lease (the task is not running, or its process died and the takeover scan has
-            not ended the lease yet), or a request with that id is waiting already.
+            not ended the lease yet).
         """
         metadata = None if request.metadata is None else json.dumps(request.metadata)
         row = await self._pool.fetchrow(

@@ -99,7 +99,10 @@ class SharedTaskStore(Protocol):
         ...
 
     async def request_cancel(self, request: CancelRequest) -> str | None:
-        """Send ``request`` to the task's live lease holder; its process id, or ``None`` if none."""
+        """Send ``request`` to the task's live lease holder; its process id, or ``None`` if none.
+
+        Sending a request again (same id) delivers it again: the holder tells repeats apart.
+        """
         ...
 
     async def reply_cancel(self, request: CancelRequest, reply: CancelReply) -> None:
