@@ -31,7 +31,7 @@ import contextlib
 import copy
 import time
 from collections import OrderedDict
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from typing import TYPE_CHECKING
 
 from a2a_wire import codec
@@ -53,9 +53,11 @@ from a2a_wire.server.store._log_postgres_cancel import PostgresCancels
 from a2a_wire.server.store._log_postgres_conn import (
     ACQUIRE_TIMEOUT,
     CONNECT_TIMEOUT,
+    MIGRATION_LOCK_TIMEOUT,
     STATEMENT_TIMEOUT,
     Deadlines,
     GuardedPool,
+    start_hint,
     translated,
 )
 from a2a_wire.server.store._log_postgres_lease import HEARTBEAT_SECONDS, LEASE_SECONDS
@@ -67,7 +69,9 @@ from a2a_wire.server.store._log_postgres_rows import Head
 from a2a_wire.server.store._log_postgres_sql import (
     DEFAULT_SCHEMA,
     check_schema_name,
-    migrate,
+    close_within,
+    load_driver,
+    migrate_schema,
     open_pool,
 )
 from a2a_wire.server.store._log_postgres_text import setup_connection
@@ -84,6 +88,7 @@ from a2a_wire.server.store._log_postgres_write import (
 )
 from a2a_wire.server.store._outage import OutageLog
 from a2a_wire.server.store._paging import PageTokens
+from a2a_wire.server.store._unavailable import StoreUnavailableError, describe
 from a2a_wire.types import Task, TaskPushNotificationConfig, TaskState
 
 if TYPE_CHECKING:
@@ -127,6 +132,8 @@ class PostgresEventLog(
         connect_timeout: Seconds a new connection may take (the pool's and the listener's).
         statement_timeout: Seconds one store call may take, waiting for a connection included.
         acquire_timeout: Seconds a call waits for a connection of the pool.
+        migration_lock_timeout: Seconds ``open`` waits for each lock of the schema check (see
+            :func:`~._log_postgres_sql.migrate_schema`).
 
     Every method that reaches the database raises ``StoreUnavailableError`` for a fault of it
     (down, restarting, stalled past a deadline); see :mod:`._log_postgres_conn`.
@@ -154,6 +161,7 @@ class PostgresEventLog(
         connect_timeout: float = CONNECT_TIMEOUT,
         statement_timeout: float = STATEMENT_TIMEOUT,
         acquire_timeout: float = ACQUIRE_TIMEOUT,
+        migration_lock_timeout: float = MIGRATION_LOCK_TIMEOUT,
     ) -> None:
         if pool_size < 1 or not poll_interval > 0:
             raise ValueError("pool_size must be at least 1 and poll_interval above 0")
@@ -161,7 +169,9 @@ class PostgresEventLog(
         if not 0 < beat < lease_seconds:
             raise ValueError("heartbeat_seconds must be above 0 and below lease_seconds")
         self._dsn = dsn
-        self._deadlines = Deadlines(connect_timeout, statement_timeout, acquire_timeout)
+        self._deadlines = Deadlines(
+            connect_timeout, statement_timeout, acquire_timeout, migration_lock_timeout
+        )
         self._outage = OutageLog("PostgreSQL")
         self._schema = check_schema_name(schema)
         self._target = target = Target.for_schema(schema)
@@ -195,21 +205,34 @@ class PostgresEventLog(
         Returns:
             Ids of the tasks the takeover scan failed (none unless ``recover``).
 
+        Every step is bounded: the connections by the connect timeout, the schema check's lock
+        waits by the migration lock timeout, every statement (but an upgrade's DDL) by the
+        statement timeout.
+
         Raises:
             RuntimeError: the store is already open, or the schema has a newer version.
-            StoreUnavailableError: the database cannot be reached.
+            StoreUnavailableError: the database cannot be reached, or a lock not had, in time;
+                the message names the step, the deadline and what to do.
         """
         if self._db is not None:
             raise RuntimeError("the task store is already open")
         deadlines, outage = self._deadlines, self._outage
-        with translated(outage):  # the migration has no statement deadline: data decides
-            await migrate(self._dsn, schema=self._schema, connect_timeout=deadlines.connect)
-            raw = await open_pool(
-                self._dsn,
-                self._pool_size,
-                init=setup_connection,
-                options=deadlines.connect_options(),
-            )
+        with self._opening("connect", "connect_timeout_seconds"), translated(outage):
+            conn = await load_driver().connect(self._dsn, timeout=deadlines.connect)
+        try:
+            step = ("check or migrate the schema", "statement_timeout_seconds")
+            with self._opening(*step), translated(outage):
+                await migrate_schema(
+                    conn,
+                    self._schema,
+                    lock_timeout=deadlines.migration_lock,
+                    statement_timeout=deadlines.statement,
+                )
+        finally:
+            await close_within(conn, deadlines.statement)
+        raw = await open_pool(
+            self._dsn, self._pool_size, init=setup_connection, options=deadlines.connect_options()
+        )  # it connects on demand: nothing here waits
         self._db = GuardedPool(raw, deadlines, outage)
         try:
             self._listener = Listener(
@@ -221,16 +244,38 @@ class PostgresEventLog(
                 extra={self._target.cancel_channel: self._cancel_notified},
                 options=deadlines.connect_options(),
             )
-            with translated(outage):
+            with self._opening("listen", "connect_timeout_seconds"), translated(outage):
                 await self._listener.start()
-            await self._end_process()  # leases under this id are a previous incarnation's
-            await self.heartbeat()
-            failed = await self.take_over() if self._recover_on_open else []
+            with self._opening("register and take over", "statement_timeout_seconds"):
+                await self._end_process()  # leases under this id are a previous incarnation's
+                await self.heartbeat()
+                failed = await self.take_over() if self._recover_on_open else []
             self._start_keeper()
             return failed
         except BaseException:
             await self.close()
             raise
+
+    @contextlib.contextmanager
+    def _opening(self, step: str, deadline: str) -> Iterator[None]:
+        """Raise a fault in a step of ``open`` as ``StoreUnavailableError`` saying what to do.
+
+        ``deadline``: the ``[postgresql]`` setting that bounds the step.
+        """
+        try:
+            yield
+        except StoreUnavailableError as exc:
+            cause = exc.__cause__ if exc.__cause__ is not None else exc
+            seconds = {
+                "connect_timeout_seconds": self._deadlines.connect,
+                "statement_timeout_seconds": self._deadlines.statement,
+            }[deadline]
+            waited = f"[postgresql] {deadline} ({seconds:g} s)"
+            raise StoreUnavailableError(
+                f"PostgreSQL: could not {step} ({describe(cause)}); "
+                f"{start_hint(cause, waited, self._schema, self._deadlines)}",
+                retry_after=exc.retry_after,
+            ) from cause
 
     async def close(self) -> None:
         """Stop the keeper and listening, expire leases and claims, close the pool; twice is fine.
