@@ -197,9 +197,9 @@ def _store_failure(exc: BaseException, config: Config) -> str:
     cause = exc.__cause__
     if config.server.storage == "sqlite" and isinstance(cause, BlockingIOError):
         return (
-            f"the task database {config.server.database} is open in another a2a-wire serve"
-            " on the same data directory (SQLite allows one); stop that one, or give this one"
-            " its own --data-dir ([server] data_dir)"
+            f"the task database {config.server.database} is open in another process, most"
+            " likely another a2a-wire serve on the same data directory (SQLite allows one);"
+            " stop that one, or give this one its own --data-dir ([server] data_dir)"
         )
     busy = isinstance(cause, sqlite3.OperationalError) and (
         cause.sqlite_errorcode in (sqlite3.SQLITE_BUSY, sqlite3.SQLITE_LOCKED)
