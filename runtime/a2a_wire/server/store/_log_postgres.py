@@ -130,7 +130,8 @@ class PostgresEventLog(
         lease_clock: Seconds since the epoch for leases and claims; ``None`` for the database
             server's clock.
         connect_timeout: Seconds a new connection may take (the pool's and the listener's).
-        statement_timeout: Seconds one store call may take, waiting for a connection included.
+        statement_timeout: Seconds one store call may take, waiting for a connection included;
+            twice this is the outage log's quiet period (:mod:`._outage`).
         acquire_timeout: Seconds a call waits for a connection of the pool.
         migration_lock_timeout: Seconds ``open`` waits for each lock of the schema check (see
             :func:`~._log_postgres_sql.migrate_schema`).
@@ -172,7 +173,8 @@ class PostgresEventLog(
         self._deadlines = Deadlines(
             connect_timeout, statement_timeout, acquire_timeout, migration_lock_timeout
         )
-        self._outage = OutageLog("PostgreSQL")
+        # A call that is going to fail does so within the statement deadline of its start.
+        self._outage = OutageLog("PostgreSQL", quiet_seconds=2 * statement_timeout)
         self._schema = check_schema_name(schema)
         self._target = target = Target.for_schema(schema)
         self._sql = target.sql
@@ -297,12 +299,16 @@ class PostgresEventLog(
             await pool.close()
 
     async def ping(self) -> None:
-        """One ``SELECT 1`` within the statement deadline (see ``EventLogStore.ping``).
+        """One indexed read of the tables requests need, within the statement deadline.
+
+        It reads, by primary key, a key no row has in ``tasks``, ``task_snapshots``,
+        ``task_events`` and ``task_leases``: a table locked by another session makes it fail
+        as the requests on that table would (see ``EventLogStore.ping``).
 
         Raises:
             StoreUnavailableError: no answer in time, or the database is unreachable.
         """
-        await self._pool.fetchval("SELECT 1", timeout=self._deadlines.statement)
+        await self._pool.fetchrow(self._sql.ping, timeout=self._deadlines.statement)
 
     async def create(
         self,

@@ -386,6 +386,7 @@ class Statements:
     last_seq: str
     count: str
     expired: str
+    ping: str
 
     @classmethod
     def for_schema(cls, schema: str) -> Statements:
@@ -415,6 +416,12 @@ class Statements:
             " (SELECT 1 FROM {s}.task_leases l"
             " WHERE l.task_id = t.id AND l.expires_at > '-infinity'))"
             " ORDER BY changed_at, id LIMIT $3",
+            # Readiness: one primary-key read of each table a request needs, for a key no
+            # row has, so a table another session locked makes the ping wait (and fail).
+            "ping": "SELECT (SELECT 1 FROM {s}.tasks WHERE id = '')"
+            " , (SELECT 1 FROM {s}.task_snapshots WHERE task_id = '')"
+            " , (SELECT 1 FROM {s}.task_events WHERE task_id = '' AND seq = 0)"
+            " , (SELECT 1 FROM {s}.task_leases WHERE task_id = '')",
         }
         assert set(texts) == {f.name for f in fields(cls)}
         return cls(**{name: text.strip().format(s=schema) for name, text in texts.items()})

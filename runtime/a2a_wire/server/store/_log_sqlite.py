@@ -88,6 +88,7 @@ from a2a_wire.server.store._log_sqlite_write import (
     settle,
     write_events,
 )
+from a2a_wire.server.store._outage import OutageLog
 from a2a_wire.server.store._paging import PageTokens, check_page_size
 from a2a_wire.server.store._push_sqlite import transaction
 from a2a_wire.server.store._sqlite_claim import FileClaim
@@ -114,7 +115,8 @@ class SQLiteTaskStore(SQLiteRetention, EventLogStore):
         history_limit: Most messages a task keeps (``ServerSettings.max_history_per_task``);
             ``None`` keeps all.
         busy_timeout_seconds: SQLite's ``busy_timeout``: how long a statement waits for a lock
-            another program holds on the file (see :mod:`._log_sql`) before it gives up.
+            another program holds on the file (see :mod:`._log_sql`) before it gives up. Twice
+            this is the outage log's quiet period (:mod:`._outage`).
         clock: Seconds since the epoch, for the state-change times retention reads.
 
     Raises:
@@ -146,7 +148,8 @@ class SQLiteTaskStore(SQLiteRetention, EventLogStore):
         self._claim: FileClaim | None = None
         self._heads: OrderedDict[str, Head] = OrderedDict()
         self._waiters = Waiters()
-        self._init_push()
+        # A call that is going to fail for a lock does so within busy_timeout of its start.
+        self._init_push(OutageLog("SQLite", quiet_seconds=2 * busy_timeout_seconds))
 
     @property
     def _conn(self) -> aiosqlite.Connection:
