@@ -113,6 +113,30 @@ async def test_another_process_migrating_makes_the_start_wait_the_lock_timeout_o
     assert "migration_lock_timeout_seconds" in message
 
 
+async def test_a_connection_that_stalls_during_the_schema_check_is_bounded_too(
+    proxy: FaultProxy, postgres_dsn: str, postgres_schema: str, admin: asyncpg.Connection
+) -> None:
+    from a2a_wire.server.store._log_postgres_sql import lock_key
+
+    await created(postgres_dsn, postgres_schema)
+    lock = 2.0
+    store = make_store(through(proxy, postgres_dsn), postgres_schema, migration_lock_timeout=lock)
+    async with admin.transaction():  # the check waits for this lock; then the network stalls
+        await admin.execute(
+            "SELECT pg_advisory_xact_lock($1)", lock_key(postgres_schema, "migrate")
+        )
+        opening = asyncio.ensure_future(refused(store))
+        waiting = "SELECT count(*) FROM pg_locks WHERE locktype = 'advisory' AND NOT granted"
+        async with asyncio.timeout(60):
+            while not await admin.fetchval(waiting):
+                await asyncio.sleep(0.01)
+        proxy.stall()  # the lock timeout's answer never comes back
+        message, took = await opening
+    print(f"stalled during the schema check: {took:.2f} s: {message}")
+    assert took < lock + DEADLINE + DEADLINE + SLACK  # the wait, the statement, the close
+    assert "could not check or migrate the schema (TimeoutError)" in message
+
+
 async def test_a_locked_table_after_the_schema_check_fails_within_the_statement_timeout(
     postgres_dsn: str, postgres_schema: str, admin: asyncpg.Connection
 ) -> None:

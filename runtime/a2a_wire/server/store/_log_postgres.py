@@ -222,7 +222,11 @@ class PostgresEventLog(
         with self._opening("connect", "connect_timeout_seconds"), translated(outage):
             conn = await load_driver().connect(self._dsn, timeout=deadlines.connect)
         try:
-            step = ("check or migrate the schema", "statement_timeout_seconds")
+            step = (
+                "check or migrate the schema",
+                "migration_lock_timeout_seconds",
+                "statement_timeout_seconds",
+            )
             with self._opening(*step), translated(outage):
                 await migrate_schema(
                     conn,
@@ -259,10 +263,10 @@ class PostgresEventLog(
             raise
 
     @contextlib.contextmanager
-    def _opening(self, step: str, deadline: str) -> Iterator[None]:
+    def _opening(self, step: str, *deadlines: str) -> Iterator[None]:
         """Raise a fault in a step of ``open`` as ``StoreUnavailableError`` saying what to do.
 
-        ``deadline``: the ``[postgresql]`` setting that bounds the step.
+        ``deadlines``: the ``[postgresql]`` settings that bound the step, added up.
         """
         try:
             yield
@@ -271,11 +275,12 @@ class PostgresEventLog(
             seconds = {
                 "connect_timeout_seconds": self._deadlines.connect,
                 "statement_timeout_seconds": self._deadlines.statement,
-            }[deadline]
-            waited = f"[postgresql] {deadline} ({seconds:g} s)"
+                "migration_lock_timeout_seconds": self._deadlines.migration_lock,
+            }
+            waited = " + ".join(f"{name} ({seconds[name]:g} s)" for name in deadlines)
             raise StoreUnavailableError(
                 f"PostgreSQL: could not {step} ({describe(cause)}); "
-                f"{start_hint(cause, waited, self._schema, self._deadlines)}",
+                f"{start_hint(cause, f'[postgresql] {waited}', self._schema, self._deadlines)}",
                 retry_after=exc.retry_after,
             ) from cause
 

@@ -41,6 +41,8 @@ class FileClaim:
             RuntimeError: another store holds it still (``from`` the ``BlockingIOError``).
             OSError: the lock file cannot be created or opened.
         """
+        if os.fspath(database) == ":memory:":
+            return cls(None)  # a database of this connection alone
         try:
             import fcntl
         except ImportError:  # pragma: no cover - no flock on this platform: no claim
