@@ -84,7 +84,13 @@ def migrate_command(config_path: Path | None, dsn: str | None, schema: str | Non
         click.echo(f"error: cannot connect to PostgreSQL: {describe(exc)}", err=True)
         raise click.exceptions.Exit(EXIT_CONNECTION) from None
     except Exception as exc:  # the driver's errors, a newer schema: report and fail
-        click.echo(f"error: cannot migrate schema {schema!r}: {describe(exc)}", err=True)
+        hint = ""
+        if type(exc).__name__ == "LockNotAvailableError":  # asyncpg's, for lock_timeout
+            hint = (
+                "; another session holds a lock on it (see pg_locks): end that session, or"
+                " raise [postgresql] migration_lock_timeout_seconds"
+            )
+        click.echo(f"error: cannot migrate schema {schema!r}: {describe(exc)}{hint}", err=True)
         raise click.exceptions.Exit(1) from None
     if before == after:
         click.echo(f"schema {schema!r} is at version {after}; nothing to do")

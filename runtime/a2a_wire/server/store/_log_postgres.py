@@ -204,12 +204,12 @@ class PostgresEventLog(
     async def open(self) -> builtins.list[str]:
         """Connect, create or upgrade the schema, listen, beat, take over, start the keeper.
 
-        Returns:
-            Ids of the tasks the takeover scan failed (none unless ``recover``).
-
         Every step is bounded: the connections by the connect timeout, the schema check's lock
         waits by the migration lock timeout, every statement (but an upgrade's DDL) by the
         statement timeout.
+
+        Returns:
+            Ids of the tasks the takeover scan failed (none unless ``recover``).
 
         Raises:
             RuntimeError: the store is already open, or the schema has a newer version.
