@@ -56,7 +56,8 @@ connection or an open read transaction keeps nothing from starting or writing), 
 lock another program can hold against the store is a write lock (a ``sqlite3`` shell inside
 ``BEGIN IMMEDIATE``, a backup tool). ``open`` then waits ``busy_timeout``
 (:data:`BUSY_TIMEOUT_SECONDS`, ``[server] sqlite_busy_timeout_seconds``) and fails; once
-open, a write waits as long, then raises ``StoreUnavailableError``, while reads go on. Write
+open, a write waits as long, then raises ``StoreUnavailableError``; reads are still answered,
+after it (one connection). Write
 to a live store's file only through the store: it remembers each task's head and checks its
 appends against the file, but another writer's rows are not what it expects.
 
