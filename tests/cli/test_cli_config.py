@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import sqlite3
 from pathlib import Path
 
 import pytest
@@ -310,4 +311,28 @@ def test_a_second_server_on_one_data_directory_says_what_holds_it(tmp_path: Path
         f"error: cannot start: the task database {data / 'tasks.sqlite3'} is open in another"
         " process, most likely another a2a-wire serve on the same data directory (SQLite allows"
         " one); stop that one, or give this one its own --data-dir ([server] data_dir)"
+    )
+
+
+def test_a_write_lock_of_another_program_at_start_says_what_to_do(tmp_path: Path) -> None:
+    data = tmp_path / "data"
+    data.mkdir()
+    database = data / "tasks.sqlite3"
+    holder = sqlite3.connect(database, isolation_level=None)
+    try:
+        holder.execute("CREATE TABLE other (k INTEGER)")
+        holder.execute("BEGIN IMMEDIATE")
+        config = tmp_path / "serve.toml"
+        config.write_text(
+            f'[server]\ndata_dir = "{data}"\nsqlite_busy_timeout_seconds = 0.5\n',
+            encoding="utf-8",
+        )
+        refused = cli("serve", "--config", str(config), "--port", str(free_port()), timeout=60)
+    finally:
+        holder.close()
+    assert refused.returncode == 1
+    assert refused.stderr.splitlines()[-1] == (
+        f"error: cannot start: the task database {database} is locked by another program's"
+        " write transaction (waited [server] sqlite_busy_timeout_seconds, 0.5 s); end that"
+        " transaction (a sqlite3 shell, a backup tool) and start again"
     )

@@ -83,3 +83,30 @@ async def test_migrate_refuses_an_invalid_config_and_no_address(tmp_path: Path) 
     config.write_text("[server]\nport = 9000\n", encoding="utf-8")
     code, _, err = await cli_async("db", "migrate", "--config", str(config))
     assert code == 2 and "no PostgreSQL address" in err and "$A2A_WIRE_DSN" in err
+
+
+async def test_migrate_against_a_locked_schema_ends_within_the_lock_timeout(
+    postgres_dsn: str, postgres_schema: str, tmp_path: Path
+) -> None:
+    code, _, err = await cli_async(
+        "db", "migrate", "--dsn", postgres_dsn, "--schema", postgres_schema
+    )
+    assert code == 0, err
+    config = tmp_path / "serve.toml"
+    config.write_text(
+        f'[postgresql]\nschema = "{postgres_schema}"\nmigration_lock_timeout_seconds = 1.0\n',
+        encoding="utf-8",
+    )
+    admin = await asyncpg.connect(postgres_dsn)
+    try:
+        async with admin.transaction():
+            await admin.execute(
+                f"LOCK TABLE {postgres_schema}.schema_version IN ACCESS EXCLUSIVE MODE"
+            )
+            code, _, err = await cli_async(
+                "db", "migrate", "--config", str(config), "--dsn", postgres_dsn
+            )
+    finally:
+        await admin.close()
+    assert code == 1
+    assert "LockNotAvailableError" in err and "migration_lock_timeout_seconds" in err

@@ -202,6 +202,7 @@ def build_postgres_store(config: Config) -> PostgresEventLog:
         connect_timeout=section.connect_timeout_seconds,
         statement_timeout=section.statement_timeout_seconds,
         acquire_timeout=section.acquire_timeout_seconds,
+        migration_lock_timeout=section.migration_lock_timeout_seconds,
         recover=False,
         page_token_key=page_token_key(config.server.data_dir),
         history_limit=config.settings.max_history_per_task,

@@ -18,6 +18,7 @@ import click
 from a2a_wire.cli._common import EXIT_CONFIG, EXIT_CONNECTION
 from a2a_wire.cli.config import ConfigError, PostgresSection, load
 from a2a_wire.server.store._log_postgres_sql import DEFAULT_SCHEMA, migrate
+from a2a_wire.server.store._unavailable import describe
 
 __all__ = ["db"]
 
@@ -70,16 +71,26 @@ def migrate_command(config_path: Path | None, dsn: str | None, schema: str | Non
             " with a [postgresql] table"
         )
     schema = schema or section.schema
-    timeout = section.connect_timeout_seconds
+    bounds = {
+        "connect_timeout": section.connect_timeout_seconds,
+        "lock_timeout": section.migration_lock_timeout_seconds,
+        "statement_timeout": section.statement_timeout_seconds,
+    }
     try:
-        before, after = asyncio.run(migrate(dsn, schema=schema, connect_timeout=timeout))
+        before, after = asyncio.run(migrate(dsn, schema=schema, **bounds))
     except ValueError as exc:
         raise click.BadParameter(str(exc), param_hint="--schema") from None
     except (OSError, TimeoutError) as exc:
-        click.echo(f"error: cannot connect to PostgreSQL: {exc}", err=True)
+        click.echo(f"error: cannot connect to PostgreSQL: {describe(exc)}", err=True)
         raise click.exceptions.Exit(EXIT_CONNECTION) from None
     except Exception as exc:  # the driver's errors, a newer schema: report and fail
-        click.echo(f"error: cannot migrate schema {schema!r}: {exc}", err=True)
+        hint = ""
+        if type(exc).__name__ == "LockNotAvailableError":  # asyncpg's, for lock_timeout
+            hint = (
+                "; another session holds a lock on it (see pg_locks): end that session, or"
+                " raise [postgresql] migration_lock_timeout_seconds"
+            )
+        click.echo(f"error: cannot migrate schema {schema!r}: {describe(exc)}{hint}", err=True)
         raise click.exceptions.Exit(1) from None
     if before == after:
         click.echo(f"schema {schema!r} is at version {after}; nothing to do")

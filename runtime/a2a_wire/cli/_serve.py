@@ -53,6 +53,7 @@ from a2a_wire.errors import A2AError, InternalError
 from a2a_wire.server._app import RUNTIME_KEY
 from a2a_wire.server._health import HEALTH_KEY
 from a2a_wire.server.store import StoreUnavailableError
+from a2a_wire.server.store._unavailable import describe
 
 __all__ = [
     "READY",
@@ -192,19 +193,29 @@ async def _start(
 
 
 def _store_failure(exc: BaseException, config: Config) -> str:
-    """Why the store did not open; for a SQLite file locked by another process, what to do."""
+    """Why the store did not open, never an empty text; for a SQLite file in use, what to do."""
     cause = exc.__cause__
-    busy = isinstance(cause, sqlite3.OperationalError) and (
-        cause.sqlite_errorcode in (sqlite3.SQLITE_BUSY, sqlite3.SQLITE_LOCKED)
-    )
-    if busy and config.server.storage == "sqlite":
+    if config.server.storage == "sqlite" and isinstance(cause, BlockingIOError):
         return (
             f"the task database {config.server.database} is open in another process, most"
             " likely another a2a-wire serve on the same data directory (SQLite allows one);"
             " stop that one, or give this one its own --data-dir ([server] data_dir)"
         )
-    detail = cause if isinstance(exc, StoreUnavailableError) and cause is not None else exc
-    return f"cannot open the task store: {detail}"
+    busy = isinstance(cause, sqlite3.OperationalError) and (
+        cause.sqlite_errorcode in (sqlite3.SQLITE_BUSY, sqlite3.SQLITE_LOCKED)
+    )
+    if busy and config.server.storage == "sqlite":
+        waited = config.server.sqlite_busy_timeout_seconds
+        return (
+            f"the task database {config.server.database} is locked by another program's write"
+            f" transaction (waited [server] sqlite_busy_timeout_seconds, {waited:g} s); end"
+            " that transaction (a sqlite3 shell, a backup tool) and start again"
+        )
+    if isinstance(exc, StoreUnavailableError) and cause is not None:
+        told = str(exc)
+        detail = describe(cause)
+        return f"cannot open the task store: {told if detail in told else f'{told} ({detail})'}"
+    return f"cannot open the task store: {describe(exc)}"
 
 
 def listening_url(addresses: Sequence[object], config: Config) -> str:

@@ -2,7 +2,8 @@
 
 ``/healthz`` is liveness: HTTP 200 while the event loop answers, with no store call, so a
 process whose database is down is not restarted for it. ``/readyz`` is readiness: one
-:meth:`~a2a_wire.server.store.EventLogStore.ping` bounded by
+:meth:`~a2a_wire.server.store.EventLogStore.ping` (a read of the tables requests need, so a
+table locked by another session is not ready either) bounded by
 ``ServerSettings.readiness_timeout_seconds``; HTTP 200 when it succeeds, else 503 with
 ``Retry-After`` (``store_retry_after_seconds``), and 503 from the start of shutdown on. Both
 answer small JSON objects (``{"status": "ok"}``, ``{"status": "unavailable", "reason": ...}``),

@@ -7,11 +7,11 @@ program (docs/server.md, "Store faults").
   work, without a restart, and every task acknowledged before is there, also after a reopen.
   Where no file system can be mounted, ``PRAGMA max_page_count`` makes SQLite itself report
   SQLITE_FULL, which runs everywhere.
-* **Locked.** The store holds the file in EXCLUSIVE locking mode, so the lock another program
-  can really hold against it is one taken before the store opens: a second process inside
-  ``BEGIN IMMEDIATE``. The store's open then waits ``busy_timeout`` and fails; released, it
-  opens with every task. While the store runs, the other program is the one that gets
-  "database is locked", and the server goes on answering.
+* **Locked.** A second process inside ``BEGIN IMMEDIATE`` (a write lock): the store's open
+  waits ``busy_timeout`` and fails; released, it opens with every task. While the store runs,
+  such a lock makes its writes 503 after ``busy_timeout`` while reads go on. A reader in
+  another process (an idle connection, an open read transaction) keeps nothing from starting;
+  a store of another process does (its claim on the file).
 * The translation point itself: which sqlite errors are faults (real errors from real
   connections), and one warning per outage.
 """
@@ -32,6 +32,7 @@ from typing import Any
 
 import pytest
 from aiohttp import web
+from patience import poll
 from push_support import local_settings
 from server_support import ScriptedAgent, envelope, make_card, post, result, send_params
 
@@ -150,7 +151,12 @@ async def test_disk_full_answers_503_loses_nothing_and_recovers(
     assert (await result(client, "CreateTaskPushNotificationConfig", made))["id"] == "after"
     new = (await result(client, "SendMessage", send_params("after")))["task"]
     assert new["status"]["state"] == "TASK_STATE_COMPLETED"
-    assert any("available again" in m for m in (r.getMessage() for r in caplog.records))
+
+    async def said_back() -> bool:  # a success once the quiet period (2 busy_timeouts) passed
+        await result(client, "ListTasks", {})  # a query (a task at rest is read from memory)
+        return any("available again" in r.getMessage() for r in caplog.records)
+
+    await poll(said_back, bool, pause=0.1)
     await client.close()  # the store closes; the file holds every acknowledged task
     reopened = SQLiteTaskStore(disk / "tasks.sqlite3")
     await reopened.open()
@@ -195,18 +201,43 @@ HOLDER = textwrap.dedent(
     """
     import sqlite3, sys
     con = sqlite3.connect(sys.argv[1], isolation_level=None)
-    con.execute("BEGIN IMMEDIATE")
+    how = sys.argv[2]
+    if how == "write":
+        con.execute("BEGIN IMMEDIATE")
+    elif how == "read":  # an open read transaction
+        con.execute("BEGIN")
+        con.execute("SELECT count(*) FROM tasks").fetchall()
+    elif how == "idle":  # a connection that has read the file, then idles
+        con.execute("SELECT count(*) FROM tasks").fetchall()
     print("held", flush=True)
     sys.stdin.readline()
-    con.execute("COMMIT")
+    if con.in_transaction:
+        con.execute("COMMIT")
+    """
+)
+
+STORE_HOLDER = textwrap.dedent(
+    """
+    import asyncio, sys
+    from a2a_wire.server.store import SQLiteTaskStore
+
+    async def main():
+        store = SQLiteTaskStore(sys.argv[1])
+        await store.open()
+        print("held", flush=True)
+        await asyncio.to_thread(sys.stdin.readline)
+        await store.close()
+
+    asyncio.run(main())
     """
 )
 
 
 @contextlib.contextmanager
-def held_by_another_process(path: Path) -> Iterator[None]:
+def held_by_another_process(path: Path, how: str = "write", script: str = HOLDER) -> Iterator[None]:
+    """Another process with ``path`` open: a write lock, a read transaction or an idle one."""
     holder = subprocess.Popen(
-        [sys.executable, "-c", HOLDER, str(path)],
+        [sys.executable, "-c", script, str(path), how],
         stdin=subprocess.PIPE,
         stdout=subprocess.PIPE,
         text=True,
@@ -219,6 +250,7 @@ def held_by_another_process(path: Path) -> Iterator[None]:
         holder.stdin.write("\n")
         holder.stdin.close()
         holder.wait(timeout=30)
+        assert holder.stdout is not None
         holder.stdout.close()
 
 
@@ -243,38 +275,85 @@ async def test_a_file_locked_by_another_program_at_start_waits_then_refuses(tmp_
         await again.close()
 
 
+@pytest.mark.parametrize("how", ["idle", "read"])
+async def test_a_reader_in_another_process_does_not_keep_the_store_from_starting(
+    tmp_path: Path, how: str
+) -> None:
+    path = tmp_path / "tasks.sqlite3"
+    store = SQLiteTaskStore(path)
+    await store.open()
+    await store.create(make_task("t1"))  # WORKING: recovery will fail it
+    await store.close()
+    with held_by_another_process(path, how):
+        again = SQLiteTaskStore(path, busy_timeout_seconds=0.3)
+        await again.open()  # a refusal raises after busy_timeout
+        try:
+            task = await again.get("t1")
+            assert task is not None and task.status is not None
+            assert task.status.state == TaskState.FAILED  # recovery wrote, beside the reader
+            await again.create(make_task("t2"))
+        finally:
+            await again.close()
+
+
+async def test_a_store_of_another_process_keeps_a_second_one_from_starting(
+    tmp_path: Path,
+) -> None:
+    path = tmp_path / "tasks.sqlite3"
+    with held_by_another_process(path, script=STORE_HOLDER):
+        second = SQLiteTaskStore(path, busy_timeout_seconds=0.3)
+        with pytest.raises(RuntimeError, match="in use by another store") as refused:
+            await second.open()
+        assert isinstance(refused.value.__cause__, BlockingIOError)
+    again = SQLiteTaskStore(path)  # the other one closed: it opens
+    await again.open()
+    await again.close()
+
+
 LOCKER = textwrap.dedent(
     """
     import sqlite3, sys
-    con = sqlite3.connect(sys.argv[1], timeout=0.2, isolation_level=None)
-    try:
-        con.execute("BEGIN IMMEDIATE")
-    except sqlite3.OperationalError as exc:
-        print(exc.sqlite_errorname)
-    else:
-        print("locked it")
+    con = sqlite3.connect(sys.argv[1], timeout=5, isolation_level=None)
+    con.execute("SELECT count(*) FROM tasks").fetchall()  # reading a running store's file
+    con.execute("BEGIN IMMEDIATE")
+    print("locked it", flush=True)
+    sys.stdin.readline()
+    con.execute("COMMIT")
     """
 )
 
 
-async def test_another_program_cannot_lock_the_file_of_a_running_server(
+async def test_another_program_s_write_lock_on_a_running_server_is_503_until_released(
     aiohttp_client: Any, tmp_path: Path
 ) -> None:
     path = tmp_path / "tasks.sqlite3"
-    app = create_app(make_card(), ScriptedAgent(), store=SQLiteTaskStore(path))
+    store = SQLiteTaskStore(path, busy_timeout_seconds=0.3)
+    app = create_app(make_card(), ScriptedAgent(), store=store)
     client = await aiohttp_client(app)
     first = (await result(client, "SendMessage", send_params("one")))["task"]
-    tried = await asyncio.to_thread(
-        subprocess.run,
+    locker = subprocess.Popen(
         [sys.executable, "-c", LOCKER, str(path)],
-        capture_output=True,
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
         text=True,
-        check=True,
     )
-    assert tried.stdout.strip() == "SQLITE_BUSY"
-    second = (await result(client, "SendMessage", send_params("two")))["task"]
+    try:
+        assert locker.stdout is not None
+        line = await asyncio.to_thread(locker.stdout.readline)
+        assert line == "locked it\n"
+        refused = await post(client, envelope("SendMessage", send_params("two")))
+        assert refused.status == 503 and "Retry-After" in refused.headers
+        read = await result(client, "GetTask", {"id": first["id"]})  # readers go on (WAL)
+        assert read["status"]["state"] == "TASK_STATE_COMPLETED"
+    finally:
+        assert locker.stdin is not None
+        locker.stdin.write("\n")
+        locker.stdin.close()
+        await asyncio.to_thread(locker.wait, 30)
+        assert locker.stdout is not None
+        locker.stdout.close()
+    second = (await result(client, "SendMessage", send_params("three")))["task"]
     assert second["status"]["state"] == "TASK_STATE_COMPLETED"
-    assert (await result(client, "GetTask", {"id": first["id"]}))["id"] == first["id"]
 
 
 # -- the translation point -------------------------------------------------------------------

@@ -22,6 +22,7 @@ from a2a_wire.server.store._log_postgres import POLL_INTERVAL, POOL_SIZE
 from a2a_wire.server.store._log_postgres_conn import (
     ACQUIRE_TIMEOUT,
     CONNECT_TIMEOUT,
+    MIGRATION_LOCK_TIMEOUT,
     STATEMENT_TIMEOUT,
 )
 from a2a_wire.server.store._log_postgres_lease import HEARTBEAT_SECONDS, LEASE_SECONDS
@@ -55,6 +56,9 @@ class PostgresSection:
         statement_timeout_seconds: Longest time one store call may take, the wait for a
             connection included (PostgreSQL's ``statement_timeout`` too); past it, 503.
         acquire_timeout_seconds: Longest time a call waits for a connection of the pool.
+        migration_lock_timeout_seconds: Longest time the schema check at start (and
+            ``db migrate``) waits for each lock another session holds (another process's
+            migration, a locked table); past it the start fails.
     """
 
     dsn: str = field(default="", repr=False)
@@ -67,6 +71,7 @@ class PostgresSection:
     connect_timeout_seconds: float = CONNECT_TIMEOUT
     statement_timeout_seconds: float = STATEMENT_TIMEOUT
     acquire_timeout_seconds: float = ACQUIRE_TIMEOUT
+    migration_lock_timeout_seconds: float = MIGRATION_LOCK_TIMEOUT
 
     def address(self) -> str:
         """The DSN: ``dsn``, else the value of ``dsn_env`` now (``""`` when it is unset)."""
@@ -101,6 +106,9 @@ def read_postgresql(table: Table, server: Table, storage: str) -> PostgresSectio
         connect_timeout_seconds=table.number("connect_timeout_seconds", CONNECT_TIMEOUT),
         statement_timeout_seconds=table.number("statement_timeout_seconds", STATEMENT_TIMEOUT),
         acquire_timeout_seconds=table.number("acquire_timeout_seconds", ACQUIRE_TIMEOUT),
+        migration_lock_timeout_seconds=table.number(
+            "migration_lock_timeout_seconds", MIGRATION_LOCK_TIMEOUT
+        ),
     )
     table.done()
     if section.heartbeat_seconds >= section.lease_seconds:

@@ -221,6 +221,9 @@ class EventLogStore(PushStore, Protocol):
     async def ping(self) -> None:
         """Check, with one bounded round trip, that the store can serve calls (readiness).
 
+        A persistent store reads the tables requests need, so that one locked by another
+        program fails the ping as it would fail the requests.
+
         Raises:
             StoreUnavailableError: the database cannot be reached within the store's
                 deadline (:mod:`a2a_wire.server.store._unavailable`).

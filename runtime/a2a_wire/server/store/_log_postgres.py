@@ -31,7 +31,7 @@ import contextlib
 import copy
 import time
 from collections import OrderedDict
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from typing import TYPE_CHECKING
 
 from a2a_wire import codec
@@ -53,9 +53,11 @@ from a2a_wire.server.store._log_postgres_cancel import PostgresCancels
 from a2a_wire.server.store._log_postgres_conn import (
     ACQUIRE_TIMEOUT,
     CONNECT_TIMEOUT,
+    MIGRATION_LOCK_TIMEOUT,
     STATEMENT_TIMEOUT,
     Deadlines,
     GuardedPool,
+    start_hint,
     translated,
 )
 from a2a_wire.server.store._log_postgres_lease import HEARTBEAT_SECONDS, LEASE_SECONDS
@@ -67,7 +69,9 @@ from a2a_wire.server.store._log_postgres_rows import Head
 from a2a_wire.server.store._log_postgres_sql import (
     DEFAULT_SCHEMA,
     check_schema_name,
-    migrate,
+    close_within,
+    load_driver,
+    migrate_schema,
     open_pool,
 )
 from a2a_wire.server.store._log_postgres_text import setup_connection
@@ -84,6 +88,7 @@ from a2a_wire.server.store._log_postgres_write import (
 )
 from a2a_wire.server.store._outage import OutageLog
 from a2a_wire.server.store._paging import PageTokens
+from a2a_wire.server.store._unavailable import StoreUnavailableError, describe
 from a2a_wire.types import Task, TaskPushNotificationConfig, TaskState
 
 if TYPE_CHECKING:
@@ -125,8 +130,11 @@ class PostgresEventLog(
         lease_clock: Seconds since the epoch for leases and claims; ``None`` for the database
             server's clock.
         connect_timeout: Seconds a new connection may take (the pool's and the listener's).
-        statement_timeout: Seconds one store call may take, waiting for a connection included.
+        statement_timeout: Seconds one store call may take, waiting for a connection included;
+            twice this is the outage log's quiet period (:mod:`._outage`).
         acquire_timeout: Seconds a call waits for a connection of the pool.
+        migration_lock_timeout: Seconds ``open`` waits for each lock of the schema check (see
+            :func:`~._log_postgres_sql.migrate_schema`).
 
     Every method that reaches the database raises ``StoreUnavailableError`` for a fault of it
     (down, restarting, stalled past a deadline); see :mod:`._log_postgres_conn`.
@@ -154,6 +162,7 @@ class PostgresEventLog(
         connect_timeout: float = CONNECT_TIMEOUT,
         statement_timeout: float = STATEMENT_TIMEOUT,
         acquire_timeout: float = ACQUIRE_TIMEOUT,
+        migration_lock_timeout: float = MIGRATION_LOCK_TIMEOUT,
     ) -> None:
         if pool_size < 1 or not poll_interval > 0:
             raise ValueError("pool_size must be at least 1 and poll_interval above 0")
@@ -161,8 +170,11 @@ class PostgresEventLog(
         if not 0 < beat < lease_seconds:
             raise ValueError("heartbeat_seconds must be above 0 and below lease_seconds")
         self._dsn = dsn
-        self._deadlines = Deadlines(connect_timeout, statement_timeout, acquire_timeout)
-        self._outage = OutageLog("PostgreSQL")
+        self._deadlines = Deadlines(
+            connect_timeout, statement_timeout, acquire_timeout, migration_lock_timeout
+        )
+        # A call that is going to fail does so within the statement deadline of its start.
+        self._outage = OutageLog("PostgreSQL", quiet_seconds=2 * statement_timeout)
         self._schema = check_schema_name(schema)
         self._target = target = Target.for_schema(schema)
         self._sql = target.sql
@@ -192,24 +204,41 @@ class PostgresEventLog(
     async def open(self) -> builtins.list[str]:
         """Connect, create or upgrade the schema, listen, beat, take over, start the keeper.
 
+        Every step is bounded: the connections by the connect timeout, the schema check's lock
+        waits by the migration lock timeout, every statement (but an upgrade's DDL) by the
+        statement timeout.
+
         Returns:
             Ids of the tasks the takeover scan failed (none unless ``recover``).
 
         Raises:
             RuntimeError: the store is already open, or the schema has a newer version.
-            StoreUnavailableError: the database cannot be reached.
+            StoreUnavailableError: the database cannot be reached, or a lock not had, in time;
+                the message names the step, the deadline and what to do.
         """
         if self._db is not None:
             raise RuntimeError("the task store is already open")
         deadlines, outage = self._deadlines, self._outage
-        with translated(outage):  # the migration has no statement deadline: data decides
-            await migrate(self._dsn, schema=self._schema, connect_timeout=deadlines.connect)
-            raw = await open_pool(
-                self._dsn,
-                self._pool_size,
-                init=setup_connection,
-                options=deadlines.connect_options(),
+        with self._opening("connect", "connect_timeout_seconds"), translated(outage):
+            conn = await load_driver().connect(self._dsn, timeout=deadlines.connect)
+        try:
+            step = (
+                "check or migrate the schema",
+                "migration_lock_timeout_seconds",
+                "statement_timeout_seconds",
             )
+            with self._opening(*step), translated(outage):
+                await migrate_schema(
+                    conn,
+                    self._schema,
+                    lock_timeout=deadlines.migration_lock,
+                    statement_timeout=deadlines.statement,
+                )
+        finally:
+            await close_within(conn, deadlines.statement)
+        raw = await open_pool(
+            self._dsn, self._pool_size, init=setup_connection, options=deadlines.connect_options()
+        )  # it connects on demand: nothing here waits
         self._db = GuardedPool(raw, deadlines, outage)
         try:
             self._listener = Listener(
@@ -221,16 +250,39 @@ class PostgresEventLog(
                 extra={self._target.cancel_channel: self._cancel_notified},
                 options=deadlines.connect_options(),
             )
-            with translated(outage):
+            with self._opening("listen", "connect_timeout_seconds"), translated(outage):
                 await self._listener.start()
-            await self._end_process()  # leases under this id are a previous incarnation's
-            await self.heartbeat()
-            failed = await self.take_over() if self._recover_on_open else []
+            with self._opening("register and take over", "statement_timeout_seconds"):
+                await self._end_process()  # leases under this id are a previous incarnation's
+                await self.heartbeat()
+                failed = await self.take_over() if self._recover_on_open else []
             self._start_keeper()
             return failed
         except BaseException:
             await self.close()
             raise
+
+    @contextlib.contextmanager
+    def _opening(self, step: str, *deadlines: str) -> Iterator[None]:
+        """Raise a fault in a step of ``open`` as ``StoreUnavailableError`` saying what to do.
+
+        ``deadlines``: the ``[postgresql]`` settings that bound the step, added up.
+        """
+        try:
+            yield
+        except StoreUnavailableError as exc:
+            cause = exc.__cause__ if exc.__cause__ is not None else exc
+            seconds = {
+                "connect_timeout_seconds": self._deadlines.connect,
+                "statement_timeout_seconds": self._deadlines.statement,
+                "migration_lock_timeout_seconds": self._deadlines.migration_lock,
+            }
+            waited = " + ".join(f"{name} ({seconds[name]:g} s)" for name in deadlines)
+            raise StoreUnavailableError(
+                f"PostgreSQL: could not {step} ({describe(cause)}); "
+                f"{start_hint(cause, f'[postgresql] {waited}', self._schema, self._deadlines)}",
+                retry_after=exc.retry_after,
+            ) from cause
 
     async def close(self) -> None:
         """Stop the keeper and listening, expire leases and claims, close the pool; twice is fine.
@@ -252,12 +304,16 @@ class PostgresEventLog(
             await pool.close()
 
     async def ping(self) -> None:
-        """One ``SELECT 1`` within the statement deadline (see ``EventLogStore.ping``).
+        """One indexed read of the tables requests need, within the statement deadline.
+
+        It reads, by primary key, a key no row has in ``tasks``, ``task_snapshots``,
+        ``task_events`` and ``task_leases``: a table locked by another session makes it fail
+        as the requests on that table would (see ``EventLogStore.ping``).
 
         Raises:
             StoreUnavailableError: no answer in time, or the database is unreachable.
         """
-        await self._pool.fetchval("SELECT 1", timeout=self._deadlines.statement)
+        await self._pool.fetchrow(self._sql.ping, timeout=self._deadlines.statement)
 
     async def create(
         self,

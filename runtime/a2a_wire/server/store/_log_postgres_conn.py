@@ -5,7 +5,8 @@ fault of the database into :class:`~a2a_wire.server.store.StoreUnavailableError`
 driver's exception, told to the store's :class:`~._outage.OutageLog`, which logs one warning
 per outage). What counts as a fault is :func:`is_outage`: the connection refused, reset or
 closed, the server shutting down or refusing connections, out of resources, a deadline of ours
-passed or a statement cancelled by ``statement_timeout``. Every other error (a wrong
+passed, a statement cancelled by ``statement_timeout`` or a lock not granted within
+``lock_timeout``. Every other error (a wrong
 statement, a constraint meant as logic) passes through as it is. A connection that failed for
 a fault is terminated, not given back to the pool: its state is unknown.
 """
@@ -34,11 +35,13 @@ if TYPE_CHECKING:
 __all__ = [
     "ACQUIRE_TIMEOUT",
     "CONNECT_TIMEOUT",
+    "MIGRATION_LOCK_TIMEOUT",
     "STATEMENT_TIMEOUT",
     "Deadlines",
     "GuardedPool",
     "is_outage",
     "load_driver",
+    "start_hint",
     "translated",
 ]
 
@@ -67,6 +70,10 @@ STATEMENT_TIMEOUT = 5.0
 ACQUIRE_TIMEOUT = 5.0
 """Default seconds a call waits for a connection of the pool (a new one included)."""
 
+MIGRATION_LOCK_TIMEOUT = 10.0
+"""Default seconds the schema check at ``open`` (and ``db migrate``) waits for each lock: the
+migration lock of another process that is upgrading the schema, a table another session locked."""
+
 
 @dataclass(frozen=True, slots=True)
 class Deadlines:
@@ -79,10 +86,11 @@ class Deadlines:
     connect: float = CONNECT_TIMEOUT
     statement: float = STATEMENT_TIMEOUT
     acquire: float = ACQUIRE_TIMEOUT
+    migration_lock: float = MIGRATION_LOCK_TIMEOUT
 
     def __post_init__(self) -> None:
-        if not min(self.connect, self.statement, self.acquire) > 0:
-            raise ValueError("connect, statement and acquire timeouts must be above 0")
+        if not min(self.connect, self.statement, self.acquire, self.migration_lock) > 0:
+            raise ValueError("connect, statement, acquire and lock timeouts must be above 0")
 
     def connect_options(self) -> dict[str, Any]:
         """Asyncpg's ``connect`` options that apply these deadlines to a connection."""
@@ -91,6 +99,28 @@ class Deadlines:
             "command_timeout": self.statement,
             "server_settings": {"statement_timeout": str(max(1, round(self.statement * 1000)))},
         }
+
+
+def start_hint(exc: BaseException, waited: str, schema: str, deadlines: Deadlines) -> str:
+    """What the operator can do about ``exc``, a fault that stopped the store's ``open``.
+
+    Args:
+        exc: The driver's exception.
+        waited: The deadline that ran out, as the configuration names it, with its value.
+        schema: The store's schema.
+        deadlines: The store's deadlines (for a lock wait's).
+    """
+    if isinstance(exc, load_driver().LockNotAvailableError):
+        waited = f"[postgresql] migration_lock_timeout_seconds ({deadlines.migration_lock:g} s)"
+        return (
+            f"waited {waited} for a lock on schema {schema!r} that another session holds"
+            " (another process migrating it, a LOCK TABLE, a long transaction: see pg_locks);"
+            " end that session, or raise the setting"
+        )
+    return (
+        f"waited {waited}; check that PostgreSQL runs and answers, that this host reaches it,"
+        f" and that no other session holds a lock on a table of schema {schema!r} (pg_locks)"
+    )
 
 
 def is_outage(exc: BaseException, conn: Conn | None = None) -> bool:
@@ -111,6 +141,7 @@ def is_outage(exc: BaseException, conn: Conn | None = None) -> bool:
         driver.OperatorInterventionError,  # class 57: shutting down, cannot connect now, canceled
         driver.InsufficientResourcesError,  # class 53: disk full, too many connections
         driver.PostgresSystemError,  # class 58: I/O error on the server
+        driver.LockNotAvailableError,  # 55P03: a lock wait passed lock_timeout (another session)
     )
     if isinstance(exc, faults):
         return True

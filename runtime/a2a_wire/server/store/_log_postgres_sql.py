@@ -7,7 +7,9 @@ Migration
 :func:`migrate` runs in one transaction holding a transaction-level advisory lock whose key is
 derived from the schema's name, so that processes starting together take turns: the first one
 creates or upgrades the schema, the others find it current. A version newer than this code's is
-refused. :data:`~._log_postgres_ddl.MIGRATIONS` holds the steps, one tuple of statements per version; a later
+refused. Every lock it waits for is bounded by ``lock_timeout`` and every statement but the
+upgrade's DDL by the statement deadline besides, so a start never waits for ever on a stalled
+connection or a table another session locked. :data:`~._log_postgres_ddl.MIGRATIONS` holds the steps, one tuple of statements per version; a later
 layout adds a step (and never edits a released one).
 
 Statements
@@ -20,13 +22,18 @@ is one statement of data-modifying ``WITH`` parts where it can be, to spare roun
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import re
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, fields
 from typing import TYPE_CHECKING, Any
 
-from a2a_wire.server.store._log_postgres_conn import load_driver
+from a2a_wire.server.store._log_postgres_conn import (
+    MIGRATION_LOCK_TIMEOUT,
+    STATEMENT_TIMEOUT,
+    load_driver,
+)
 from a2a_wire.server.store._log_postgres_ddl import MIGRATIONS, SCHEMA_VERSION
 
 if TYPE_CHECKING:
@@ -39,6 +46,7 @@ __all__ = [
     "NOW",
     "Statements",
     "check_schema_name",
+    "close_within",
     "lock_key",
     "load_driver",
     "migrate",
@@ -107,52 +115,102 @@ def lock_key(schema: str, purpose: str) -> int:
     return int.from_bytes(digest, "big", signed=True)
 
 
-async def migrate_schema(conn: Conn, schema: str) -> int:
+async def migrate_schema(
+    conn: Conn,
+    schema: str,
+    *,
+    lock_timeout: float = MIGRATION_LOCK_TIMEOUT,
+    statement_timeout: float = STATEMENT_TIMEOUT,
+) -> int:
     """Create or upgrade ``schema`` to :data:`~._log_postgres_ddl.SCHEMA_VERSION`, under the migration lock.
 
     A current schema is only read, so a role that may not create or change it can open it.
+    Every wait for a lock (the migration lock another process holds while it migrates, a table
+    another session locked) ends after ``lock_timeout`` seconds (PostgreSQL's ``lock_timeout``,
+    for this transaction); every statement but the upgrade's own DDL ends after
+    ``statement_timeout`` seconds more (a stalled connection); the DDL has no deadline: the
+    data decides how long an upgrade takes.
 
     Returns:
         The version the schema had before (0: it was created).
 
     Raises:
         RuntimeError: the schema has a newer version than this code knows.
+        asyncpg.LockNotAvailableError: a lock was not granted within ``lock_timeout``.
+        TimeoutError: a statement did not answer in time; the transaction is left to the
+            caller, who closes the connection.
     """
-    async with conn.transaction():
-        await conn.execute("SELECT pg_advisory_xact_lock($1)", lock_key(schema, "migrate"))
-        table = f"{schema}.schema_version"
-        exists = await conn.fetchval("SELECT to_regclass($1) IS NOT NULL", table)
-        version = int(await conn.fetchval(f"SELECT version FROM {table}")) if exists else 0
-        if version > SCHEMA_VERSION:
-            raise RuntimeError(
-                f"task schema {schema!r} has version {version}, newer than {SCHEMA_VERSION}; "
-                "it was written by a later version of a2a-wire"
-            )
-        if version == SCHEMA_VERSION:
-            return version
-        if not exists:
-            if not await conn.fetchval("SELECT to_regnamespace($1) IS NOT NULL", schema):
-                await conn.execute(f"CREATE SCHEMA {schema}")
-            await conn.execute(f"CREATE TABLE {table} (version integer NOT NULL)")
-            await conn.execute(f"INSERT INTO {table} VALUES (0)")
-        for step in range(version + 1, SCHEMA_VERSION + 1):
-            for statement in MIGRATIONS[step]:
-                await conn.execute(statement.format(s=schema))
-        await conn.execute(f"UPDATE {table} SET version = $1", SCHEMA_VERSION)
+    bounded = lock_timeout + statement_timeout  # a lock wait, then the statement itself
+    await conn.execute("BEGIN", timeout=statement_timeout)
+    try:
+        await conn.execute(
+            f"SET LOCAL lock_timeout = {max(1, round(lock_timeout * 1000))}",
+            timeout=statement_timeout,
+        )
+        await conn.execute(
+            "SELECT pg_advisory_xact_lock($1)", lock_key(schema, "migrate"), timeout=bounded
+        )
+        version = await _version(conn, schema, bounded)
+        if version < SCHEMA_VERSION:
+            await _upgrade(conn, schema, version, bounded)
+        await conn.execute("COMMIT", timeout=bounded)
+    except BaseException:
+        if not conn.is_closed() and conn.is_in_transaction():
+            with contextlib.suppress(Exception):
+                await conn.execute("ROLLBACK", timeout=statement_timeout)
+        raise
     return version
 
 
+async def _version(conn: Conn, schema: str, timeout: float) -> int:
+    table = f"{schema}.schema_version"
+    exists = await conn.fetchval("SELECT to_regclass($1) IS NOT NULL", table, timeout=timeout)
+    if not exists:
+        return 0
+    version = int(await conn.fetchval(f"SELECT version FROM {table}", timeout=timeout))
+    if version > SCHEMA_VERSION:
+        raise RuntimeError(
+            f"task schema {schema!r} has version {version}, newer than {SCHEMA_VERSION}; "
+            "it was written by a later version of a2a-wire"
+        )
+    return version
+
+
+async def _upgrade(conn: Conn, schema: str, version: int, timeout: float) -> None:
+    """The steps from ``version`` on; ``timeout`` bounds all but the layout's DDL."""
+    table = f"{schema}.schema_version"
+    if version == 0:
+        if not await conn.fetchval(
+            "SELECT to_regnamespace($1) IS NOT NULL", schema, timeout=timeout
+        ):
+            await conn.execute(f"CREATE SCHEMA {schema}", timeout=timeout)
+        await conn.execute(f"CREATE TABLE {table} (version integer NOT NULL)", timeout=timeout)
+        await conn.execute(f"INSERT INTO {table} VALUES (0)", timeout=timeout)
+    for step in range(version + 1, SCHEMA_VERSION + 1):
+        for statement in MIGRATIONS[step]:
+            await conn.execute(statement.format(s=schema))  # the data decides: no deadline
+    await conn.execute(f"UPDATE {table} SET version = $1", SCHEMA_VERSION, timeout=timeout)
+
+
 async def migrate(
-    dsn: str, *, schema: str = DEFAULT_SCHEMA, connect_timeout: float = 60.0
+    dsn: str,
+    *,
+    schema: str = DEFAULT_SCHEMA,
+    connect_timeout: float = 60.0,
+    lock_timeout: float = MIGRATION_LOCK_TIMEOUT,
+    statement_timeout: float = STATEMENT_TIMEOUT,
 ) -> tuple[int, int]:
     """Create or upgrade the store's schema, as ``open`` does (``a2a-wire db migrate``).
 
-    The statements have no deadline: a migration takes as long as the data needs.
+    Bounded as :func:`migrate_schema` says; the connection is closed within
+    ``statement_timeout`` (else dropped).
 
     Args:
         dsn: Where PostgreSQL is (a ``postgresql://`` URL or a libpq key/value string).
         schema: The PostgreSQL schema of the store's tables.
         connect_timeout: Seconds the connection may take.
+        lock_timeout: Seconds the migration waits for each lock.
+        statement_timeout: Seconds each statement but the upgrade's DDL may take besides.
 
     Returns:
         The schema's version before and after.
@@ -160,13 +218,26 @@ async def migrate(
     Raises:
         RuntimeError: the schema has a newer version than this code, or asyncpg is missing.
         ValueError: ``schema`` is not a plain lower-case identifier.
+        OSError, TimeoutError: no connection, or no answer in time.
+        asyncpg.LockNotAvailableError: a lock was not granted within ``lock_timeout``.
     """
     check_schema_name(schema)
     conn = await load_driver().connect(dsn, timeout=connect_timeout)
     try:
-        return await migrate_schema(conn, schema), SCHEMA_VERSION
+        done = await migrate_schema(
+            conn, schema, lock_timeout=lock_timeout, statement_timeout=statement_timeout
+        )
     finally:
-        await conn.close()
+        await close_within(conn, statement_timeout)
+    return done, SCHEMA_VERSION
+
+
+async def close_within(conn: asyncpg.Connection, timeout: float) -> None:
+    """Close ``conn`` gracefully within ``timeout`` seconds, else drop it."""
+    try:
+        await conn.close(timeout=timeout)
+    except (OSError, TimeoutError, load_driver().InterfaceError):
+        conn.terminate()
 
 
 _APPEND = """
@@ -315,6 +386,7 @@ class Statements:
     last_seq: str
     count: str
     expired: str
+    ping: str
 
     @classmethod
     def for_schema(cls, schema: str) -> Statements:
@@ -344,6 +416,12 @@ class Statements:
             " (SELECT 1 FROM {s}.task_leases l"
             " WHERE l.task_id = t.id AND l.expires_at > '-infinity'))"
             " ORDER BY changed_at, id LIMIT $3",
+            # Readiness: one primary-key read of each table a request needs, for a key no
+            # row has, so a table another session locked makes the ping wait (and fail).
+            "ping": "SELECT (SELECT 1 FROM {s}.tasks WHERE id = '')"
+            " , (SELECT 1 FROM {s}.task_snapshots WHERE task_id = '')"
+            " , (SELECT 1 FROM {s}.task_events WHERE task_id = '' AND seq = 0)"
+            " , (SELECT 1 FROM {s}.task_leases WHERE task_id = '')",
         }
         assert set(texts) == {f.name for f in fields(cls)}
         return cls(**{name: text.strip().format(s=schema) for name, text in texts.items()})

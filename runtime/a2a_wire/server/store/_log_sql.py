@@ -48,15 +48,18 @@ power. ``synchronous="FULL"`` also survives power loss, at the cost of an fsync 
 
 Locks
 -----
-Recovery assumes that no other process is running the tasks in the file, so the connection
-takes SQLite's EXCLUSIVE locking mode and holds the file from ``open`` to ``close``. A second
-store (in this or another process) fails to open it after ``busy_timeout`` instead of
-failing the first store's live tasks. Inspect a live database through a copy, or after closing.
-So the one lock another program can hold against the store is one taken before the store's
-``open`` (a ``sqlite3`` shell in a transaction, a backup): ``open`` waits ``busy_timeout``
-(:data:`BUSY_TIMEOUT_SECONDS`, ``[server] sqlite_busy_timeout_seconds``), then fails. Once
-open, another program's statements get SQLITE_BUSY and the store's never do; should one
-(another locking mode, a file system that loses locks), it is ``StoreUnavailableError``.
+Recovery assumes that no other store is running the tasks in the file, so a store claims the
+file from ``open`` to ``close`` (:mod:`a2a_wire.server.store._sqlite_claim`: a lock on a file
+beside it); a second store waits ``busy_timeout`` for the claim, then fails to open. SQLite's
+own locks are the normal ones of WAL: other programs may read the file at any time (an idle
+connection or an open read transaction keeps nothing from starting or writing), and the one
+lock another program can hold against the store is a write lock (a ``sqlite3`` shell inside
+``BEGIN IMMEDIATE``, a backup tool). ``open`` then waits ``busy_timeout``
+(:data:`BUSY_TIMEOUT_SECONDS`, ``[server] sqlite_busy_timeout_seconds``) and fails; once
+open, a write waits as long, then raises ``StoreUnavailableError``; reads are still answered,
+after it (one connection). Write
+to a live store's file only through the store: it remembers each task's head and checks its
+appends against the file, but another writer's rows are not what it expects.
 
 Statements
 ----------
@@ -107,8 +110,9 @@ SYNCHRONOUS_MODES = frozenset({"NORMAL", "FULL", "EXTRA"})
 """Accepted ``synchronous`` settings; OFF is refused because writes must survive a crash."""
 
 BUSY_TIMEOUT_SECONDS = 2.0
-"""SQLite's ``busy_timeout`` by default: how long a statement waits for another program's lock
-on the file (in practice at ``open``, see "Locks" above) before SQLITE_BUSY."""
+"""SQLite's ``busy_timeout`` by default: how long a statement waits for another program's write
+lock on the file (see "Locks" above) before SQLITE_BUSY; also how long ``open`` waits for
+another store's claim."""
 
 WAL_AUTOCHECKPOINT_PAGES = 3_000
 """WAL pages (4 KiB each) after which a commit copies the WAL back into the file.
@@ -332,7 +336,7 @@ async def migrate(db: aiosqlite.Connection, now: float) -> None:
 async def connect(
     path: str | Path, synchronous: str, now: float, *, busy_timeout_ms: int = 2000
 ) -> aiosqlite.Connection:
-    """Open the file (EXCLUSIVE, WAL; module docstring) and create or migrate its schema.
+    """Open the file (WAL; module docstring) and create or migrate its schema.
 
     On any failure the connection is closed and its worker thread has returned
     (:mod:`a2a_wire.server.store._sqlite_thread`); close the one returned with
@@ -345,13 +349,12 @@ async def connect(
         busy_timeout_ms: SQLite's ``busy_timeout`` for the connection.
 
     Raises:
-        RuntimeError: another store holds the file, or it has a schema version this code does
-            not know.
+        RuntimeError: another program holds a write lock on the file past ``busy_timeout_ms``
+            (``from`` the SQLITE_BUSY error), or it has a schema version this code does not know.
     """
     db = await open_connection(path)
     try:
         await db.execute_fetchall(f"PRAGMA busy_timeout = {int(busy_timeout_ms)}")
-        await db.execute_fetchall("PRAGMA locking_mode = EXCLUSIVE")
         await db.execute_fetchall("PRAGMA journal_mode = WAL")
         await db.execute_fetchall(f"PRAGMA synchronous = {synchronous}")
         await db.execute_fetchall("PRAGMA temp_store = MEMORY")
@@ -361,7 +364,9 @@ async def connect(
         await close_connection(db)
         if exc.sqlite_errorcode != sqlite3.SQLITE_BUSY:
             raise
-        raise RuntimeError(f"task database {path} is in use by another store or program") from exc
+        raise RuntimeError(
+            f"task database {path} is in use by another store or program (a write lock)"
+        ) from exc
     except BaseException:
         await close_connection(db)
         raise

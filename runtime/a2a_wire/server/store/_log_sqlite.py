@@ -1,7 +1,7 @@
 """The durable task store: an :class:`~a2a_wire.server.store._log.EventLogStore` in an SQLite file.
 
 Rules and theory of operation: :mod:`a2a_wire.server.store._log`. Layout, migration of older
-files, durability (WAL, ``synchronous``) and the EXCLUSIVE hold on the file:
+files, durability (WAL, ``synchronous``) and the one store per file:
 :mod:`a2a_wire.server.store._log_sql`.
 
 Writes
@@ -11,8 +11,8 @@ Every operation is one call on the connection's thread (a *hop*,
 that one streamed chunk costs one thread switch; faults of the file become
 ``StoreUnavailableError`` there (:mod:`._sqlite_faults`). For each task in use the store keeps a *head*
 (:class:`Head`, at most :data:`HEAD_CACHE`, least recently used dropped): state, last number
-reserved and committed, snapshot and tail sizes, loaded by one query. The file is held
-EXCLUSIVE, so only this store changes them. An append checks its events against the head and
+reserved and committed, snapshot and tail sizes, loaded by one query. One store claims
+the file (:mod:`._sqlite_claim`), so only this store changes them. An append checks its events against the head and
 reserves their numbers and the new state (which the next append is checked against) before its
 first ``await``. Then one artifact chunk without outbox rows is a single INSERT that commits by
 itself; anything else is one ``BEGIN IMMEDIATE`` transaction
@@ -88,8 +88,10 @@ from a2a_wire.server.store._log_sqlite_write import (
     settle,
     write_events,
 )
+from a2a_wire.server.store._outage import OutageLog
 from a2a_wire.server.store._paging import PageTokens, check_page_size
 from a2a_wire.server.store._push_sqlite import transaction
+from a2a_wire.server.store._sqlite_claim import FileClaim
 from a2a_wire.types import Task, TaskPushNotificationConfig
 
 __all__ = ["BODY_CACHE_BYTES", "HEAD_CACHE", "SQLiteTaskStore"]
@@ -113,7 +115,8 @@ class SQLiteTaskStore(SQLiteRetention, EventLogStore):
         history_limit: Most messages a task keeps (``ServerSettings.max_history_per_task``);
             ``None`` keeps all.
         busy_timeout_seconds: SQLite's ``busy_timeout``: how long a statement waits for a lock
-            another program holds on the file (see :mod:`._log_sql`) before it gives up.
+            another program holds on the file (see :mod:`._log_sql`) before it gives up. Twice
+            this is the outage log's quiet period (:mod:`._outage`).
         clock: Seconds since the epoch, for the state-change times retention reads.
 
     Raises:
@@ -142,9 +145,11 @@ class SQLiteTaskStore(SQLiteRetention, EventLogStore):
         self._history_limit = history_limit
         self._clock = clock
         self._db: aiosqlite.Connection | None = None
+        self._claim: FileClaim | None = None
         self._heads: OrderedDict[str, Head] = OrderedDict()
         self._waiters = Waiters()
-        self._init_push()
+        # A call that is going to fail for a lock does so within busy_timeout of its start.
+        self._init_push(OutageLog("SQLite", quiet_seconds=2 * busy_timeout_seconds))
 
     @property
     def _conn(self) -> aiosqlite.Connection:
@@ -159,14 +164,20 @@ class SQLiteTaskStore(SQLiteRetention, EventLogStore):
             Ids of the tasks that got a FAILED status event.
 
         Raises:
-            RuntimeError: the store is already open, another store holds the file, or the file
-                has a schema version this code does not know.
+            RuntimeError: the store is already open, another store holds the file, another
+                program holds a write lock on it past ``busy_timeout_seconds``, or the file has a
+                schema version this code does not know.
         """
         if self._db is not None:
             raise RuntimeError("the task store is already open")
-        self._db = db = await sql.connect(
-            self._path, self._synchronous, self._clock(), busy_timeout_ms=self._busy_ms
-        )
+        self._claim = claim = await FileClaim.take(self._path, self._busy_ms / 1000)
+        try:
+            self._db = db = await sql.connect(
+                self._path, self._synchronous, self._clock(), busy_timeout_ms=self._busy_ms
+            )
+        except BaseException:
+            claim.release()
+            raise
         try:
             await self._load_push(db)
             return await self._recover()
@@ -192,8 +203,12 @@ class SQLiteTaskStore(SQLiteRetention, EventLogStore):
             await self._group.drain()
         db, self._db = self._db, None
         self._heads.clear()
-        if db is not None:
-            await sql.close_connection(db)
+        try:
+            if db is not None:
+                await sql.close_connection(db)
+        finally:
+            if self._claim is not None:
+                self._claim.release()
 
     async def create(
         self,

@@ -35,6 +35,7 @@ from typing import Any, TypeVar
 import aiosqlite
 
 from a2a_wire import codec
+from a2a_wire.server.store._outage import OutageLog
 from a2a_wire.server.store._push import Delivery, LaneKey, PushStore
 from a2a_wire.server.store._sqlite_faults import SQLiteFaults
 from a2a_wire.server.store._sqlite_group import WriteGroup
@@ -162,6 +163,13 @@ def _delivery(row: Any) -> Delivery:
     )
 
 
+PING = (
+    "SELECT (SELECT 1 FROM tasks WHERE id = ''),"
+    " (SELECT 1 FROM task_events WHERE task_ref = 0 AND seq = 0)"
+)
+"""The readiness read: one primary-key lookup per table a request needs, matching nothing."""
+
+
 class SQLitePushStore(PushStore):
     """Push configs and outbox in the SQLite task store's file and connection.
 
@@ -177,18 +185,22 @@ class SQLitePushStore(PushStore):
     def _conn(self) -> aiosqlite.Connection:
         raise NotImplementedError  # pragma: no cover - provided by the task store
 
-    def _init_push(self) -> None:
+    def _init_push(self, outages: OutageLog | None = None) -> None:
         self._push_tasks = set()
         self._group = WriteGroup(lambda work: hop(self._conn, work))
-        self._faults = SQLiteFaults()
+        self._faults = SQLiteFaults(outages)
 
     async def _load_push(self, db: aiosqlite.Connection) -> None:
         rows = await db.execute_fetchall("SELECT DISTINCT task_id FROM push_configs")
         self._push_tasks = {row[0] for row in rows}
 
     async def ping(self) -> None:
-        """One ``SELECT 1`` on the store's connection thread (see ``EventLogStore.ping``)."""
-        await self._run(lambda con: con.execute("SELECT 1").fetchone())
+        """One indexed read of the tables requests need, on the store's connection thread.
+
+        A key no row has, by primary key, in ``tasks`` and ``task_events``: a file that cannot
+        be read (locked, gone, broken) fails it as requests would (see ``EventLogStore.ping``).
+        """
+        await self._run(lambda con: con.execute(PING).fetchone())
 
     async def _run(self, work: Callable[[sqlite3.Connection], T]) -> T:
         """A read (or a single statement), as a hop of its own; faults translated."""

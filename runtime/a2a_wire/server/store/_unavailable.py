@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from a2a_wire.errors import UnavailableError
 
-__all__ = ["StoreUnavailableError"]
+__all__ = ["StoreUnavailableError", "describe"]
 
 
 class StoreUnavailableError(UnavailableError):
@@ -40,3 +40,9 @@ class StoreUnavailableError(UnavailableError):
     ) -> None:
         super().__init__(message, retry_after=retry_after, metadata=metadata)
         self.unwritten = unwritten
+
+
+def describe(exc: BaseException) -> str:
+    """``exc`` for a message: its type's name, and its text when it has one (a timeout has none)."""
+    text = str(exc)
+    return f"{type(exc).__name__}: {text}" if text else type(exc).__name__
