@@ -2,13 +2,15 @@
 
 Without ``opentelemetry-api``, or while no SDK provider is set (the API's proxy and no-op
 providers), :meth:`Telemetry.tracer` and :meth:`Telemetry.instruments` are ``None`` and the
-instrumented code skips everything, extracting and injecting trace context included. A global
-provider set later is found at the next request; after that it is kept (OpenTelemetry sets the
-global providers once).
+instrumented code skips everything, extracting and injecting trace context included. Asking the
+API for its global providers costs about a microsecond, so while they are unset they are asked
+again at most every :data:`RECHECK_SECONDS`: a provider set later is used from then on (and
+kept: OpenTelemetry sets the global providers once).
 """
 
 from __future__ import annotations
 
+import time
 from typing import TYPE_CHECKING
 
 from a2a_wire.telemetry._names import INSTRUMENTATION_NAME
@@ -35,12 +37,15 @@ if TYPE_CHECKING:
 
     from a2a_wire.telemetry._metrics import Instruments
 
-__all__ = ["AVAILABLE", "Telemetry"]
+__all__ = ["AVAILABLE", "DEFAULT", "RECHECK_SECONDS", "Telemetry"]
 
 AVAILABLE = _trace is not None
 """Whether ``opentelemetry-api`` is installed (the ``telemetry`` extra)."""
 
 _VERSION = "0.1.0"
+
+RECHECK_SECONDS = 1.0
+"""Longest time before a global provider set after startup is used."""
 
 
 class Telemetry:
@@ -52,7 +57,15 @@ class Telemetry:
         enabled: ``False`` records nothing whatever the providers.
     """
 
-    __slots__ = ("_instruments", "_meter_provider", "_tracer", "_tracer_provider", "enabled")
+    __slots__ = (
+        "_instruments",
+        "_meter_provider",
+        "_meters_checked",
+        "_tracer",
+        "_tracer_provider",
+        "_tracers_checked",
+        "enabled",
+    )
 
     def __init__(
         self,
@@ -66,11 +79,17 @@ class Telemetry:
         self._meter_provider = meter_provider
         self._tracer: Tracer | None = None
         self._instruments: Instruments | None = None
+        self._tracers_checked = self._meters_checked = -RECHECK_SECONDS
 
     def tracer(self) -> Tracer | None:
         """The tracer, or ``None`` when spans would go nowhere."""
         if self._tracer is not None or not self.enabled:
             return self._tracer
+        if self._tracer_provider is None:
+            now = time.monotonic()
+            if now - self._tracers_checked < RECHECK_SECONDS:
+                return None
+            self._tracers_checked = now
         provider = self._tracer_provider or _trace.get_tracer_provider()
         if isinstance(provider, _trace.ProxyTracerProvider | _trace.NoOpTracerProvider):
             return None
@@ -81,6 +100,11 @@ class Telemetry:
         """The metric instruments, or ``None`` when measurements would go nowhere."""
         if self._instruments is not None or not self.enabled:
             return self._instruments
+        if self._meter_provider is None:
+            now = time.monotonic()
+            if now - self._meters_checked < RECHECK_SECONDS:
+                return None
+            self._meters_checked = now
         provider = self._meter_provider or _metrics.get_meter_provider()
         if isinstance(provider, _NO_METERS):
             return None
