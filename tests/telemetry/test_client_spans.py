@@ -6,9 +6,9 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
-from conftest import Recorded
 from opentelemetry.trace import SpanKind, StatusCode
 from patience import poll
+from telemetry_support import Recorded
 
 from a2a_wire.client import A2AClient, ClientSettings
 from a2a_wire.errors import TaskNotFoundError

@@ -5,8 +5,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from conftest import Recorded
 from patience import poll
+from telemetry_support import Recorded
 
 from a2a_wire import codec
 from a2a_wire.client import A2AClient, ClientSettings, StaticCredentials

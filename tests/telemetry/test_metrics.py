@@ -6,9 +6,9 @@ from __future__ import annotations
 from typing import Any
 
 from aiohttp import web
-from conftest import Recorded
 from fault_store import FaultyStore
 from server_support import ScriptedAgent, error, make_card, result, send_params, stream
+from telemetry_support import Recorded
 
 from a2a_wire.server import create_app
 

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 from typing import Any
 
-from conftest import Recorded
 from opentelemetry.trace import SpanKind, StatusCode
 from patience import poll
 from server_support import (
@@ -17,6 +16,7 @@ from server_support import (
     result,
     send_params,
 )
+from telemetry_support import Recorded
 
 TRACE_ID = "4bf92f3577b34da6a3ce929d0e0e4736"
 PARENT_ID = "00f067aa0ba902b7"
@@ -140,4 +140,17 @@ async def test_a_stream_refused_before_its_first_event_records_the_error(
     [span] = otel.spans("SubscribeToTask")
     assert span.attributes["error.type"] == "-32001"
     assert "a2a.stream.event.count" not in span.attributes
+    assert otel.total("a2a.server.active_streams") == 0
+
+
+async def test_a_stream_whose_reader_leaves_still_ends_its_span(
+    client: Any, otel: Recorded, agent: ScriptedAgent
+) -> None:
+    reader = await open_stream(client, "SendStreamingMessage", send_params("wait"))
+    assert await reader.next() is not None
+    await agent.started.wait()
+    reader.response.close()  # the reader leaves; the server finds out at its next write
+    agent.gate.set()
+    [span] = await ended(otel, "SendStreamingMessage")
+    assert span.attributes["a2a.stream.event.count"] >= 1
     assert otel.total("a2a.server.active_streams") == 0

@@ -22,6 +22,7 @@ from a2a_wire.telemetry._names import (
     SERVER_ADDRESS,
     SERVER_PORT,
     Attributes,
+    value_attributes,
 )
 from a2a_wire.telemetry._tracing import CallRecord, inject, start_span
 from a2a_wire.types import AgentCard
@@ -73,12 +74,11 @@ class ClientTelemetry:
                 attrs[SERVER_PORT] = self._port
             if card is not None and card.name:
                 attrs[AGENT_NAME] = card.name
+            value_attributes(request, attrs)  # at the start: samplers see them
             span = start_span(tracer, method, SpanKind.CLIENT, None, attrs)
             inject(headers, span)
         histogram = instruments.client_duration if instruments is not None else None
-        record = CallRecord(span, histogram, method)
-        record.add_value(request)
-        return record
+        return CallRecord(span, histogram, method)
 
     def propagate(self, headers: MutableMapping[str, str]) -> None:
         """Put the current trace context into a stream request's ``headers`` (when tracing)."""

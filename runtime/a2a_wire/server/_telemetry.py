@@ -32,6 +32,7 @@ from a2a_wire.telemetry._names import (
     STREAM_EVENT_COUNT,
     TASK_ID,
     Attributes,
+    params_attributes,
     value_attributes,
 )
 from a2a_wire.telemetry._tracing import CallRecord, activated, extract, start_span
@@ -172,10 +173,10 @@ class ServerTelemetry:
             version = request.headers.get(VERSION_HEADER) or request.query.get(VERSION_HEADER)
             if version:
                 attrs[PROTOCOL_VERSION] = version[:32]
+            params_attributes(call.params, attrs)  # at the start: samplers see them
             span = start_span(tracer, name, SpanKind.SERVER, parent, attrs)
         histogram = instruments.server_duration if instruments is not None else None
         record = CallRecord(span, histogram, name, parent)
-        record.add_params(call.params)
         new_task = name in _SENDS and _new_task(call.params)
         return ServerCall(record, instruments, new_task)
 

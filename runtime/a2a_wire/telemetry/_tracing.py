@@ -19,7 +19,6 @@ from a2a_wire.telemetry._names import (
     METHOD_NAME,
     Attributes,
     error_type,
-    params_attributes,
     value_attributes,
 )
 
@@ -85,11 +84,6 @@ class CallRecord:
         """Set the ids and state an A2A request or result carries (:func:`value_attributes`)."""
         if self.recording and value is not None:
             self.add(value_attributes(value, {}))
-
-    def add_params(self, params: object) -> None:
-        """Set the ids raw JSON-RPC params carry (:func:`params_attributes`)."""
-        if self.recording:
-            self.add(params_attributes(params, {}))
 
     def fail(self, exc: BaseException) -> None:
         """Mark the call failed: ``error.type`` (the JSON-RPC code) and an ERROR status."""
