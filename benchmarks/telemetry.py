@@ -17,7 +17,8 @@ benchmarks/server_load.py, is pinned to CPU 1:
 Each way gets the closed-loop load of blocking SendMessage and of SendStreamingMessage (three
 events) at concurrency 16 for ``--seconds`` after a warm-up; ``--rounds`` rounds (3), each in a
 rotated order, pooled, so drift hits every way alike. The report gives requests per second and
-the server's CPU time per request (from /proc), then the ratios ``off / not installed`` and
+the server's CPU time per request (from /proc; pooled, and each round's, which shows the
+machine's noise), then the ratios ``off / not installed`` and
 ``on / off`` and the server CPU that ``on`` adds per request, in microseconds. The load
 generator sends no ``traceparent``: each server span starts a trace. Any bad answer makes the
 run exit with status 1.
@@ -150,6 +151,7 @@ class Cell:
     elapsed: float = 0.0
     cpu: float = 0.0
     latencies: list[float] = field(default_factory=list)
+    rounds: list[float] = field(default_factory=list)  # server CPU us/req of each round
 
     @property
     def rate(self) -> float:
@@ -177,11 +179,15 @@ async def measure(way: str, url: str, pid: int, kind: str, seconds: float) -> Ce
 
 
 def report(cells: dict[tuple[str, str], Cell]) -> None:
-    print(f"\n{'way':<14} {'call':<21} {'req/s':>8} {'p50 ms':>7} {'server CPU us/req':>18}")
+    head = f"{'way':<14} {'call':<21} {'req/s':>8} {'p50 ms':>7} {'server CPU us/req':>18}"
+    print(f"\n{head}   each round")
     for kind in KINDS:
         for way in WAYS:
             c = cells[way, kind]
-            print(f"{way:<14} {kind:<21} {c.rate:>8.0f} {c.p50_ms:>7.2f} {c.cpu_us:>18.1f}")
+            each = " ".join(f"{x:.0f}" for x in c.rounds)
+            print(
+                f"{way:<14} {kind:<21} {c.rate:>8.0f} {c.p50_ms:>7.2f} {c.cpu_us:>18.1f}   {each}"
+            )
     print("\nratios (same run)             req/s   CPU/req   'on' adds per request")
     for kind in KINDS:
         ref, off, on = (cells[way, kind] for way in WAYS)
@@ -222,6 +228,7 @@ def main() -> int:
                     cell.elapsed += got.elapsed
                     cell.cpu += got.cpu
                     cell.latencies += got.latencies
+                    cell.rounds.append(got.cpu_us)
             print(f"round {r + 1}: {way} done", flush=True)
     report(cells)
     return 0

@@ -1,4 +1,5 @@
-"""Off: no provider (or ``enabled=False``) means nothing is started, measured or sent."""
+"""Off: no provider (or ``enabled=False``) means nothing is started, measured or sent; a sampled-out
+call is measured and passes its (unsampled) context on, but makes no span."""
 
 from __future__ import annotations
 
@@ -11,6 +12,12 @@ from typing import Any
 import pytest
 from aiohttp import web
 from opentelemetry.metrics import NoOpMeterProvider
+from opentelemetry.sdk.metrics import MeterProvider
+from opentelemetry.sdk.metrics.export import InMemoryMetricReader
+from opentelemetry.sdk.trace import TracerProvider
+from opentelemetry.sdk.trace.export import SimpleSpanProcessor
+from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+from opentelemetry.sdk.trace.sampling import ALWAYS_OFF
 from opentelemetry.trace import NoOpTracerProvider, ProxyTracerProvider
 from server_support import ScriptedAgent, make_card, result, send_params
 
@@ -91,3 +98,36 @@ def test_everything_works_without_opentelemetry_installed() -> None:
     )
     assert done.returncode == 0, done.stderr
     assert done.stdout.strip() == "ok"
+
+
+async def test_a_sampled_out_call_is_measured_and_still_propagates(
+    aiohttp_client: Any, agent: ScriptedAgent
+) -> None:
+    exporter = InMemorySpanExporter()
+    tracer_provider = TracerProvider(sampler=ALWAYS_OFF)
+    tracer_provider.add_span_processor(SimpleSpanProcessor(exporter))
+    reader = InMemoryMetricReader()
+    meter_provider = MeterProvider(metric_readers=[reader])
+    telemetry = Telemetry(tracer_provider=tracer_provider, meter_provider=meter_provider)
+    seen: list[str] = []
+
+    @web.middleware
+    async def headers(request: web.Request, handler: Any) -> web.StreamResponse:
+        seen.append(request.headers.get("traceparent", ""))
+        return await handler(request)
+
+    app = create_app(make_card(), agent, telemetry=telemetry)
+    app.middlewares.append(headers)
+    client = await aiohttp_client(app)
+    settings = ClientSettings(allow=["127.0.0.1"])
+    async with A2AClient(str(client.make_url("/")), settings=settings, telemetry=telemetry) as a2a:
+        await a2a.send_text("echo")
+    assert exporter.get_finished_spans() == ()
+    [traceparent] = seen  # the context goes on, its sampled flag unset
+    assert traceparent and int(traceparent.rsplit("-", 1)[1], 16) & 1 == 0
+    data = reader.get_metrics_data()
+    assert data is not None
+    names = {m.name for r in data.resource_metrics for s in r.scope_metrics for m in s.metrics}
+    assert {"a2a.server.request.duration", "a2a.client.request.duration"} <= names
+    tracer_provider.shutdown()
+    meter_provider.shutdown()
