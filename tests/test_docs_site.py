@@ -38,6 +38,7 @@ FACES = (
     "a2a_wire.client",
     "a2a_wire.card_signing",
     "a2a_wire.netguard",
+    "a2a_wire.telemetry",
     "a2a_wire.cli",
 )
 # Public by name but the command line's own, documented by `--help` and docs/inspector.md.

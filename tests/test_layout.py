@@ -161,6 +161,11 @@ SHARED = {
     "a2a_wire.types",
     # The address guard is shared on purpose: the client and push delivery refuse the same ranges.
     "a2a_wire.netguard",
+    # Telemetry's names, switch and span helpers serve both roles (each role's glue is its own).
+    "a2a_wire.telemetry",
+    "a2a_wire.telemetry._names",
+    "a2a_wire.telemetry._switch",
+    "a2a_wire.telemetry._tracing",
 }
 
 

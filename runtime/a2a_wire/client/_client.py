@@ -44,6 +44,7 @@ from a2a_wire.client._stream import (
     ResumableStream,
     refuse_non_stream,
 )
+from a2a_wire.client._telemetry import ClientTelemetry
 from a2a_wire.client._wait import poll_until_settled
 from a2a_wire.methods import (
     CANCEL_TASK,
@@ -59,6 +60,7 @@ from a2a_wire.methods import (
     SUBSCRIBE_TO_TASK,
     Method,
 )
+from a2a_wire.telemetry import DEFAULT, Telemetry
 from a2a_wire.types import (
     AgentCard,
     CancelTaskRequest,
@@ -121,6 +123,8 @@ class A2AClient:
         card: The agent card, if known (passed to credential providers).
         observer: Told about every HTTP exchange of this client, as sent and received
             (:class:`~a2a_wire.client._observe.ExchangeObserver`; for debugging tools).
+        telemetry: Where spans and metrics go (docs/observability.md); the global
+            OpenTelemetry providers when omitted, which record nothing until an SDK is set.
 
     Raises:
         ValueError: ``url`` is not an absolute http(s) URL.
@@ -136,6 +140,7 @@ class A2AClient:
         session: aiohttp.ClientSession | None = None,
         card: AgentCard | None = None,
         observer: ExchangeObserver | None = None,
+        telemetry: Telemetry | None = None,
     ) -> None:
         parsed = yarl.URL(url)
         if not parsed.is_absolute() or parsed.scheme not in ("http", "https"):
@@ -147,6 +152,7 @@ class A2AClient:
         self.card = card
         self._transport = Transport(self.settings, session, observer)
         self._ids = itertools.count(1)
+        self._telemetry = ClientTelemetry(telemetry if telemetry is not None else DEFAULT, url)
 
     @classmethod
     async def connect(
@@ -159,6 +165,7 @@ class A2AClient:
         card_cache: CardCache | None = None,
         card_verifier: SignatureCheck | None = None,
         observer: ExchangeObserver | None = None,
+        telemetry: Telemetry | None = None,
     ) -> A2AClient:
         """Discover the agent's card at ``base_url`` and connect to its JSONRPC 1.0 interface.
 
@@ -171,6 +178,7 @@ class A2AClient:
             card_verifier: Checks the card's signatures (spec 8.4.3), e.g. a
                 :class:`a2a_wire.card_signing.CardVerifier`; a card that fails is refused.
             observer: Told about every HTTP exchange, the card fetch included.
+            telemetry: Where spans and metrics go (see the class docstring).
 
         Returns:
             A client for the first fitting interface, carrying its tenant and the card.
@@ -188,7 +196,13 @@ class A2AClient:
             card = await resolver.resolve(base_url)
             iface = select_interface(card)
             url = interface_url(card_url(base_url), iface)
-            client = cls(url, tenant=iface.tenant, settings=settings, credentials=credentials)
+            client = cls(
+                url,
+                tenant=iface.tenant,
+                settings=settings,
+                credentials=credentials,
+                telemetry=telemetry,
+            )
         except BaseException:
             await transport.close()
             raise
@@ -226,6 +240,29 @@ class A2AClient:
         body = _jsonrpc.request(rid, method, with_tenant(_checked(method, request), self.tenant))
         headers = await self._headers(method, JSON_MEDIA_TYPE)
         logger.debug("%s id=%d -> %s", method.name, rid, safe_url(self.url))
+        watch = self._telemetry.call(method.name, request, headers, self.card)
+        if watch is None:
+            return await self._exchange(method, request, rid, body, headers, peek)
+        try:
+            result = await self._exchange(method, request, rid, body, headers, peek)
+        except Exception as exc:
+            watch.fail(exc)
+            raise
+        else:
+            watch.add_value(result)
+            return result
+        finally:
+            watch.end()
+
+    async def _exchange(
+        self,
+        method: Method[P, R],
+        request: P,
+        rid: int,
+        body: bytes,
+        headers: CIMultiDict[str],
+        peek: Peek | None,
+    ) -> R:
         with about_task(request):
             raw = await self._transport.request("POST", self.url, body, headers, peek=peek)
         result = _jsonrpc.read_response(json_body(raw, self.url), rid, method)
@@ -239,6 +276,7 @@ class A2AClient:
         async def opener(extra: Mapping[str, str]) -> StreamConnection:
             headers = await self._headers(method, SSE_MEDIA_TYPE)
             headers.update(extra)
+            self._telemetry.propagate(headers)
             logger.debug("%s id=%d -> %s (stream)", method.name, rid, safe_url(self.url))
             with about_task(request):
                 opened = await self._transport.open_stream(self.url, body, headers)

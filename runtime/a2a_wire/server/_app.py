@@ -61,9 +61,11 @@ from a2a_wire.server._retention import RETENTION_KEY, Retention
 from a2a_wire.server._settings import ServerSettings
 from a2a_wire.server._skills import SkillRouter, SkillSet
 from a2a_wire.server._streaming import error_answer, stream_events
+from a2a_wire.server._telemetry import ServerCall, ServerTelemetry, TracedAgent, observing
 from a2a_wire.server.push._delivery import PUSH_DELIVERER_KEY, PushDeliverer
 from a2a_wire.server.store._log import EventLogStore
 from a2a_wire.server.store._log_memory import InMemoryTaskStore
+from a2a_wire.telemetry import DEFAULT, Telemetry
 from a2a_wire.types import AgentCard
 
 __all__ = ["CALLS_KEY", "RUNTIME_KEY", "STORE_KEY", "create_app"]
@@ -104,11 +106,19 @@ def _error(exc: ProtocolError) -> web.Response:
 class _RPCEndpoint:
     """The POST handler of one application."""
 
-    def __init__(self, services: Services, caps: Capabilities, admission: Admission) -> None:
+    def __init__(
+        self,
+        services: Services,
+        caps: Capabilities,
+        admission: Admission,
+        telemetry: Telemetry,
+        agent_name: str,
+    ) -> None:
         self.services = services
         self.caps = caps
         self.settings = services.settings
         self.admission = admission
+        self.telemetry = ServerTelemetry(telemetry, agent_name)
 
     async def handle(self, request: web.Request) -> web.StreamResponse:
         """Answer one JSON-RPC POST; errors that refuse the whole request are raised."""
@@ -130,11 +140,11 @@ class _RPCEndpoint:
             method = call.method
             if method is not None and method.streaming and _streamable(call):
                 return await self._stream(request, call, info, refusal)
-            answer, exc = await self._answer(call, info, refusal)
+            answer, exc = await self._answer(request, call, info, refusal)
             if answer is None:
                 return web.Response(status=204)
             return _with_status(answer, exc) if isinstance(exc, UnavailableError) else _json(answer)
-        answers = await asyncio.gather(*(self._answer(c, info, refusal) for c in calls))
+        answers = await asyncio.gather(*(self._answer(request, c, info, refusal) for c in calls))
         batch = [answer for answer, _ in answers if answer is not None]
         return _json(batch) if batch else web.Response(status=204)
 
@@ -142,14 +152,21 @@ class _RPCEndpoint:
         self, request: web.Request, call: Call, info: CallInfo, refusal: ProtocolError | None
     ) -> web.StreamResponse:
         slot = self.admission.stream_slot(request, info)
+        watch = self.telemetry.call(request, call)
         try:
-            return await self._open_stream(request, call, info, refusal)
+            with observing(watch):  # the span lasts as long as the stream
+                return await self._open_stream(request, call, info, refusal, watch)
         finally:
             if slot:
                 self.admission.streams.release(slot)
 
     async def _open_stream(
-        self, request: web.Request, call: Call, info: CallInfo, refusal: ProtocolError | None
+        self,
+        request: web.Request,
+        call: Call,
+        info: CallInfo,
+        refusal: ProtocolError | None,
+        watch: ServerCall | None,
     ) -> web.StreamResponse:
         assert call.method is not None
         try:
@@ -159,33 +176,45 @@ class _RPCEndpoint:
                 self.services, self.caps, call.method, call.params, info
             )
         except ProtocolError as exc:
-            return error_answer(call.id, self._told(exc))
+            told = self._told(exc)
         except Exception:  # outermost boundary of a call: log, answer -32603 without detail
             log.exception("%s failed", call.method_name)
-            return error_answer(call.id, InternalError())
-        return await stream_events(request, call.id, subscription, self.settings)
+            told = InternalError()
+        else:
+            return await stream_events(request, call.id, subscription, self.settings, watch)
+        if watch is not None:
+            watch.failed(told)
+        return error_answer(call.id, told)
 
     async def _answer(
-        self, call: Call, info: CallInfo, refusal: ProtocolError | None
+        self, request: web.Request, call: Call, info: CallInfo, refusal: ProtocolError | None
     ) -> tuple[dict[str, Any] | None, ProtocolError | None]:
         """The response object for one non-streamed call and the error it holds, if any.
 
         The object is ``None`` for a notification.
         """
-        exc = _refusal(call, refusal)
-        if exc is None:
-            assert call.method is not None
-            try:
-                value = await call_unary(self.services, self.caps, call.method, call.params, info)
-                encoded = value.to_dict()  # the one place a unary result becomes JSON
-            except ProtocolError as error:
-                exc = self._told(error)
-            except Exception:  # outermost boundary of a call: log, answer -32603 without detail
-                log.exception("%s failed", call.method_name)
-                exc = InternalError()
-            else:
-                return None if call.notification else _jsonrpc.result(call.id, encoded), None
-        return None if call.notification else _jsonrpc.error(call.id, exc), exc
+        watch = self.telemetry.call(request, call)
+        with observing(watch):  # the span is current while the method runs (and starts runs)
+            exc = _refusal(call, refusal)
+            if exc is None:
+                assert call.method is not None
+                try:
+                    value = await call_unary(
+                        self.services, self.caps, call.method, call.params, info
+                    )
+                    encoded = value.to_dict()  # the one place a unary result becomes JSON
+                except ProtocolError as error:
+                    exc = self._told(error)
+                except Exception:  # outermost boundary of a call: log, answer -32603, no detail
+                    log.exception("%s failed", call.method_name)
+                    exc = InternalError()
+                else:
+                    if watch is not None:
+                        watch.answered(value)
+                    return None if call.notification else _jsonrpc.result(call.id, encoded), None
+            if watch is not None:
+                watch.failed(exc)
+            return None if call.notification else _jsonrpc.error(call.id, exc), exc
 
     def _told(self, exc: ProtocolError) -> ProtocolError:
         return with_retry_after(exc, self.settings.store_retry_after_seconds)
@@ -240,6 +269,7 @@ def create_app(
     store: EventLogStore | None = None,
     settings: ServerSettings | None = None,
     security: SecurityConfig | None = None,
+    telemetry: Telemetry | None = None,
 ) -> web.Application:
     """Build the aiohttp application of an A2A JSON-RPC server.
 
@@ -250,11 +280,11 @@ def create_app(
         executor: The agent; leave it out when ``security.skills`` names the executors.
         store: Task storage, opened (recovery) at startup and closed at cleanup; when omitted,
             an :class:`~a2a_wire.server.store.InMemoryTaskStore` with the settings' limits.
-        settings: Limits and addresses; :class:`~a2a_wire.server._settings.ServerSettings` defaults
-            when omitted.
+        settings: Limits and addresses (:class:`~a2a_wire.server.ServerSettings`), default if omitted.
         security: Registered clients, skills, extended card and card signing
             (:class:`~a2a_wire.server._auth.SecurityConfig`); none of them when omitted, which means
             no authentication (see :mod:`a2a_wire.server._auth`).
+        telemetry: Where spans and metrics go (docs/observability.md); global providers if omitted.
 
     Returns:
         The application, ready for ``web.run_app`` or a test client.
@@ -267,7 +297,7 @@ def create_app(
     security = security or SecurityConfig()
     store = store if store is not None else _memory_store(settings)
     registry = security.registry()
-    agent, skills = _agent(card, executor, security)
+    agent, skills = _agent(card, executor, security, telemetry or DEFAULT)
     card = public_card(card, registry, skills)
     caps = Capabilities.of(card)
     deliverer = PushDeliverer(store, settings.push) if caps.push_notifications else None
@@ -276,7 +306,7 @@ def create_app(
     extended = extended_card_builder(publisher, skills) if security.extended_card else None
     services = Services(runtime, store, settings, caps.push_notifications, extended)
     admission = Admission(registry, settings, skills, caps.extensions)
-    endpoint = _RPCEndpoint(services, caps, admission)
+    endpoint = _RPCEndpoint(services, caps, admission, telemetry or DEFAULT, card.name)
     app = web.Application(client_max_size=settings.max_body_bytes, middlewares=[_json_errors])
     app[RUNTIME_KEY] = runtime
     app[STORE_KEY] = store
@@ -316,13 +346,13 @@ def _memory_store(settings: ServerSettings) -> InMemoryTaskStore:
 
 
 def _agent(
-    card: AgentCard, executor: AgentExecutor | None, security: SecurityConfig
+    card: AgentCard, executor: AgentExecutor | None, security: SecurityConfig, telemetry: Telemetry
 ) -> tuple[AgentExecutor, SkillSet | None]:
-    """The executor the runtime calls: ``executor``, or a router over the skills."""
+    """The executor the runtime calls: ``executor``, or a router over the skills; traced."""
     if not security.skills:
         if executor is None:
             raise ValueError("create_app needs an executor or SecurityConfig.skills")
-        return executor, None
+        return _traced(executor, card, telemetry), None
     if executor is not None:
         raise ValueError("pass the agent either as executor or through SecurityConfig.skills")
     skills = SkillSet(
@@ -330,7 +360,12 @@ def _agent(
         default_input_modes=card.default_input_modes,
         default_output_modes=card.default_output_modes,
     )
-    return SkillRouter(skills), skills
+    return _traced(SkillRouter(skills), card, telemetry), skills
+
+
+def _traced(agent: AgentExecutor, card: AgentCard, telemetry: Telemetry) -> AgentExecutor:
+    """``agent``, its runs made spans unless telemetry is turned off (or not installed)."""
+    return TracedAgent(agent, card.name, telemetry) if telemetry.enabled else agent
 
 
 async def _storage(app: web.Application) -> AsyncIterator[None]:

@@ -22,6 +22,7 @@ from a2a_wire.server._errors import with_retry_after
 from a2a_wire.server._report import ERROR_CODES_KEY
 from a2a_wire.server._settings import ServerSettings
 from a2a_wire.server._subscriber import END, KEEPALIVE, Frame, Item, Subscription
+from a2a_wire.server._telemetry import ServerCall
 
 __all__ = ["error_answer", "stream_events"]
 
@@ -62,7 +63,11 @@ def error_answer(rid: RequestId, exc: ProtocolError) -> web.Response:
 
 
 async def stream_events(
-    request: web.Request, rid: RequestId, subscription: Subscription, settings: ServerSettings
+    request: web.Request,
+    rid: RequestId,
+    subscription: Subscription,
+    settings: ServerSettings,
+    watch: ServerCall | None = None,
 ) -> web.StreamResponse:
     """Write a subscription's events until it ends or the client leaves.
 
@@ -72,6 +77,7 @@ async def stream_events(
         subscription: The open subscription; closed when this returns.
         settings: Its ``keepalive_seconds`` (silence before a keep-alive comment),
             ``stream_outage_seconds`` and ``store_retry_after_seconds``.
+        watch: The call's telemetry, told of each event and of the error that ends the stream.
 
     Returns:
         The finished response.
@@ -85,9 +91,11 @@ async def stream_events(
         # failure before it is a plain answer; any other stream has its first event at hand.
         item: Item | None = await sub.next(keepalive, outage) if sub.awaits_task else sub.ready()
         if isinstance(item, ProtocolError):  # before the first event: a plain answer
-            return error_answer(rid, with_retry_after(item, retry))
+            return _refused(rid, with_retry_after(item, retry), watch)
         response = _open(request)
         await response.prepare(request)
+        if watch is not None:
+            watch.opened()
         ended = False
         while not ended:
             # Events already at hand go out in one write (one syscall, one HTTP chunk); the
@@ -97,6 +105,8 @@ async def stream_events(
                 if isinstance(item, ProtocolError):  # the error event that ends the stream
                     item = with_retry_after(item, retry)
                     response[ERROR_CODES_KEY] = (item.code,)
+                if watch is not None:
+                    watch.sent(item)
                 frame, ended = _frame(item, prefix, rid)
                 chunks.append(frame)
                 item = sub.ready()
@@ -111,6 +121,12 @@ async def stream_events(
     finally:
         subscription.close()
     return response
+
+
+def _refused(rid: RequestId, exc: ProtocolError, watch: ServerCall | None) -> web.Response:
+    if watch is not None:
+        watch.failed(exc)
+    return error_answer(rid, exc)
 
 
 def _frame(item: Item, prefix: bytes, rid: RequestId) -> tuple[bytes, bool]:

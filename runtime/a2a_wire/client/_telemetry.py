@@ -1,0 +1,86 @@
+"""The client's spans and metrics: a CLIENT span per JSON-RPC call, trace context sent along.
+
+Every request carries the W3C trace context of the call's span (``traceparent``, and
+``tracestate`` and baggage when set); a stream's request carries the caller's current context
+(a stream span of its own is not made yet). Nothing here runs when the
+:class:`~a2a_wire.telemetry.Telemetry` finds no provider (docs/observability.md).
+"""
+
+from __future__ import annotations
+
+from collections.abc import MutableMapping
+
+import yarl
+
+from a2a_wire._protocol.wire import PROTOCOL_VERSION as _VERSION
+from a2a_wire.codec import ProtoMessage
+from a2a_wire.telemetry import Telemetry
+from a2a_wire.telemetry._names import (
+    AGENT_NAME,
+    METHOD_NAME,
+    PROTOCOL_VERSION,
+    SERVER_ADDRESS,
+    SERVER_PORT,
+    Attributes,
+    value_attributes,
+)
+from a2a_wire.telemetry._tracing import CallRecord, inject, start_span
+from a2a_wire.types import AgentCard
+
+try:  # used once a provider is found, which needs the API
+    from opentelemetry.trace import SpanKind
+except ImportError:  # pragma: no cover - the telemetry extra is not installed
+    pass
+
+__all__ = ["ClientTelemetry"]
+
+
+class ClientTelemetry:
+    """Starts the span and measurement of each call of one client.
+
+    Args:
+        telemetry: The providers.
+        url: The interface URL (``server.address``, ``server.port``).
+    """
+
+    __slots__ = ("_host", "_port", "telemetry")
+
+    def __init__(self, telemetry: Telemetry, url: str) -> None:
+        self.telemetry = telemetry
+        parsed = yarl.URL(url)
+        self._host = parsed.host or ""
+        self._port = parsed.port
+
+    def call(
+        self,
+        method: str,
+        request: ProtoMessage,
+        headers: MutableMapping[str, str],
+        card: AgentCard | None,
+    ) -> CallRecord | None:
+        """Start a call's record and put its trace context into ``headers``; ``None`` when off."""
+        tracer = self.telemetry.tracer()
+        instruments = self.telemetry.instruments()
+        if tracer is None and instruments is None:
+            return None
+        span = None
+        if tracer is not None:
+            attrs: Attributes = {
+                METHOD_NAME: method,
+                PROTOCOL_VERSION: _VERSION,
+                SERVER_ADDRESS: self._host,
+            }
+            if self._port is not None:
+                attrs[SERVER_PORT] = self._port
+            if card is not None and card.name:
+                attrs[AGENT_NAME] = card.name
+            value_attributes(request, attrs)  # at the start: samplers see them
+            span = start_span(tracer, method, SpanKind.CLIENT, None, attrs)
+            inject(headers, span)
+        histogram = instruments.client_duration if instruments is not None else None
+        return CallRecord(span, histogram, method)
+
+    def propagate(self, headers: MutableMapping[str, str]) -> None:
+        """Put the current trace context into a stream request's ``headers`` (when tracing)."""
+        if self.telemetry.tracer() is not None:
+            inject(headers, None)

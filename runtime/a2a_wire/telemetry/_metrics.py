@@ -1,0 +1,67 @@
+"""The metric instruments of both roles (OpenTelemetry metrics API; durations in seconds)."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from opentelemetry.metrics import Meter
+
+__all__ = [
+    "ACTIVE_STREAMS",
+    "CLIENT_DURATION",
+    "SERVER_DURATION",
+    "STORE_UNAVAILABLE",
+    "TASKS_CREATED",
+    "Instruments",
+]
+
+SERVER_DURATION = "a2a.server.request.duration"
+CLIENT_DURATION = "a2a.client.request.duration"
+ACTIVE_STREAMS = "a2a.server.active_streams"
+TASKS_CREATED = "a2a.server.task.created"
+STORE_UNAVAILABLE = "a2a.server.store.unavailable"
+
+# Bucket bounds of the duration histograms, in seconds: from a fast in-memory GetTask to a
+# blocking SendMessage that waits for its task (OpenTelemetry's default bounds are for ms).
+DURATION_BUCKETS = (
+    0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 300
+)  # fmt: skip
+
+
+class Instruments:
+    """One meter's instruments; each records with the attributes docs/observability.md lists."""
+
+    __slots__ = (
+        "active_streams",
+        "client_duration",
+        "server_duration",
+        "store_unavailable",
+        "tasks_created",
+    )
+
+    def __init__(self, meter: Meter) -> None:
+        buckets = list(DURATION_BUCKETS)
+        self.server_duration = meter.create_histogram(
+            SERVER_DURATION,
+            unit="s",
+            description="Duration of JSON-RPC calls served (a stream: until it ends).",
+            explicit_bucket_boundaries_advisory=buckets,
+        )
+        self.client_duration = meter.create_histogram(
+            CLIENT_DURATION,
+            unit="s",
+            description="Duration of JSON-RPC calls made by the client.",
+            explicit_bucket_boundaries_advisory=buckets,
+        )
+        self.active_streams = meter.create_up_down_counter(
+            ACTIVE_STREAMS, unit="{stream}", description="Event streams open on the server."
+        )
+        self.tasks_created = meter.create_counter(
+            TASKS_CREATED, unit="{task}", description="Tasks the server created."
+        )
+        self.store_unavailable = meter.create_counter(
+            STORE_UNAVAILABLE,
+            unit="{answer}",
+            description="Answers (and stream ends) saying the task store is unavailable.",
+        )

@@ -1,0 +1,48 @@
+"""Fixtures of the telemetry tests: an SDK tracer and meter provider per test, never global.
+
+Each test gets its own :class:`~opentelemetry.sdk.trace.TracerProvider` (spans exported to
+memory as they end) and :class:`~opentelemetry.sdk.metrics.MeterProvider` (read on demand), and
+hands them to the server and client through a :class:`~a2a_wire.telemetry.Telemetry`; the
+process's global providers stay untouched, so other tests (and parallel workers) see nothing.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+from aiohttp import web
+from opentelemetry.sdk.metrics import MeterProvider
+from opentelemetry.sdk.metrics.export import InMemoryMetricReader
+from opentelemetry.sdk.trace import TracerProvider
+from opentelemetry.sdk.trace.export import SimpleSpanProcessor
+from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+from server_support import ScriptedAgent, make_card
+from telemetry_support import Recorded
+
+from a2a_wire.server import create_app
+from a2a_wire.telemetry import Telemetry
+
+
+@pytest.fixture
+def otel() -> Iterator[Recorded]:
+    exporter = InMemorySpanExporter()
+    tracer_provider = TracerProvider()
+    tracer_provider.add_span_processor(SimpleSpanProcessor(exporter))
+    reader = InMemoryMetricReader()
+    meter_provider = MeterProvider(metric_readers=[reader])
+    telemetry = Telemetry(tracer_provider=tracer_provider, meter_provider=meter_provider)
+    yield Recorded(telemetry, tracer_provider, exporter, reader)
+    tracer_provider.shutdown()
+    meter_provider.shutdown()
+
+
+@pytest.fixture
+def app(agent: ScriptedAgent, otel: Recorded) -> web.Application:
+    return create_app(make_card(), agent, telemetry=otel.telemetry)
+
+
+@pytest.fixture
+async def client(aiohttp_client: Any, app: web.Application) -> Any:
+    return await aiohttp_client(app)

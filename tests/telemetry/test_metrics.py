@@ -1,0 +1,56 @@
+"""Metrics: request durations by method and ``error.type`` (seconds), tasks created and
+store-unavailable answers."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from aiohttp import web
+from fault_store import FaultyStore
+from server_support import ScriptedAgent, error, make_card, result, send_params, stream
+from telemetry_support import Recorded
+
+from a2a_wire.server import create_app
+
+
+async def test_server_durations_by_method_and_error_type(client: Any, otel: Recorded) -> None:
+    await result(client, "SendMessage", send_params("echo"))
+    await result(client, "ListTasks", {})
+    await error(client, "GetTask", {"id": "no-such-task"})
+    points = {
+        (p.attributes["a2a.method.name"], p.attributes.get("error.type")): p
+        for p in otel.points("a2a.server.request.duration")
+    }
+    assert set(points) == {("SendMessage", None), ("ListTasks", None), ("GetTask", "-32001")}
+    assert all(p.count == 1 for p in points.values())
+    assert 0 < points["ListTasks", None].sum < 60  # seconds, not milliseconds
+
+
+async def test_tasks_created_counts_new_tasks_only(client: Any, otel: Recorded) -> None:
+    first = (await result(client, "SendMessage", send_params("input")))["task"]
+    assert otel.total("a2a.server.task.created") == 1
+    follow = send_params("more", taskId=first["id"], contextId=first["contextId"])
+    await result(client, "SendMessage", follow)  # a follow-up: the same task
+    await result(client, "SendMessage", send_params("reply"))  # a Message: no task
+    await result(client, "GetTask", {"id": first["id"]})
+    assert otel.total("a2a.server.task.created") == 1
+    await stream(client, "SendStreamingMessage", send_params("echo"))
+    assert otel.total("a2a.server.task.created") == 2
+
+
+async def test_store_unavailable_answers_are_counted(
+    aiohttp_client: Any, agent: ScriptedAgent, otel: Recorded
+) -> None:
+    store = FaultyStore()
+    app: web.Application = create_app(make_card(), agent, store=store, telemetry=otel.telemetry)
+    client = await aiohttp_client(app)
+    store.down = True
+    response = await client.post(
+        "/",
+        json={"jsonrpc": "2.0", "id": 1, "method": "ListTasks", "params": {}},
+        headers={"A2A-Version": "1.0"},
+    )
+    assert response.status == 503
+    assert otel.total("a2a.server.store.unavailable", **{"a2a.method.name": "ListTasks"}) == 1
+    [span] = otel.spans("ListTasks")
+    assert span.attributes["error.type"] == "-32000"
