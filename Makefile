@@ -77,8 +77,13 @@ typecheck: $(INSTALLED)
 
 check: lint typecheck check-generated
 
+# The tests run on TEST_WORKERS processes (pytest-xdist, `--dist loadgroup` in pyproject.toml;
+# which tests share a worker and what starts first: tests/conftest.py). 4 was the fastest of 2,
+# 3 and 4 on a 2-core machine: a worker is often waiting for a subprocess or the database.
+# `make test TEST_WORKERS=0` runs them in one process. A run that collects no test fails (exit 5).
+TEST_WORKERS ?= 4
 test: install proto check
-	$(BIN)/pytest -q -p no:cacheprovider
+	$(BIN)/pytest -q -p no:cacheprovider -n $(TEST_WORKERS)
 
 # Refresh docs/inspector.png from a real run of the inspector's browser test (needs Debian's
 # chromium, see docs/inspector.md). A plain test run never writes a tracked file.
