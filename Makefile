@@ -78,8 +78,9 @@ typecheck: $(INSTALLED)
 check: lint typecheck check-generated
 
 # The tests run on TEST_WORKERS processes (pytest-xdist, `--dist loadgroup` in pyproject.toml;
-# which tests share a worker and what starts first: tests/conftest.py). 4 was the fastest of 2,
-# 3 and 4 on a 2-core machine: a worker is often waiting for a subprocess or the database.
+# which tests share a worker and what starts first: tests/conftest.py). On a shared 2-core
+# machine tests/cli took 163 s on 2 workers, 194 s on 3, 92 s on 4 (a worker often waits for a
+# subprocess or the database); the whole suite 320 s on 4, 1022 s in one process.
 # `make test TEST_WORKERS=0` runs them in one process. A run that collects no test fails (exit 5).
 TEST_WORKERS ?= 4
 test: install proto check
