@@ -98,6 +98,50 @@ def app(agent: ScriptedAgent, store_for: ServerStores) -> web.Application:
     return create_app(make_card(), agent, store=store_for())
 
 
+def _group(item: pytest.Item) -> str | None:
+    """The ``xdist_group`` of ``item``, if it has one."""
+    marker = item.get_closest_marker("xdist_group")
+    if marker is None:
+        return None
+    return str(marker.args[0] if marker.args else marker.kwargs.get("name", "default"))
+
+
+def _shares_a_fixture(item: pytest.Item) -> bool:
+    """Whether ``item`` uses a fixture of module or package scope."""
+    info = getattr(item, "_fixtureinfo", None)
+    defs = info.name2fixturedefs.values() if info is not None else ()
+    return any(d and d[-1].scope in ("module", "package") for d in defs)
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """Groups and order for ``-n`` (``make test``; ``--dist loadgroup`` in pyproject.toml).
+
+    The suites that load the machine and measure latencies under faults name the group
+    ``heavy`` (the database fault suite, the scale-out soak, the store's fault tests): they run
+    on one worker, one after the other. A module with a fixture of module scope (a cluster, a built wheel, a benchmark run, a
+    browser) is a group of its own unless it names one, so that the fixture is made once and
+    never beside itself. Then the ``slow`` tests, and every group holding one, go first (in
+    their order): started last, they would keep one worker busy after the others are done.
+    ``tryfirst``: pytest-xdist reads the groups in its own hook.
+    """
+    for item in items:
+        if _group(item) is None and _shares_a_fixture(item):
+            item.add_marker(pytest.mark.xdist_group(item.nodeid.split("::")[0]))
+    slow = {id(item) for item in items if item.get_closest_marker("slow") is not None}
+    first = {_group(item) for item in items if id(item) in slow} - {None}
+    items.sort(key=lambda item: not (id(item) in slow or _group(item) in first))
+
+
+def pytest_collection_finish(session: pytest.Session) -> None:
+    """On a pytest-xdist worker, fail if the groups were lost (pytest-xdist marks a grouped
+    test by its id; see the pin of pytest in pyproject.toml), rather than run them apart."""
+    if getattr(session.config.option, "loadgroup", False):
+        lost = [i.nodeid for i in session.items if _group(i) is not None and "@" not in i.nodeid]
+        if lost:
+            raise pytest.UsageError(f"pytest-xdist ignored the xdist_group of {lost[0]}")
+
+
 @pytest.hookimpl(wrapper=True, tryfirst=True)
 def pytest_runtest_makereport() -> Generator[None, pytest.TestReport, pytest.TestReport]:
     """Fold every skip for want of PostgreSQL into one summary line (pytest puts a skip raised

@@ -11,7 +11,6 @@ import asyncio
 import json
 import os
 import signal
-import socket
 import subprocess
 import sys
 import time
@@ -20,19 +19,13 @@ from pathlib import Path
 from typing import Any
 
 from aiohttp import web
+from ports import free_port as free_port  # the e2e tests take it from here
 
 from a2a_wire.server import AgentExecutor, EventQueue, RequestContext, TaskUpdater
 
 PYTHON = sys.executable
 SCRIPT = Path(PYTHON).parent / "a2a-wire"
 TESTS = Path(__file__).resolve().parent
-
-
-def free_port() -> int:
-    """A TCP port on 127.0.0.1 that nothing listens on right now."""
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
 
 
 def environment(**extra: str) -> dict[str, str]:

@@ -33,7 +33,6 @@ from __future__ import annotations
 import os
 import pwd
 import shutil
-import socket
 import subprocess
 import tempfile
 import uuid
@@ -41,6 +40,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import asyncpg
+from ports import free_port
 
 from a2a_wire.server.store._log_postgres_ddl import SCHEMA_VERSION
 
@@ -133,13 +133,6 @@ async def drop_spare_schemas(dsn: str) -> None:
     """Drop the emptied schemas no test took (the end of the session)."""
     while _SPARE:
         await drop_schema(dsn, _SPARE.pop())
-
-
-def free_port() -> int:
-    """A port on 127.0.0.1 that nothing listens on (at this moment)."""
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return int(probe.getsockname()[1])
 
 
 def _binary(name: str) -> str | None:

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import asyncpg
 from e2e_support import cli_async, environment
-from pg_support import free_port
+from ports import free_port
 
 from a2a_wire.server.store._log_postgres_ddl import SCHEMA_VERSION
 

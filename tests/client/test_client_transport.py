@@ -12,6 +12,7 @@ import aiohttp
 import pytest
 from aiohttp import web
 from client_fake import LOCAL, FakeAgent, task_json
+from ports import free_port
 
 from a2a_wire import errors
 from a2a_wire.client import (
@@ -264,9 +265,7 @@ async def test_connect_timeout(full_backlog: int) -> None:
 
 
 async def test_connection_refused() -> None:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port = s.getsockname()[1]
+    port = free_port()
     async with A2AClient(f"http://127.0.0.1:{port}/rpc", settings=LOCAL) as client:
         with pytest.raises(ConnectError) as caught:
             await client.get_task(GetTaskRequest(id="t1"))

@@ -7,7 +7,8 @@ from typing import Any
 
 import pytest
 from aiohttp import web
-from aiohttp.test_utils import TestServer, unused_port
+from aiohttp.test_utils import TestServer
+from ports import free_port
 from server_support import ScriptedAgent, make_card, result
 
 from a2a_wire.card_signing import (
@@ -39,7 +40,7 @@ def trusting(*keys: SigningKey, required: bool = True) -> CardVerifier:
 
 
 async def serve(aiohttp_server: ServerFactory, *keys: SigningKey) -> str:
-    port = unused_port()
+    port = free_port()
     settings = ServerSettings(public_url=f"http://127.0.0.1:{port}")
     security = SecurityConfig(card_signer=CardSigner(list(keys)))
     app = create_app(make_card(), ScriptedAgent(), settings=settings, security=security)

@@ -73,7 +73,8 @@ readiness_timeout_seconds = {READINESS_SECONDS}
 cancel_grace_seconds = {CANCEL_GRACE_SECONDS}
 """
 
-pytestmark = [pytest.mark.slow, pytest.mark.timeout(600)]
+# With -n, on the worker of the other suites that load the machine (tests/conftest.py).
+pytestmark = [pytest.mark.slow, pytest.mark.timeout(600), pytest.mark.xdist_group("heavy")]
 
 
 async def _restart(pg: PostgresCluster, proxies: list[FaultProxy]) -> None:

@@ -83,7 +83,12 @@ HEARTBEAT_SECONDS = 0.5
 KILL_EVERY = 2.0  # seconds between a restart and the next kill
 MARGIN = 20.0  # seconds past lease + heartbeat for the last takeover, on a busy machine
 
-pytestmark = pytest.mark.timeout(SOAK_SECONDS + 360)
+# With -n, on the worker of the other suites that load the machine (tests/conftest.py).
+pytestmark = [
+    pytest.mark.slow,
+    pytest.mark.timeout(SOAK_SECONDS + 360),
+    pytest.mark.xdist_group("heavy"),
+]
 
 
 async def _rpc(load: Load, index: int, method: str, params: dict[str, Any]) -> dict[str, Any]:

@@ -33,9 +33,17 @@ def _covers_the_folder(arg: str) -> bool:
     return "::" not in arg and (path == HERE or path in HERE.parents)
 
 
+@pytest.hookimpl(tryfirst=True)  # before pytest-xdist reads the groups
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    """Run the table test last; note whether the arguments selected only part of tests/interop."""
+    """Run the table test last; note whether the arguments selected only part of tests/interop.
+
+    With ``-n``, every interop test runs on one worker (``xdist_group("interop")``): the table
+    is that process's, and its test must come after all the others.
+    """
     config.stash[PARTIAL] = not any(_covers_the_folder(arg) for arg in config.args)
+    for item in items:
+        if HERE in item.path.parents:
+            item.add_marker(pytest.mark.xdist_group("interop"))
     last = [item for item in items if item.path == HERE / TABLE_TEST]
     items[:] = [item for item in items if item not in last] + last
 

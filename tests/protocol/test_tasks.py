@@ -305,7 +305,7 @@ def test_nothing_is_added_after_a_terminal_state(state: TaskState) -> None:
     assert codec.encode(task) == before
 
 
-@pytest.mark.parametrize("state", [PAUSED, *INTERRUPTED_STATES], ids=str)
+@pytest.mark.parametrize("state", [PAUSED, *sorted(INTERRUPTED_STATES, key=str)], ids=str)
 def test_artifacts_and_messages_allowed_in_non_terminal_states(state: TaskState) -> None:
     task = task_in(state)
     apply(task, artifact_event("a", "x"), now=NOW)
