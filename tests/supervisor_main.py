@@ -4,13 +4,19 @@ The command refuses ``--workers`` above 1 unless the storage is PostgreSQL; the 
 supervisor's own mechanics (the shared socket, restarts, signals) run it here on memory storage,
 where each worker keeps its own tasks, which those tests never read across workers. It exits as
 ``serve`` does: the supervisor's status, or 1 with ``error: cannot start: ...``.
+
+``STABLE_SECONDS_VARIABLE`` sets how long a worker must serve to count as stable (its restart
+then waits for nothing): the tests set it far beyond their run, so a worker that a busy machine
+kept alive for long still counts as failing fast.
 """
 
 from __future__ import annotations
 
 import asyncio
+import os
 import sys
 
+from a2a_wire.cli import _worker_slots
 from a2a_wire.cli._logging import configure_logging
 from a2a_wire.cli._serve import StartError
 from a2a_wire.cli._skills import EchoSkill
@@ -30,8 +36,13 @@ def refused_in_workers() -> AgentExecutor:
     return EchoSkill()
 
 
+STABLE_SECONDS_VARIABLE = "A2A_WIRE_TEST_STABLE_SECONDS"
+
+
 def main() -> None:
     """Load the configuration, log as ``serve`` does, and supervise N workers."""
+    if STABLE_SECONDS_VARIABLE in os.environ:
+        _worker_slots.STABLE_SECONDS = float(os.environ[STABLE_SECONDS_VARIABLE])
     path, workers = sys.argv[1], int(sys.argv[2])
     config = load(path)
     configure_logging(config.server.log_level, config.server.log_format)

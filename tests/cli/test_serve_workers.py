@@ -27,6 +27,7 @@ from e2e_support import (
     json_lines,
     write_config,
 )
+from supervisor_main import STABLE_SECONDS_VARIABLE
 
 from a2a_wire.cli._worker_slots import (
     RESTART_BASE_SECONDS,
@@ -111,7 +112,8 @@ class Supervised:
                 stdout=subprocess.DEVNULL,
                 stderr=log,
                 stdin=subprocess.DEVNULL,
-                env=environment(),
+                # Restarts count as fast failures however long a busy machine kept a worker up.
+                env={**environment(), STABLE_SECONDS_VARIABLE: "3600"},
             )
         return self
 
