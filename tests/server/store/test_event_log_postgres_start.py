@@ -21,6 +21,7 @@ import asyncpg
 import pytest
 from e2e_support import PYTHON, environment
 from fault_proxy import FaultProxy
+from ports import free_port
 
 from a2a_wire.server.store import StoreUnavailableError
 from a2a_wire.server.store._log_postgres import PostgresEventLog
@@ -78,6 +79,18 @@ async def test_a_stalled_connection_at_start_fails_within_the_connect_timeout(
     assert DEADLINE * 0.9 <= took < DEADLINE + SLACK
     assert "could not connect (TimeoutError)" in message
     assert "connect_timeout_seconds (1 s)" in message
+
+
+async def test_a_refused_connection_at_start_says_so_and_names_no_deadline(
+    postgres_dsn: str, postgres_schema: str
+) -> None:
+    where = urlsplit(postgres_dsn)
+    nobody = where._replace(netloc=f"{where.username}@127.0.0.1:{free_port()}").geturl()
+    message, took = await refused(make_store(nobody, postgres_schema))
+    print(f"refused start: {took:.2f} s: {message}")
+    assert "could not connect (ConnectionRefusedError" in message
+    assert "accepts connections" in message
+    assert "waited" not in message and "lock" not in message
 
 
 async def test_a_locked_version_table_fails_within_the_migration_lock_timeout(
@@ -147,7 +160,7 @@ async def test_a_locked_table_after_the_schema_check_fails_within_the_statement_
     print(f"locked processes table: {took:.2f} s: {message}")
     assert took < 2 * DEADLINE + SLACK  # the old leases' end and the first heartbeat at most
     assert "could not register and take over" in message
-    assert "statement_timeout_seconds (1 s)" in message
+    assert "statement_timeout_seconds (1 s) for each of its statements" in message
 
 
 CONFIG = """

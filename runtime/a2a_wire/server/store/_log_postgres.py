@@ -252,7 +252,9 @@ class PostgresEventLog(
             )
             with self._opening("listen", "connect_timeout_seconds"), translated(outage):
                 await self._listener.start()
-            with self._opening("register and take over", "statement_timeout_seconds"):
+            with self._opening(
+                "register and take over", "statement_timeout_seconds", per_statement=True
+            ):
                 await self._end_process()  # leases under this id are a previous incarnation's
                 await self.heartbeat()
                 failed = await self.take_over() if self._recover_on_open else []
@@ -263,10 +265,11 @@ class PostgresEventLog(
             raise
 
     @contextlib.contextmanager
-    def _opening(self, step: str, *deadlines: str) -> Iterator[None]:
+    def _opening(self, step: str, *deadlines: str, per_statement: bool = False) -> Iterator[None]:
         """Raise a fault in a step of ``open`` as ``StoreUnavailableError`` saying what to do.
 
-        ``deadlines``: the ``[postgresql]`` settings that bound the step, added up.
+        ``deadlines``: the ``[postgresql]`` settings that bound the step, added up (each of its
+        statements, with ``per_statement``).
         """
         try:
             yield
@@ -278,6 +281,8 @@ class PostgresEventLog(
                 "migration_lock_timeout_seconds": self._deadlines.migration_lock,
             }
             waited = " + ".join(f"{name} ({seconds[name]:g} s)" for name in deadlines)
+            if per_statement:
+                waited += " for each of its statements"
             raise StoreUnavailableError(
                 f"PostgreSQL: could not {step} ({describe(cause)}); "
                 f"{start_hint(cause, f'[postgresql] {waited}', self._schema, self._deadlines)}",

@@ -117,6 +117,8 @@ def start_hint(exc: BaseException, waited: str, schema: str, deadlines: Deadline
             " (another process migrating it, a LOCK TABLE, a long transaction: see pg_locks);"
             " end that session, or raise the setting"
         )
+    if not isinstance(exc, TimeoutError):  # refused, reset, shutting down: no deadline ran out
+        return "check that PostgreSQL runs and accepts connections, and that this host reaches it"
     return (
         f"waited {waited}; check that PostgreSQL runs and answers, that this host reaches it,"
         f" and that no other session holds a lock on a table of schema {schema!r} (pg_locks)"
