@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+from urllib.parse import urlsplit
 
 
 class FaultProxy:
@@ -124,3 +125,9 @@ class FaultProxy:
                 with contextlib.suppress(Exception):
                     end.transport.abort()
                 self._writers.discard(end)
+
+
+def through(proxy: FaultProxy, dsn: str) -> str:
+    """``dsn`` with the proxy's address in place of the server's."""
+    where = urlsplit(dsn)
+    return where._replace(netloc=f"{where.username}@127.0.0.1:{proxy.port}").geturl()

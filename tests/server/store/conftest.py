@@ -5,9 +5,11 @@ from __future__ import annotations
 
 from collections.abc import AsyncIterator
 from pathlib import Path
+from urllib.parse import urlsplit
 
 import asyncpg
 import pytest
+from fault_proxy import FaultProxy
 from pg_stores import Stores, open_stores
 from store_support import BACKENDS, Backend
 
@@ -46,3 +48,12 @@ async def admin(postgres_dsn: str) -> AsyncIterator[asyncpg.Connection]:
     conn = await asyncpg.connect(postgres_dsn)
     yield conn
     await conn.close()
+
+
+@pytest.fixture
+async def proxy(postgres_dsn: str) -> AsyncIterator[FaultProxy]:
+    """A :class:`~fault_proxy.FaultProxy` to the test server (connect ``through`` it)."""
+    where = urlsplit(postgres_dsn)
+    faulty = await FaultProxy(where.hostname or "127.0.0.1", where.port or 5432).start()
+    yield faulty
+    await faulty.close()

@@ -17,11 +17,10 @@ import time
 from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import AsyncExitStack
 from typing import Any
-from urllib.parse import urlsplit
 
 import asyncpg
 import pytest
-from fault_proxy import FaultProxy
+from fault_proxy import FaultProxy, through
 from pg_stores import DEADLINE
 from pg_support import Cluster, new_schema
 from test_event_log import chunk, make_task
@@ -46,20 +45,6 @@ DOWN = "PostgreSQL is unavailable"
 BACK = "PostgreSQL is available again"
 
 Opener = Callable[..., Awaitable[PostgresEventLog]]
-
-
-@pytest.fixture
-async def proxy(postgres_dsn: str) -> AsyncIterator[FaultProxy]:
-    where = urlsplit(postgres_dsn)
-    faulty = await FaultProxy(where.hostname or "127.0.0.1", where.port or 5432).start()
-    yield faulty
-    await faulty.close()
-
-
-def through(proxy: FaultProxy, dsn: str) -> str:
-    """``dsn`` with the proxy's address in place of the server's."""
-    where = urlsplit(dsn)
-    return where._replace(netloc=f"{where.username}@127.0.0.1:{proxy.port}").geturl()
 
 
 @pytest.fixture

@@ -12,7 +12,6 @@ from __future__ import annotations
 import asyncio
 import subprocess
 import time
-from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
@@ -20,7 +19,7 @@ from urllib.parse import urlsplit
 import asyncpg
 import pytest
 from e2e_support import PYTHON, environment
-from fault_proxy import FaultProxy
+from fault_proxy import FaultProxy, through
 from ports import free_port
 
 from a2a_wire.server.store import StoreUnavailableError
@@ -31,19 +30,6 @@ DEADLINE = 1.0
 
 SLACK = 2.0
 """What a start may take beyond the deadline that bounds it (a busy machine)."""
-
-
-@pytest.fixture
-async def proxy(postgres_dsn: str) -> AsyncIterator[FaultProxy]:
-    where = urlsplit(postgres_dsn)
-    faulty = await FaultProxy(where.hostname or "127.0.0.1", where.port or 5432).start()
-    yield faulty
-    await faulty.close()
-
-
-def through(proxy: FaultProxy, dsn: str) -> str:
-    where = urlsplit(dsn)
-    return where._replace(netloc=f"{where.username}@127.0.0.1:{proxy.port}").geturl()
 
 
 def make_store(dsn: str, schema: str, **options: Any) -> PostgresEventLog:

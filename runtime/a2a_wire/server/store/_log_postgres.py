@@ -252,17 +252,21 @@ class PostgresEventLog(
             )
             with self._opening("listen", "connect_timeout_seconds"), translated(outage):
                 await self._listener.start()
-            with self._opening(
-                "register and take over", "statement_timeout_seconds", per_statement=True
-            ):
-                await self._end_process()  # leases under this id are a previous incarnation's
-                await self.heartbeat()
-                failed = await self.take_over() if self._recover_on_open else []
+            failed = await self._register()
             self._start_keeper()
             return failed
         except BaseException:
             await self.close()
             raise
+
+    async def _register(self) -> builtins.list[str]:
+        """The last step of ``open``: this process's row, then the takeover scan's failed ids."""
+        with self._opening(
+            "register and take over", "statement_timeout_seconds", per_statement=True
+        ):
+            await self._end_process()  # leases under this id are a previous incarnation's
+            await self.heartbeat()
+            return await self.take_over() if self._recover_on_open else []
 
     @contextlib.contextmanager
     def _opening(self, step: str, *deadlines: str, per_statement: bool = False) -> Iterator[None]:
