@@ -69,15 +69,11 @@ def _pin(core: int | None) -> None:
 # --- a2a_wire -----------------------------------------------------------------------------------
 
 
-def run_ours(port: int, db: str | None, agent: str) -> None:
-    from _agents import ChunkAgent, TrivialAgent
-    from aiohttp import web
-
-    from a2a_wire.server import AgentExecutor, create_app
-    from a2a_wire.server.store import EventLogStore, InMemoryTaskStore, SQLiteTaskStore
+def bench_card() -> Any:
+    """The agent card of the benchmarks' a2a-wire servers: streaming, one skill."""
     from a2a_wire.types import AgentCapabilities, AgentCard, AgentSkill
 
-    card = AgentCard(
+    return AgentCard(
         name="bench",
         description="benchmark agent",
         version="1.0.0",
@@ -86,6 +82,16 @@ def run_ours(port: int, db: str | None, agent: str) -> None:
         default_output_modes=["text/plain"],
         skills=[AgentSkill(id="done", name="done", description="answers done", tags=["bench"])],
     )
+
+
+def run_ours(port: int, db: str | None, agent: str) -> None:
+    from _agents import ChunkAgent, TrivialAgent
+    from aiohttp import web
+
+    from a2a_wire.server import AgentExecutor, create_app
+    from a2a_wire.server.store import EventLogStore, InMemoryTaskStore, SQLiteTaskStore
+
+    card = bench_card()
     store: EventLogStore = SQLiteTaskStore(db) if db else InMemoryTaskStore()
     executor: AgentExecutor = ChunkAgent() if agent == "chunks" else TrivialAgent()
     app = create_app(card, executor, store=store)

@@ -95,23 +95,15 @@ def serve(way: str, port: int) -> None:
     elif way == "on":
         _install_sdk()
     from _agents import TrivialAgent
+    from _servers import bench_card
     from aiohttp import web
 
     from a2a_wire.server import create_app
     from a2a_wire.telemetry import AVAILABLE, DEFAULT
-    from a2a_wire.types import AgentCapabilities, AgentCard
 
     assert AVAILABLE is (way != "not installed")
     assert (DEFAULT.tracer() is not None) is (way == "on")
-    card = AgentCard(
-        name="bench",
-        description="benchmark agent",
-        version="1.0.0",
-        capabilities=AgentCapabilities(streaming=True),
-        default_input_modes=["text/plain"],
-        default_output_modes=["text/plain"],
-    )
-    app = create_app(card, TrivialAgent())
+    app = create_app(bench_card(), TrivialAgent())
     web.run_app(app, host=HOST, port=port, access_log=None, print=None)
 
 

@@ -42,7 +42,9 @@ from pathlib import Path
 import asyncpg
 from ports import free_port
 
+from a2a_wire.server.store._log_postgres import PostgresEventLog
 from a2a_wire.server.store._log_postgres_ddl import SCHEMA_VERSION
+from a2a_wire.server.store._log_postgres_listen import Listener
 
 DSN_VARIABLE = "A2A_WIRE_TEST_POSTGRES_DSN"
 REQUIRE_VARIABLE = "A2A_WIRE_REQUIRE_POSTGRES"
@@ -217,3 +219,11 @@ def _has_user(name: str) -> bool:
     except KeyError:
         return False
     return True
+
+
+async def deafen(store: PostgresEventLog) -> Listener:
+    """Make ``store``'s listening connection hear no notification from now on; its listener."""
+    listener = store._listener
+    assert listener is not None and listener._conn is not None
+    await listener._conn.execute("UNLISTEN *")
+    return listener

@@ -24,6 +24,7 @@ import aiohttp
 import asyncpg
 import pytest
 from patience import PATIENCE, poll
+from pg_support import deafen
 from server_support import (
     EventReader,
     ScriptedAgent,
@@ -263,9 +264,7 @@ async def test_a_cancel_whose_notification_was_lost_is_answered_by_the_holder(
     a = await cluster(store_options=DEAF)
     c = await cluster(cancel_grace_seconds=LONG_BOUND)
     blocked, task_id = await blocked_wait(a)
-    listener = a.store._listener
-    assert listener is not None and listener._conn is not None
-    await listener._conn.execute("UNLISTEN *")  # a hears no notification from now on
+    listener = await deafen(a.store)  # a hears no notification from now on
     cancel = asyncio.create_task(result(c.client, "CancelTask", {"id": task_id}))
     await poll(lambda: _requests_waiting(admin, postgres_schema), lambda n: n == 1)  # unheard
     pid = listener.server_pid

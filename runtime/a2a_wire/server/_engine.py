@@ -325,7 +325,7 @@ class Runtime:
                 now = await hub.add_message(message)
             except StoreUnavailableError:
                 if self.peers is not None:  # the caller's answer waits on no second statement
-                    self.runner.spawn(self._give_back(self.peers, task.id))
+                    self.runner.spawn(self.runner.give_back_lease(task.id))
                 raise
             except BaseException:
                 if self.peers is not None:
@@ -437,12 +437,6 @@ class Runtime:
                 return False
             await asyncio.sleep(LEASE_RETRY_SECONDS)
         return True
-
-    @staticmethod
-    async def _give_back(peers: Peers, task_id: str) -> None:
-        """Give back a follow-up's lease whose message the store did not take (else it expires)."""
-        with contextlib.suppress(StoreUnavailableError):
-            await peers.run_ended(task_id)
 
     # -- shutdown -----------------------------------------------------------------------------
 

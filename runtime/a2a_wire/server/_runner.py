@@ -109,16 +109,14 @@ class Runner:
                 await self.executor.execute(context, run)
             except asyncio.CancelledError:
                 raise
-            except StoreUnavailableError as exc:  # from enqueue_event; logged once per outage
-                failure = STORE_LOST
-                if hub.state is None:  # no task was made: nothing to record, the caller retries
-                    run.lost = exc
+            except StoreUnavailableError:  # from enqueue_event; logged once per outage
+                failure = STORE_LOST  # no task made: the hub set Run.lost, the caller retries
             except Exception:  # the agent's code is a boundary: its failure fails the task
                 log.exception("agent failed on task %s", hub.task_id)
                 failure = AGENT_FAILED
             await self._record_end(hub, run, failure)
             if self.leases is not None and hub.active_run is run:  # not superseded meanwhile
-                await self._give_back_lease(hub.task_id)
+                await self.give_back_lease(hub.task_id)
         finally:
             # Cancelled: a cancel's CANCELED ends the lease, a lost lease is gone, and a store
             # that closes expires its leases; in every case the run takes no more events.
@@ -182,7 +180,8 @@ class Runner:
                 continue
             return True
 
-    async def _give_back_lease(self, task_id: str) -> None:
+    async def give_back_lease(self, task_id: str) -> None:
+        """Give back this process's lease on the task, if held (else it is left to expire)."""
         assert self.leases is not None
         try:
             if self.leases.holds(task_id):

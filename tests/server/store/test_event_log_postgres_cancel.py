@@ -14,6 +14,7 @@ from typing import Any
 import asyncpg
 import pytest
 from pg_stores import DEADLINE, LeaseClock, Stores, until
+from pg_support import deafen
 from test_event_log import make_task, status
 
 from a2a_wire.server.store._log_postgres import PostgresEventLog
@@ -102,9 +103,7 @@ async def test_a_lost_notification_costs_one_poll(quiet: Stores) -> None:
     got: list[str] = []
     a.on_cancel(task_ids(got))
     await a.create(make_task("run", S.WORKING))
-    listener = a._listener
-    assert listener is not None and listener._conn is not None
-    await listener._conn.execute("UNLISTEN *")  # every notification from now on is lost
+    await deafen(a)  # every notification from now on is lost
     assert await b.request_cancel(ask("run")) == a.process_id
     await until(lambda: got == ["run"])
 
@@ -115,10 +114,9 @@ async def test_a_request_sent_again_is_notified_again(quiet: Stores) -> None:
     got: list[str] = []
     a.on_cancel(task_ids(got))
     await a.create(make_task("run", S.WORKING))
-    listener = a._listener
-    assert listener is not None and listener._conn is not None
-    await listener._conn.execute("UNLISTEN *")
+    listener = await deafen(a)
     assert await b.request_cancel(ask("run")) == a.process_id  # its notification is lost
+    assert listener._conn is not None
     await listener._conn.execute(f'LISTEN "{a._target.cancel_channel}"')  # a hears again
     assert await b.request_cancel(ask("run")) == a.process_id  # still waiting: notified again
     await until(lambda: got == ["run"])
