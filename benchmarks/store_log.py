@@ -36,9 +36,8 @@ from typing import Any
 import aiosqlite
 
 from a2a_wire import codec
-from a2a_wire._protocol.tasks import apply
+from a2a_wire._protocol.tasks import apply, now_timestamp
 from a2a_wire.server.store import EventLogStore, InMemoryTaskStore, SQLiteTaskStore
-from a2a_wire.server.store._base import now_timestamp
 from a2a_wire.types import (
     Artifact,
     Message,

@@ -9,7 +9,7 @@ from __future__ import annotations
 import re
 
 from a2a_wire import types
-from a2a_wire.server.store._base import now_timestamp
+from a2a_wire._protocol.tasks import now_timestamp
 
 
 def test_row04_card_security_is_security_requirements() -> None:

@@ -90,4 +90,5 @@ def test_all_is_sorted_and_complete() -> None:
         "re",
         "Sequence",
         "VersionNotSupportedError",
+        "yarl",
     }

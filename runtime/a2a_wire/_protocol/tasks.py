@@ -9,6 +9,7 @@ no asyncio or aiohttp. The rules: docs/internals/protocol.md.
 from __future__ import annotations
 
 import copy
+import time
 
 from a2a_wire._protocol.states import INTERRUPTED_STATES, TERMINAL_STATES, is_terminal
 from a2a_wire.errors import A2AError
@@ -28,6 +29,7 @@ __all__ = [
     "InvalidTransitionError",
     "apply",
     "new_task",
+    "now_timestamp",
     "with_history",
     "without_artifacts",
 ]
@@ -219,3 +221,9 @@ def without_artifacts(task: Task) -> Task:
     view.artifacts = []
     view.history = list(task.history)
     return view
+
+
+def now_timestamp() -> Timestamp:
+    """The current time with millisecond precision (spec 5.6.1)."""
+    millis = time.time_ns() // 1_000_000
+    return Timestamp(seconds=millis // 1000, nanos=(millis % 1000) * 1_000_000)

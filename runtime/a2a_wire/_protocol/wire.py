@@ -10,11 +10,14 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 
+import yarl
+
 from a2a_wire.errors import VersionNotSupportedError
 
 __all__ = [
     "A2A_JSON_MEDIA_TYPE",
     "ABSENT_VERSION",
+    "ANY_ORIGIN",
     "DELIVERY_ID_HEADER",
     "EXTENSIONS_HEADER",
     "JSON_MEDIA_TYPE",
@@ -31,6 +34,7 @@ __all__ = [
     "WELL_KNOWN_PATH",
     "check_version",
     "join_extensions",
+    "normalize_origin",
     "parse_extensions",
     "version_matches",
 ]
@@ -142,3 +146,40 @@ def parse_extensions(value: str | None) -> tuple[str, ...]:
 def join_extensions(uris: Sequence[str]) -> str:
     """The ``A2A-Extensions`` value naming ``uris`` (the inverse of :func:`parse_extensions`)."""
     return ",".join(uris)
+
+
+ANY_ORIGIN = "*"
+"""The CORS wildcard: every origin may call."""
+
+
+def normalize_origin(text: str) -> str:
+    """An origin as a browser sends it in ``Origin``: ``scheme://host[:port]``.
+
+    Args:
+        text: ``"*"``, or an ``http``/``https`` URL without user information, path, query or
+            fragment.
+
+    Returns:
+        ``"*"``, or the origin with scheme and host in lower case and a default port left out
+        (a trailing ``/`` is dropped).
+
+    Raises:
+        ValueError: ``text`` is neither.
+    """
+    if text == ANY_ORIGIN:
+        return text
+    try:
+        url = yarl.URL(text)
+    except ValueError:
+        url = None
+    if (
+        url is None
+        or url.scheme not in ("http", "https")
+        or not url.raw_host
+        or url.raw_user is not None
+        or url.raw_path not in ("", "/")
+        or url.raw_query_string
+        or url.raw_fragment
+    ):
+        raise ValueError(f"{text[:100]!r} is not an origin scheme://host[:port] (or '*')")
+    return str(url.origin())

@@ -19,11 +19,11 @@ import sys
 import time
 from collections.abc import Sequence
 
+from a2a_wire._aio import wait_set
 from a2a_wire.cli._app import page_token_key
 from a2a_wire.cli._serve import READY, StartError, exit_now, listening_url, store_label
 from a2a_wire.cli._worker_slots import Slot, bind, exit_status
 from a2a_wire.cli.config._load import Config
-from a2a_wire.server._waiting import wait_set
 
 __all__ = ["STOP_MARGIN_SECONDS", "Supervisor", "refusal", "supervise"]
 

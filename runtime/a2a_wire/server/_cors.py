@@ -10,52 +10,23 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
-import yarl
 from aiohttp import hdrs, web
 
-from a2a_wire._protocol.wire import EXTENSIONS_HEADER, VERSION_HEADER, WELL_KNOWN_PATH
+from a2a_wire._protocol.wire import (
+    ANY_ORIGIN,
+    EXTENSIONS_HEADER,
+    VERSION_HEADER,
+    WELL_KNOWN_PATH,
+    normalize_origin,
+)
 from a2a_wire.server._errors import OriginNotAllowedError
 
-__all__ = ["ANY_ORIGIN", "Cors", "normalize_origin"]
+__all__ = ["Cors"]
 
-ANY_ORIGIN = "*"
 MAX_AGE_SECONDS = 600
 _METHODS = "GET, POST, OPTIONS"
 _REQUEST_HEADERS = (VERSION_HEADER, EXTENSIONS_HEADER, "Authorization", "Content-Type")
 _EXPOSED = ", ".join((EXTENSIONS_HEADER, "WWW-Authenticate", "Retry-After", "ETag"))
-
-
-def normalize_origin(text: str) -> str:
-    """An origin as a browser sends it in ``Origin``: ``scheme://host[:port]``.
-
-    Args:
-        text: ``"*"``, or an ``http``/``https`` URL without user information, path, query or
-            fragment.
-
-    Returns:
-        ``"*"``, or the origin with scheme and host in lower case and a default port left out
-        (a trailing ``/`` is dropped).
-
-    Raises:
-        ValueError: ``text`` is neither.
-    """
-    if text == ANY_ORIGIN:
-        return text
-    try:
-        url = yarl.URL(text)
-    except ValueError:
-        url = None
-    if (
-        url is None
-        or url.scheme not in ("http", "https")
-        or not url.raw_host
-        or url.raw_user is not None
-        or url.raw_path not in ("", "/")
-        or url.raw_query_string
-        or url.raw_fragment
-    ):
-        raise ValueError(f"{text[:100]!r} is not an origin scheme://host[:port] (or '*')")
-    return str(url.origin())
 
 
 class Cors:

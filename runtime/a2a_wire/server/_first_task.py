@@ -11,11 +11,10 @@ write. Used by :mod:`a2a_wire.server._hub`.
 
 from __future__ import annotations
 
-from a2a_wire._protocol.tasks import new_task
+from a2a_wire._protocol.tasks import new_task, now_timestamp
 from a2a_wire.server import _history
 from a2a_wire.server._executor import AgentEvent
 from a2a_wire.server._run import Run
-from a2a_wire.server.store._base import now_timestamp
 from a2a_wire.types import Task, TaskState, TaskStatus
 
 __all__ = ["adopt", "first_task"]

@@ -36,14 +36,13 @@ from collections.abc import Callable, Iterator, Sequence
 from a2a_wire import codec
 from a2a_wire._protocol.ids import new_uuid
 from a2a_wire._protocol.states import is_settled
-from a2a_wire._protocol.tasks import InvalidTransitionError, new_task
+from a2a_wire._protocol.tasks import InvalidTransitionError, new_task, now_timestamp
 from a2a_wire.errors import InternalError, ProtocolError, TaskNotFoundError
 from a2a_wire.server._executor import AgentEvent
 from a2a_wire.server._first_task import first_task
 from a2a_wire.server._run import Run
 from a2a_wire.server._subscriber import Subscriber, Subscription
 from a2a_wire.server._write_retry import retry_unwritten
-from a2a_wire.server.store._base import now_timestamp
 from a2a_wire.server.store._log import Appended, EventLogStore, LogEvent, LogInput, Snapshot
 from a2a_wire.server.store._unavailable import StoreUnavailableError
 from a2a_wire.types import (

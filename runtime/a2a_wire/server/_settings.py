@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from a2a_wire.server._cors import normalize_origin
+from a2a_wire._protocol.wire import normalize_origin
 from a2a_wire.server._history import DEFAULT_HISTORY_LIMIT
 from a2a_wire.server.push._settings import PushSettings
 from a2a_wire.server.store._log_memory import DEFAULT_MAX_TASKS

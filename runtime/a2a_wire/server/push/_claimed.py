@@ -12,7 +12,7 @@ import asyncio
 import heapq
 import logging
 
-from a2a_wire.server._waiting import wait_set
+from a2a_wire._aio import wait_set
 from a2a_wire.server.push._lanes import STORE_RETRY_SECONDS
 from a2a_wire.server.push._sender import Outcome, Sender
 from a2a_wire.server.store import StoreUnavailableError

@@ -37,7 +37,6 @@ Rules kept
 
 from __future__ import annotations
 
-import time
 from dataclasses import dataclass
 
 from a2a_wire.methods import LIST_TASKS
@@ -52,7 +51,6 @@ __all__ = [
     "TaskPage",
     "TaskQuery",
     "issue_cursor",
-    "now_timestamp",
     "read_cursor",
     "state_filter",
     "state_key",
@@ -162,9 +160,3 @@ def state_filter(query: TaskQuery) -> str | None:
     if query.state is None or query.state == TaskState.UNSPECIFIED:
         return None
     return state_key(query.state)
-
-
-def now_timestamp() -> Timestamp:
-    """The current time with millisecond precision (spec 5.6.1)."""
-    millis = time.time_ns() // 1_000_000
-    return Timestamp(seconds=millis // 1000, nanos=(millis % 1000) * 1_000_000)

@@ -18,9 +18,9 @@ from typing import TypeVar
 
 from a2a_wire import codec
 from a2a_wire._protocol.states import is_settled
-from a2a_wire._protocol.tasks import apply
+from a2a_wire._protocol.tasks import apply, now_timestamp
 from a2a_wire.server._history import trim
-from a2a_wire.server.store._base import RESTART_MESSAGE, Instant, now_timestamp, timestamp_key
+from a2a_wire.server.store._base import RESTART_MESSAGE, Instant, timestamp_key
 from a2a_wire.server.store._log import FOLD_MIN_BYTES, EventKind, LogEvent, LogInput
 from a2a_wire.types import (
     Artifact,

@@ -27,6 +27,7 @@ from collections.abc import Callable, Collection, Sequence
 
 from a2a_wire import codec
 from a2a_wire._protocol.states import is_interrupted, is_terminal
+from a2a_wire._protocol.tasks import now_timestamp
 from a2a_wire.errors import TaskNotFoundError
 from a2a_wire.server._history import DEFAULT_HISTORY_LIMIT, trim
 from a2a_wire.server.store._base import (
@@ -34,7 +35,6 @@ from a2a_wire.server.store._base import (
     TaskPage,
     TaskQuery,
     issue_cursor,
-    now_timestamp,
     read_cursor,
     state_filter,
     state_key,

@@ -35,11 +35,11 @@ from collections.abc import Callable, Iterator, Sequence
 from typing import TYPE_CHECKING
 
 from a2a_wire import codec
-from a2a_wire._protocol.tasks import InvalidTransitionError
+from a2a_wire._protocol.tasks import InvalidTransitionError, now_timestamp
 from a2a_wire.errors import TaskNotFoundError
 from a2a_wire.server._history import trim
 from a2a_wire.server.store import _log_postgres_rows as rows
-from a2a_wire.server.store._base import now_timestamp, state_key, status_key, task_state
+from a2a_wire.server.store._base import state_key, status_key, task_state
 from a2a_wire.server.store._log import (
     Appended,
     EventKind,

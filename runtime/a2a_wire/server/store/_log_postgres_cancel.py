@@ -48,7 +48,7 @@ import logging
 import math
 from collections.abc import Awaitable, Callable
 
-from a2a_wire.server._waiting import wait_set
+from a2a_wire._aio import wait_set
 from a2a_wire.server.store._log_postgres_lease import PostgresLeases
 from a2a_wire.server.store._log_postgres_sql import NOW
 from a2a_wire.server.store._shared import CancelReply, CancelRequest

@@ -57,7 +57,8 @@ import uuid
 from collections.abc import Callable, Iterable
 from typing import TYPE_CHECKING
 
-from a2a_wire.server.store._base import RECOVERED_STATES, now_timestamp
+from a2a_wire._protocol.tasks import now_timestamp
+from a2a_wire.server.store._base import RECOVERED_STATES
 from a2a_wire.server.store._log_fold import prepare, restart_event
 from a2a_wire.server.store._log_postgres_fence import Fence
 from a2a_wire.server.store._log_postgres_lease_sql import LeaseStatements

@@ -28,7 +28,7 @@ from collections import OrderedDict
 from collections.abc import Awaitable, Callable, Mapping
 from typing import TYPE_CHECKING, Any
 
-from a2a_wire.server._waiting import wait_set
+from a2a_wire._aio import wait_set
 from a2a_wire.server.store._log_fold import Waiters
 from a2a_wire.server.store._log_postgres_conn import load_driver
 from a2a_wire.server.store._log_postgres_text import escape, unescape

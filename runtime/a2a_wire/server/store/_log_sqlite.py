@@ -42,6 +42,7 @@ from pathlib import Path
 import aiosqlite
 
 from a2a_wire import codec
+from a2a_wire._protocol.tasks import now_timestamp
 from a2a_wire.errors import TaskNotFoundError
 from a2a_wire.server._history import DEFAULT_HISTORY_LIMIT, trim
 from a2a_wire.server.store import _log_sql as sql
@@ -51,7 +52,6 @@ from a2a_wire.server.store._base import (
     TaskPage,
     TaskQuery,
     issue_cursor,
-    now_timestamp,
     read_cursor,
     state_key,
     status_key,

@@ -1,4 +1,4 @@
-"""Timed waits keep a cancellation that meets their wake-up (runtime/a2a_wire/server/_waiting.py).
+"""Timed waits keep a cancellation that meets their wake-up (runtime/a2a_wire/_aio.py).
 
 On Python 3.11 ``asyncio.wait_for`` loses a cancel that arrives in the loop iteration in which
 the awaited event was set. The push reader waited that way; an app closing just as a delivery
@@ -17,7 +17,7 @@ from collections.abc import Collection
 import pytest
 from push_support import local_settings
 
-from a2a_wire.server._waiting import wait_set
+from a2a_wire._aio import wait_set
 from a2a_wire.server.push._claimed import ClaimReader
 from a2a_wire.server.push._sender import Sender
 from a2a_wire.server.store._push import Delivery

@@ -1,4 +1,4 @@
-"""Timed waits that keep a cancellation: every timed wait of the server's background loops.
+"""Timed waits that keep a cancellation: the asyncio helpers every role uses.
 
 On Python 3.11, :func:`asyncio.wait_for` loses a cancellation that arrives in the loop iteration
 in which the awaited thing finished: it returns the result and the task goes on as if never
