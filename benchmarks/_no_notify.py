@@ -11,14 +11,14 @@ import sys
 from typing import Any
 
 from a2a_wire.cli import main
-from a2a_wire.server.store import _log_postgres_listen
+from a2a_wire.server.store.postgresql import _listen
 
 
 def _dropped(self: Any, conn: Any, pid: int, channel: str, payload: object) -> None:
     """In place of ``Listener._notified``: the notification is lost."""
 
 
-_log_postgres_listen.Listener._notified = _dropped  # type: ignore[method-assign]
+_listen.Listener._notified = _dropped  # type: ignore[method-assign]
 
 if __name__ == "__main__":
     sys.argv[0] = "a2a-wire"

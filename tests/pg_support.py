@@ -42,9 +42,9 @@ from pathlib import Path
 import asyncpg
 from ports import free_port
 
-from a2a_wire.server.store._log_postgres import PostgresEventLog
-from a2a_wire.server.store._log_postgres_ddl import SCHEMA_VERSION
-from a2a_wire.server.store._log_postgres_listen import Listener
+from a2a_wire.server.store import PostgresTaskStore
+from a2a_wire.server.store.postgresql._listen import Listener
+from a2a_wire.server.store.postgresql._schema import SCHEMA_VERSION
 
 DSN_VARIABLE = "A2A_WIRE_TEST_POSTGRES_DSN"
 REQUIRE_VARIABLE = "A2A_WIRE_REQUIRE_POSTGRES"
@@ -221,7 +221,7 @@ def _has_user(name: str) -> bool:
     return True
 
 
-async def deafen(store: PostgresEventLog) -> Listener:
+async def deafen(store: PostgresTaskStore) -> Listener:
     """Make ``store``'s listening connection hear no notification from now on; its listener."""
     listener = store._listener
     assert listener is not None and listener._conn is not None

@@ -20,8 +20,7 @@ from soak_support import RUNNING, TERMINAL, Cluster, StreamRecord, follow, state
 
 from a2a_wire import codec
 from a2a_wire.client import A2AClient
-from a2a_wire.server.store._log import EventKind
-from a2a_wire.server.store._log_postgres_lease import PROCESS_LOST_MESSAGE
+from a2a_wire.server.store import PROCESS_LOST_MESSAGE, EventKind
 from a2a_wire.types import GetTaskRequest, ListTasksRequest, Task
 
 

@@ -17,10 +17,14 @@ import pg_support
 import pytest
 
 from a2a_wire.server import ServerSettings
-from a2a_wire.server.store import EventLogStore, InMemoryTaskStore, SQLiteTaskStore
-from a2a_wire.server.store._base import RESTART_MESSAGE
-from a2a_wire.server.store._log_postgres import PostgresEventLog
-from a2a_wire.server.store._log_postgres_lease import PROCESS_LOST_MESSAGE
+from a2a_wire.server.store import (
+    PROCESS_LOST_MESSAGE,
+    RESTART_MESSAGE,
+    EventLogStore,
+    InMemoryTaskStore,
+    PostgresTaskStore,
+    SQLiteTaskStore,
+)
 
 BACKENDS = ["memory", "sqlite", "postgresql"]
 """Every task store the store suites run on; the one place a new backend is added."""
@@ -71,7 +75,7 @@ class Backend:
             schema = self.schema if file == "log.sqlite3" else f"{self.schema}_{file.split('.')[0]}"
             if schema != self.schema:
                 self._files.add(schema)
-            return PostgresEventLog(_POSTGRES["dsn"], schema=schema, **chosen)
+            return PostgresTaskStore(_POSTGRES["dsn"], schema=schema, **chosen)
         return InMemoryTaskStore(**chosen)
 
     async def open(self, *, file: str = "log.sqlite3", **options: Any) -> EventLogStore:
@@ -113,7 +117,7 @@ tests/functional): ``create_app``'s in-memory default and PostgreSQL. SQLite's s
 the ones that name it (restart, resume after restart)."""
 
 
-class _AppStore(PostgresEventLog):
+class _AppStore(PostgresTaskStore):
     """A store of :class:`ServerStores`: once its app has closed it, its schema goes back."""
 
     def __init__(

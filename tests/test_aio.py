@@ -20,7 +20,7 @@ from push_support import local_settings
 from a2a_wire._aio import wait_set
 from a2a_wire.server.push._claimed import ClaimReader
 from a2a_wire.server.push._sender import Sender
-from a2a_wire.server.store._push import Delivery
+from a2a_wire.server.store import Delivery
 
 DEADLINE = 30.0  # generous: a working wait ends at the next loop iteration
 

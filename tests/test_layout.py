@@ -206,6 +206,60 @@ def test_package_import_loads_neither_role() -> None:
     assert ours(loaded("a2a_wire")) == {"a2a_wire"}
 
 
+# -- the task store's packages ----------------------------------------------------------------
+
+STORE = PACKAGE / "server" / "store"
+
+
+def test_the_store_is_packages_by_responsibility() -> None:
+    packages = sorted(p.parent.name for p in STORE.glob("*/__init__.py"))
+    assert packages == ["_contract", "_fold", "memory", "postgresql", "sqlite"]
+    assert sorted(p.name for p in STORE.glob("*.py")) == ["__init__.py"]
+
+
+def test_no_flat_backend_modules_remain_in_the_store() -> None:
+    flat = [p for p in STORE.rglob("*.py") if p.name.startswith(("_log_", "_sqlite_", "_push_"))]
+    assert flat == []
+
+
+def test_the_store_imports_nothing_else_of_the_server() -> None:
+    offending = {
+        module_name(path): sorted(
+            name
+            for name in imports_of(path)
+            if within(name, "a2a_wire.server")
+            and not within(name, "a2a_wire.server.store")
+            and name != "a2a_wire.server"
+        )
+        for path in sources_in("a2a_wire.server.store")
+    }
+    assert {module: names for module, names in offending.items() if names} == {}
+
+
+def test_the_contract_imports_no_backend() -> None:
+    backends = (
+        "a2a_wire.server.store.memory",
+        "a2a_wire.server.store.sqlite",
+        "a2a_wire.server.store.postgresql",
+    )
+    offending = {
+        module_name(path): sorted(
+            n for n in imports_of(path) if any(within(n, b) for b in backends)
+        )
+        for path in [
+            *sources_in("a2a_wire.server.store._contract"),
+            *sources_in("a2a_wire.server.store._fold"),
+        ]
+    }
+    assert {module: names for module, names in offending.items() if names} == {}
+
+
+def test_importing_the_store_does_not_load_asyncpg() -> None:
+    modules = loaded("a2a_wire.server.store")
+    assert "a2a_wire.server.store.postgresql._store" in modules  # the check is not vacuous
+    assert not {name for name in modules if within(name, "asyncpg")}
+
+
 # -- the public faces -------------------------------------------------------------------------
 
 EXPORTED = {
@@ -248,12 +302,26 @@ EXPORTED = {
         "verify_secret",
     ],
     "a2a_wire.server.store": [
+        "ACQUIRE_TIMEOUT",
+        "BUSY_TIMEOUT_SECONDS",
+        "CONNECT_TIMEOUT",
+        "DEFAULT_HISTORY_LIMIT",
+        "DEFAULT_MAX_TASKS",
         "DEFAULT_PAGE_SIZE",
+        "DEFAULT_SCHEMA",
+        "HEARTBEAT_SECONDS",
+        "LEASE_SECONDS",
         "MAX_PAGE_SIZE",
         "MAX_PAGE_TOKEN_LENGTH",
+        "MIGRATION_LOCK_TIMEOUT",
         "PAGE_TOKEN_KEY_BYTES",
+        "POLL_INTERVAL",
+        "POOL_SIZE",
+        "PROCESS_LOST_MESSAGE",
+        "PURGE_BATCH",
         "RECOVERED_STATES",
         "RESTART_MESSAGE",
+        "STATEMENT_TIMEOUT",
         "Appended",
         "CancelReply",
         "CancelRequest",
@@ -267,6 +335,7 @@ EXPORTED = {
         "LogEvent",
         "LogInput",
         "PageTokens",
+        "PostgresTaskStore",
         "PushClaims",
         "PushStore",
         "SQLiteTaskStore",
@@ -275,6 +344,13 @@ EXPORTED = {
         "StoreUnavailableError",
         "TaskPage",
         "TaskQuery",
+        "check_schema_name",
+        "describe",
+        "migrate",
+        "page_scope",
+        "page_size",
+        "shared_store",
+        "trim_history",
     ],
     "a2a_wire.server.push": [
         "PUSH_DELIVERER_KEY",

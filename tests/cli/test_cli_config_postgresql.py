@@ -15,8 +15,7 @@ from a2a_wire.cli._app import (
     build_store,
 )
 from a2a_wire.cli.config import ConfigError, PostgresSection, load
-from a2a_wire.server.store import TaskQuery
-from a2a_wire.server.store._log_postgres import PostgresEventLog
+from a2a_wire.server.store import PostgresTaskStore, TaskQuery
 
 SECRET = "postgresql://a2a:hunter2@db.example:5432/tasks"
 
@@ -121,7 +120,7 @@ def test_storage_postgresql_builds_the_postgresql_store(
     path = tmp_path / "serve.toml"
     path.write_text('[server]\nstorage = "postgresql"\n', encoding="utf-8")
     store = build_store(load(path, data_dir=str(tmp_path / "data")))
-    assert isinstance(store, PostgresEventLog)
+    assert isinstance(store, PostgresTaskStore)
 
 
 async def test_the_store_built_from_the_section_serves(

@@ -8,7 +8,7 @@ import asyncpg
 from e2e_support import cli_async, environment
 from ports import free_port
 
-from a2a_wire.server.store._log_postgres_ddl import SCHEMA_VERSION
+from a2a_wire.server.store.postgresql._schema import SCHEMA_VERSION
 
 
 async def test_migrate_creates_the_schema_then_finds_it_current(

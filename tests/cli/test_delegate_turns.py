@@ -31,8 +31,7 @@ from server_support import (
 from a2a_wire.cli._skills import DelegateSkill, RemoteAgent
 from a2a_wire.client import ClientSettings
 from a2a_wire.server import AgentExecutor, EventQueue, RequestContext, TaskUpdater, create_app
-from a2a_wire.server.store import EventLogStore, SQLiteTaskStore
-from a2a_wire.server.store._log_postgres import PostgresEventLog
+from a2a_wire.server.store import EventLogStore, PostgresTaskStore, SQLiteTaskStore
 
 pytestmark = pytest.mark.timeout(240)
 
@@ -117,7 +116,7 @@ async def test_follow_ups_through_delegate_across_two_processes(
     postgres_dsn: str, postgres_schema: str, streamed: bool
 ) -> None:
     stores: list[EventLogStore | None] = [
-        PostgresEventLog(postgres_dsn, schema=postgres_schema, heartbeat_seconds=0.5)
+        PostgresTaskStore(postgres_dsn, schema=postgres_schema, heartbeat_seconds=0.5)
         for _ in range(2)
     ]
     async with _servers(stores) as (remote, servers):

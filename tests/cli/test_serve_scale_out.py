@@ -28,7 +28,7 @@ from patience import PATIENCE
 from scale_agents import CHUNKS
 from server_support import EventReader, error, open_stream, result, send_params, states
 
-from a2a_wire.server.store._log_postgres_lease import PROCESS_LOST_MESSAGE
+from a2a_wire.server.store import PROCESS_LOST_MESSAGE
 
 LEASE_SECONDS = 5.0
 HEARTBEAT_SECONDS = 0.5

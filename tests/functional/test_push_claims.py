@@ -1,6 +1,6 @@
 """Push delivery from any process: two servers on one PostgreSQL schema share the outbox.
 
-Two applications in this test process, each with its own :class:`PostgresEventLog` on one schema
+Two applications in this test process, each with its own :class:`PostgresTaskStore` on one schema
 (two processes, as far as the database can tell), deliver to one real webhook on 127.0.0.1.
 Each task is created on one server and continued on the other, so each lane holds rows written
 by both; each server reads the shared outbox by claims (:mod:`a2a_wire.server.push._claimed`).
@@ -23,8 +23,7 @@ from server_support import ScriptedAgent, make_card, result, send_params
 from a2a_wire import codec
 from a2a_wire.server import ServerSettings, create_app
 from a2a_wire.server.push import PUSH_DELIVERER_KEY
-from a2a_wire.server.store import EventKind
-from a2a_wire.server.store._log_postgres import PostgresEventLog
+from a2a_wire.server.store import EventKind, PostgresTaskStore
 from a2a_wire.types import (
     StreamResponse,
     Task,
@@ -43,19 +42,19 @@ SECOND_TURN = ["status:TASK_STATE_WORKING", "artifact", "status:TASK_STATE_COMPL
 @pytest.fixture
 async def servers(
     aiohttp_client: Any, postgres_dsn: str, postgres_schema: str
-) -> AsyncIterator[list[tuple[Any, PostgresEventLog]]]:
+) -> AsyncIterator[list[tuple[Any, PostgresTaskStore]]]:
     """Two servers on one schema, with their stores (opened and closed by the apps)."""
     settings = ServerSettings(push=local_settings())
     made = []
     for _ in range(2):
-        store = PostgresEventLog(postgres_dsn, schema=postgres_schema, recover=False)
+        store = PostgresTaskStore(postgres_dsn, schema=postgres_schema, recover=False)
         app = create_app(make_card(push=True), ScriptedAgent(), store=store, settings=settings)
         made.append((await aiohttp_client(app), store))
     yield made
 
 
 async def test_two_servers_deliver_every_event_once_in_order(
-    servers: list[tuple[Any, PostgresEventLog]], aiohttp_server: Any
+    servers: list[tuple[Any, PostgresTaskStore]], aiohttp_server: Any
 ) -> None:
     clients = [client for client, _ in servers]
     hook = Hook(expected=None)
@@ -94,7 +93,7 @@ def kind_of(body: bytes) -> str:
 
 
 async def test_rows_no_local_write_announced_are_found_by_the_poll(
-    servers: list[tuple[Any, PostgresEventLog]],
+    servers: list[tuple[Any, PostgresTaskStore]],
     aiohttp_server: Any,
     postgres_dsn: str,
     postgres_schema: str,
@@ -110,7 +109,7 @@ async def test_rows_no_local_write_announced_are_found_by_the_poll(
         )
         for name, hook in hooks.items()
     ]
-    writer = PostgresEventLog(postgres_dsn, schema=postgres_schema, recover=False)
+    writer = PostgresTaskStore(postgres_dsn, schema=postgres_schema, recover=False)
     await writer.open()
     try:  # a process without a deliverer: nothing wakes the servers' deliverers but their poll
         waiting = Task(

@@ -29,7 +29,7 @@ from a2a_wire.client import A2AClient, ClientSettings, register_webhook, remove_
 from a2a_wire.netguard import AddressPolicy
 from a2a_wire.server import STORE_KEY, ServerSettings, create_app
 from a2a_wire.server.push import PUSH_DELIVERER_KEY, PushSettings, retry_after_seconds
-from a2a_wire.server.store._log_postgres import PostgresEventLog
+from a2a_wire.server.store import PostgresTaskStore
 from a2a_wire.types import ListTaskPushNotificationConfigsRequest, TaskPushNotificationConfig
 
 Start = Callable[..., Awaitable[Any]]
@@ -63,7 +63,7 @@ async def test_every_event_in_order_with_the_headers(start: Start, aiohttp_serve
     hook = Hook(expected=None)
     url = await serve(aiohttp_server, hook)
     client = await start()
-    shared = isinstance(client.app[STORE_KEY], PostgresEventLog)
+    shared = isinstance(client.app[STORE_KEY], PostgresTaskStore)
     assert client.app[PUSH_DELIVERER_KEY].claims == shared  # by claims on PostgreSQL only
     events = await stream(client, "SendStreamingMessage", send_params("echo", inline(url)))
     await wait_until(lambda: len(hook.events) == 4)

@@ -3,7 +3,7 @@
 A deep copy equals the original, encodes to the same JSON, and shares no mutable object with
 it: no message, list, dict (``Struct`` and ``Value`` fields included) is the same object in
 both. The event log stores rely on that to keep their own copy of a task (its *shadow*,
-``a2a_wire.server.store._log_fold.Shadow``) without decoding it again.
+``a2a_wire.server.store._fold.events.Shadow``) without decoding it again.
 """
 
 from __future__ import annotations

@@ -6,7 +6,8 @@ from __future__ import annotations
 import pytest
 
 from a2a_wire.errors import InvalidParamsError
-from a2a_wire.server._history import requested_length, trim, view
+from a2a_wire.server._history import requested_length, view
+from a2a_wire.server.store import trim_history
 from a2a_wire.types import Artifact, Message, Part, Role, Task, TaskState, TaskStatus
 
 
@@ -49,7 +50,7 @@ def test_requested_length_refuses_a_negative_value_on_its_field() -> None:
 def test_trim_keeps_the_first_and_the_newest(size: int, limit: int | None, kept: list[int]) -> None:
     task = Task(id="t", history=[_msg(i) for i in range(size)])
     before = task.history
-    trim(task, limit)
+    trim_history(task, limit)
     assert [m.message_id for m in task.history] == [f"m{i}" for i in kept]
     assert len(before) == size  # the old list is not mutated
 
@@ -76,6 +77,6 @@ def test_view_is_a_snapshot_of_the_task_as_it_was() -> None:
     task = _task(2)
     shown = view(task)
     before = shown.to_dict()
-    trim(task, 1)
+    trim_history(task, 1)
     task.status = TaskStatus(state=TaskState.COMPLETED)
     assert shown.to_dict() == before

@@ -32,11 +32,11 @@ from store_support import BACKENDS, Backend
 from a2a_wire import codec
 from a2a_wire._protocol.states import is_settled, is_terminal
 from a2a_wire._protocol.tasks import apply
-from a2a_wire.server._history import trim
 from a2a_wire.server._hub import TaskHub
 from a2a_wire.server._run import Run
 from a2a_wire.server._subscriber import END, KEEPALIVE, Frame, Subscription
-from a2a_wire.server.store import EventLogStore, LogEvent, _log_fold
+from a2a_wire.server.store import EventLogStore, LogEvent, trim_history
+from a2a_wire.server.store._fold import events as _events
 from a2a_wire.types import (
     Artifact,
     Message,
@@ -87,7 +87,7 @@ def sequential(events: list[LogEvent]) -> Task:
         item = frame.status_update or frame.artifact_update or frame.message
         assert item is not None
         apply(task, item, now=EPOCH)
-        trim(task, HISTORY)
+        trim_history(task, HISTORY)
     return task
 
 
@@ -272,7 +272,7 @@ def test_hub_machine(
     """Random steps; a small fold threshold makes folds on size happen between reads too."""
     if kind == "postgresql":
         request.getfixturevalue("postgres_dsn")
-    monkeypatch.setattr(_log_fold, "FOLD_MIN_BYTES", 300)
+    monkeypatch.setattr(_events, "FOLD_MIN_BYTES", 300)
     run_state_machine_as_test(
         lambda: HubMachine(kind, Path(tempfile.mkdtemp(dir=tmp_path))),
         settings=settings(max_examples=40, stateful_step_count=50, deadline=None),

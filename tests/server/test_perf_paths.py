@@ -38,9 +38,9 @@ from a2a_wire._protocol.ids import new_uuid
 from a2a_wire.server import create_app
 from a2a_wire.server._subscriber import END, Frame, Subscriber
 from a2a_wire.server.store import EventLogStore, InMemoryTaskStore, SQLiteTaskStore
-from a2a_wire.server.store import _log_sqlite_rows as _rows
-from a2a_wire.server.store._log_sqlite import BODY_CACHE_BYTES
-from a2a_wire.server.store._push_sqlite import hop
+from a2a_wire.server.store.sqlite import _rows
+from a2a_wire.server.store.sqlite._connection import hop
+from a2a_wire.server.store.sqlite._store import BODY_CACHE_BYTES
 from a2a_wire.types import (
     Artifact,
     Message,
@@ -247,7 +247,7 @@ async def test_the_sqlite_connection_keeps_temporary_data_in_memory_and_checkpoi
 ) -> None:
     """Statement journals went to a temporary file (about 100 KB written per SendMessage), and
     SQLite's default checkpoint interval stalled the connection ten times a second."""
-    from a2a_wire.server.store._log_sql import WAL_AUTOCHECKPOINT_PAGES
+    from a2a_wire.server.store.sqlite._schema import WAL_AUTOCHECKPOINT_PAGES
 
     def pragmas(con: Any) -> tuple[int, int]:
         temp = con.execute("PRAGMA temp_store").fetchone()[0]

@@ -1,6 +1,6 @@
 """Several servers on one PostgreSQL schema, in one test process (runtime/a2a_wire/server/_peers.py).
 
-Each server is a ``create_app`` with its own :class:`PostgresEventLog` (its own process id,
+Each server is a ``create_app`` with its own :class:`PostgresTaskStore` (its own process id,
 pool, listening connection and keeper) and its own :class:`ScriptedAgent`, served on 127.0.0.1
 as ``serve`` serves it; which agent ran what shows which "process" did. The lease clock stands
 still, so no lease expires because the machine is slow, while the keepers beat every 0.2 s and
@@ -41,9 +41,13 @@ from server_support import (
 
 from a2a_wire.errors import TaskNotCancelableError
 from a2a_wire.server import ServerSettings, create_app
-from a2a_wire.server.store import InMemoryTaskStore, SQLiteTaskStore, StoreUnavailableError
-from a2a_wire.server.store._log_postgres import PostgresEventLog
-from a2a_wire.server.store._shared import shared_store
+from a2a_wire.server.store import (
+    InMemoryTaskStore,
+    PostgresTaskStore,
+    SQLiteTaskStore,
+    StoreUnavailableError,
+    shared_store,
+)
 from a2a_wire.types import Task, TaskState, TaskStatus, TaskStatusUpdateEvent
 
 QUIET = 3600.0
@@ -75,7 +79,7 @@ class Server:
     """One server of the cluster: its agent, store and an HTTP session on it."""
 
     agent: ScriptedAgent
-    store: PostgresEventLog
+    store: PostgresTaskStore
     client: aiohttp.ClientSession
 
 
@@ -90,7 +94,7 @@ async def cluster(postgres_dsn: str, postgres_schema: str) -> AsyncIterator[Clus
 
         async def start(
             agent: ScriptedAgent | None = None,
-            store_type: type[PostgresEventLog] = PostgresEventLog,
+            store_type: type[PostgresTaskStore] = PostgresTaskStore,
             store_options: dict[str, Any] | None = None,
             **settings: Any,
         ) -> Server:
@@ -133,7 +137,7 @@ async def blocked_wait(server: Server) -> tuple[asyncio.Task[Any], str]:
 def test_only_the_postgresql_store_is_shared(tmp_path: Any) -> None:
     assert shared_store(InMemoryTaskStore()) is None
     assert shared_store(SQLiteTaskStore(tmp_path / "tasks.db")) is None
-    assert shared_store(PostgresEventLog("postgresql://nowhere")) is not None
+    assert shared_store(PostgresTaskStore("postgresql://nowhere")) is not None
 
 
 async def test_a_stream_on_another_server_is_woken_by_the_store(cluster: Cluster) -> None:
@@ -276,7 +280,7 @@ async def test_a_cancel_whose_notification_was_lost_is_answered_by_the_holder(
     assert (await blocked)["task"]["status"]["state"] == "TASK_STATE_CANCELED"
 
 
-class LosingReplies(PostgresEventLog):
+class LosingReplies(PostgresTaskStore):
     """The PostgreSQL store, refusing the first :attr:`lose` cancel replies (the store failed)."""
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
@@ -360,7 +364,7 @@ async def test_a_follow_up_runs_on_the_server_it_reaches(cluster: Cluster) -> No
     assert await a.store.lease_holder(asked["id"]) is None  # the finished run left no lease
 
 
-class RefusingAppends(PostgresEventLog):
+class RefusingAppends(PostgresTaskStore):
     """The PostgreSQL store, refusing appends once :attr:`refusing` is set, as a database that
     went away does; giving back a lease waits at :attr:`release_gate` (a stalled statement)."""
 

@@ -26,7 +26,7 @@ from a2a_wire.server import (
     TaskUpdater,
     create_app,
 )
-from a2a_wire.server.store._log_postgres import PostgresEventLog
+from a2a_wire.server.store import PostgresTaskStore
 
 NEVER = 3600.0  # seconds: no keep-alive and no poll happens during the test
 
@@ -59,7 +59,7 @@ async def two_processes(
     settings = ServerSettings(keepalive_seconds=NEVER)
     clients = []
     for _ in range(2):
-        store = PostgresEventLog(postgres_dsn, schema=postgres_schema, poll_interval=NEVER)
+        store = PostgresTaskStore(postgres_dsn, schema=postgres_schema, poll_interval=NEVER)
         app = create_app(make_card(), agent, store=store, settings=settings)
         clients.append(await aiohttp_client(app))
     yield clients[0], clients[1], agent
@@ -83,7 +83,7 @@ async def test_a_stream_on_b_is_woken_by_commits_on_a(
     assert updates[1]["statusUpdate"]["status"]["state"] == "TASK_STATE_COMPLETED"
 
 
-class CountingStore(PostgresEventLog):
+class CountingStore(PostgresTaskStore):
     """Counts the waits of the streams on the store."""
 
     waits = 0

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from a2a_wire import codec
 from a2a_wire.server._stored_answer import StoredTaskResponse, settled_answer
-from a2a_wire.server.store._log import Appended
+from a2a_wire.server.store import Appended
 from a2a_wire.types import Message, Part, Role, SendMessageResponse, Task, TaskState, TaskStatus
 
 

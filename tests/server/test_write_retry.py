@@ -19,8 +19,7 @@ from server_support import ScriptedAgent, make_card, result, send_params, serve_
 
 from a2a_wire.server import ServerSettings, create_app
 from a2a_wire.server._write_retry import retry_unwritten
-from a2a_wire.server.store import StoreUnavailableError
-from a2a_wire.server.store._log_postgres import PostgresEventLog
+from a2a_wire.server.store import PostgresTaskStore, StoreUnavailableError
 
 # -- the rule ---------------------------------------------------------------------------------
 
@@ -73,7 +72,7 @@ def test_the_setting_refuses_a_negative_duration() -> None:
 # -- on PostgreSQL, stopped and started again --------------------------------------------------
 
 
-class CountedStore(PostgresEventLog):
+class CountedStore(PostgresTaskStore):
     """The PostgreSQL store, counting the creates and appends it refused."""
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:

@@ -5,7 +5,7 @@
 * The store is SQLite in ``data_dir`` (created on first start, with the page-token key kept
   beside the database so ListTasks cursors outlive a restart), or in memory. For
   ``storage = "postgresql"``, :func:`build_postgres_store` makes the
-  :class:`~a2a_wire.server.store._log_postgres.PostgresEventLog` of ``[postgresql]`` (the
+  :class:`~a2a_wire.server.store.PostgresTaskStore` of ``[postgresql]`` (the
   page-token key still comes from ``data_dir``: every process and host must hold the same file).
 * Skills, registered clients, the extended card and card signing go to the server as a
   :class:`~a2a_wire.server._auth.SecurityConfig`; the server routes each message to its skill
@@ -27,10 +27,12 @@ from a2a_wire.cli.config._load import Config, SkillEntry
 from a2a_wire.server._app import create_app
 from a2a_wire.server._auth import SecurityConfig
 from a2a_wire.server._skills import Skill
-from a2a_wire.server.store._log import EventLogStore
-from a2a_wire.server.store._log_memory import InMemoryTaskStore
-from a2a_wire.server.store._log_postgres import PostgresEventLog
-from a2a_wire.server.store._log_sqlite import SQLiteTaskStore
+from a2a_wire.server.store import (
+    EventLogStore,
+    InMemoryTaskStore,
+    PostgresTaskStore,
+    SQLiteTaskStore,
+)
 from a2a_wire.types import (
     AgentCapabilities,
     AgentCard,
@@ -173,7 +175,7 @@ def build_store(config: Config) -> EventLogStore:
     )
 
 
-def build_postgres_store(config: Config) -> PostgresEventLog:
+def build_postgres_store(config: Config) -> PostgresTaskStore:
     """The PostgreSQL event log store of ``[postgresql]``, not yet opened.
 
     Made with ``recover=False``: several processes share the schema, and the recovery on open
@@ -192,7 +194,7 @@ def build_postgres_store(config: Config) -> PostgresEventLog:
     """
     section = config.postgresql
     config.server.data_dir.mkdir(parents=True, exist_ok=True)
-    return PostgresEventLog(
+    return PostgresTaskStore(
         section.address(),
         schema=section.schema,
         pool_size=section.pool_size,

@@ -17,8 +17,7 @@ import click
 
 from a2a_wire.cli._common import EXIT_CONFIG, EXIT_CONNECTION
 from a2a_wire.cli.config import ConfigError, PostgresSection, load
-from a2a_wire.server.store._log_postgres_sql import DEFAULT_SCHEMA, migrate
-from a2a_wire.server.store._unavailable import describe
+from a2a_wire.server.store import DEFAULT_SCHEMA, describe, migrate
 
 __all__ = ["db"]
 

@@ -52,8 +52,7 @@ from a2a_wire.cli.config._load import Config
 from a2a_wire.errors import A2AError, InternalError
 from a2a_wire.server._app import RUNTIME_KEY
 from a2a_wire.server._health import HEALTH_KEY
-from a2a_wire.server.store import StoreUnavailableError
-from a2a_wire.server.store._unavailable import describe
+from a2a_wire.server.store import StoreUnavailableError, describe
 
 __all__ = [
     "READY",

@@ -63,8 +63,7 @@ from a2a_wire.server._skills import SkillRouter, SkillSet
 from a2a_wire.server._streaming import error_answer, stream_events
 from a2a_wire.server._telemetry import ServerCall, ServerTelemetry, TracedAgent, observing
 from a2a_wire.server.push._delivery import PUSH_DELIVERER_KEY, PushDeliverer
-from a2a_wire.server.store._log import EventLogStore
-from a2a_wire.server.store._log_memory import InMemoryTaskStore
+from a2a_wire.server.store import EventLogStore, InMemoryTaskStore
 from a2a_wire.telemetry import DEFAULT, Telemetry
 from a2a_wire.types import AgentCard
 

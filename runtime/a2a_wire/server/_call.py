@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Generic, TypeVar
 
 from a2a_wire.server._call_info import CallInfo
 from a2a_wire.server._settings import ServerSettings
-from a2a_wire.server.store._log import EventLogStore
+from a2a_wire.server.store import EventLogStore
 from a2a_wire.types import AgentCard
 
 if TYPE_CHECKING:  # the services only name the runtime's type

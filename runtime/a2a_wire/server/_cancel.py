@@ -48,8 +48,7 @@ from a2a_wire.server._executor import RequestContext, request_context
 from a2a_wire.server._hub import TaskHub
 from a2a_wire.server._run import Run
 from a2a_wire.server._runner import Runner
-from a2a_wire.server.store._log import EventLogStore
-from a2a_wire.server.store._shared import CancelReply
+from a2a_wire.server.store import CancelReply, EventLogStore
 from a2a_wire.types import CancelTaskRequest, Task, TaskState
 
 __all__ = ["CANCEL_REACH_SECONDS", "cancel_task"]

@@ -20,7 +20,7 @@ from a2a_wire.server._executor import AgentExecutor, RequestContext
 from a2a_wire.server._hub import TaskHub
 from a2a_wire.server._run import Run
 from a2a_wire.server._runner import Runner
-from a2a_wire.server.store._unavailable import StoreUnavailableError
+from a2a_wire.server.store import StoreUnavailableError
 from a2a_wire.types import Task, TaskState, TaskStatus, TaskStatusUpdateEvent
 
 __all__ = ["cancel_here", "cancel_unrecorded", "not_cancelable", "record_cancel"]

@@ -48,9 +48,7 @@ from a2a_wire.server._settings import ServerSettings
 from a2a_wire.server._skills import SkillSet
 from a2a_wire.server._stored_answer import settled_answer
 from a2a_wire.server._subscriber import Subscription
-from a2a_wire.server.store._log import EventLogStore
-from a2a_wire.server.store._shared import shared_store
-from a2a_wire.server.store._unavailable import StoreUnavailableError
+from a2a_wire.server.store import EventLogStore, StoreUnavailableError, shared_store
 from a2a_wire.types import (
     Message,
     SendMessageRequest,

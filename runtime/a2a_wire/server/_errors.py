@@ -20,7 +20,7 @@ from a2a_wire.errors import (
     ProtocolError,
 )
 from a2a_wire.server._limits import retry_after_header
-from a2a_wire.server.store._unavailable import StoreUnavailableError
+from a2a_wire.server.store import StoreUnavailableError
 
 __all__ = [
     "DOMAIN",

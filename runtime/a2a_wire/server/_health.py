@@ -21,8 +21,7 @@ from aiohttp import web
 from a2a_wire import codec
 from a2a_wire._protocol.wire import JSON_MEDIA_TYPE
 from a2a_wire.server._settings import PROBE_PATHS, ServerSettings
-from a2a_wire.server.store._log import EventLogStore
-from a2a_wire.server.store._unavailable import StoreUnavailableError
+from a2a_wire.server.store import EventLogStore, StoreUnavailableError
 
 __all__ = ["HEALTH_KEY", "Health"]
 

@@ -1,7 +1,8 @@
 """The server's history rule: what a request may ask for, what a task keeps, what an answer shows.
 
-:func:`requested_length`, :func:`trim` and :func:`view` make these decisions here and nowhere
-else (spec 3.2.4, 13.4). A view shares messages and artifacts with the stored task, which stays
+:func:`requested_length` and :func:`view` make the request's and the answer's decisions here and
+nowhere else (spec 3.2.4, 13.4); what a stored task keeps is the store's rule,
+:func:`~a2a_wire.server.store.trim_history`, re-exported here. A view shares messages and artifacts with the stored task, which stays
 safe only because nothing mutates them in place: treat a view as read-only.
 """
 
@@ -9,12 +10,10 @@ from __future__ import annotations
 
 from a2a_wire._protocol.tasks import with_history, without_artifacts
 from a2a_wire.errors import InvalidParamsError
+from a2a_wire.server.store import DEFAULT_HISTORY_LIMIT, trim_history
 from a2a_wire.types import Task
 
-__all__ = ["DEFAULT_HISTORY_LIMIT", "requested_length", "trim", "view"]
-
-DEFAULT_HISTORY_LIMIT = 1000
-"""Most messages a stored task keeps unless told otherwise (``max_history_per_task``)."""
+__all__ = ["DEFAULT_HISTORY_LIMIT", "requested_length", "trim_history", "view"]
 
 
 def requested_length(value: int | None, field: str = "historyLength") -> int | None:
@@ -35,23 +34,6 @@ def requested_length(value: int | None, field: str = "historyLength") -> int | N
             f"{field} must not be negative", violations=[(field, "must be zero or more")]
         )
     return value
-
-
-def trim(task: Task, limit: int | None) -> None:
-    """Keep at most ``limit`` messages in ``task.history``: the first and the newest.
-
-    The list is replaced, never mutated, so views sharing the old one stay intact.
-
-    Args:
-        task: The stored task, trimmed in place.
-        limit: Most messages kept; ``None`` keeps everything. At least 1.
-    """
-    if limit is None or len(task.history) <= limit:
-        return
-    if limit == 1:
-        task.history = task.history[:1]
-    else:
-        task.history = [task.history[0], *task.history[len(task.history) - (limit - 1) :]]
 
 
 def view(task: Task, length: int | None = None, *, artifacts: bool = True) -> Task:

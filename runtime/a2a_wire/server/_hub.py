@@ -2,14 +2,14 @@
 
 Each task the server is busy with has one :class:`TaskHub`: its id and state, its open streams
 (:class:`~a2a_wire.server._subscriber.Subscriber`), its running agent and a lock; not the task,
-which lives in the store as the log of its events (:mod:`a2a_wire.server.store._log`). Every
+which lives in the store as the log of its events (:class:`a2a_wire.server.store.EventLogStore`). Every
 change goes through :meth:`TaskHub.publish`, which under the lock appends the event (``create``
 for the event that makes the task), checked by :func:`a2a_wire._protocol.tasks.apply` (an
 illegal event is refused, logged, and changes nothing; the log names who wrote it: the agent,
 or the runtime recording how a run or a cancel ends); once it is committed, offers it to the
 open streams (nothing reaches a client before it is committed, spec 3.5.2) and, with push
 notifications on, wakes the delivery worker for the outbox rows the same transaction wrote
-(:mod:`a2a_wire.server.store._push`; a new task's inline push config is stored with it).
+(:class:`a2a_wire.server.store.PushStore`; a new task's inline push config is stored with it).
 
 One event is appended at a time, so an illegal event refuses only itself. A new stream
 registers under the same lock with its position in the log (a snapshot, or ``Last-Event-ID``).
@@ -43,8 +43,14 @@ from a2a_wire.server._first_task import first_task
 from a2a_wire.server._run import Run
 from a2a_wire.server._subscriber import Subscriber, Subscription
 from a2a_wire.server._write_retry import retry_unwritten
-from a2a_wire.server.store._log import Appended, EventLogStore, LogEvent, LogInput, Snapshot
-from a2a_wire.server.store._unavailable import StoreUnavailableError
+from a2a_wire.server.store import (
+    Appended,
+    EventLogStore,
+    LogEvent,
+    LogInput,
+    Snapshot,
+    StoreUnavailableError,
+)
 from a2a_wire.types import (
     Message,
     StreamResponse,

@@ -35,8 +35,7 @@ from a2a_wire.server._engine import Started
 from a2a_wire.server._message_rules import check_message
 from a2a_wire.server._subscriber import Subscription
 from a2a_wire.server.push import _configs as push_configs
-from a2a_wire.server.store._base import TaskQuery
-from a2a_wire.server.store._paging import page_size
+from a2a_wire.server.store import TaskQuery, page_size
 from a2a_wire.types import (
     AgentCard,
     GetExtendedAgentCardRequest,

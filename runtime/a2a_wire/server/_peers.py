@@ -1,7 +1,7 @@
 """Server processes sharing one store: lost leases, cancels from elsewhere, follow-ups anywhere.
 
 When the store is shared with other server processes (a
-:class:`~a2a_wire.server.store._shared.SharedTaskStore`, such as PostgreSQL's), the runtime
+:class:`~a2a_wire.server.store.SharedTaskStore`, such as PostgreSQL's), the runtime
 (:mod:`a2a_wire.server._engine`) gets a :class:`Peers`; with a one-process store it gets none and
 nothing here runs. The store's leases say which process runs each task's executor; this module
 keeps the server's runs in step with them.
@@ -58,7 +58,7 @@ from a2a_wire.server._executor import RequestContext
 from a2a_wire.server._hub import TaskHub
 from a2a_wire.server._runner import Runner
 from a2a_wire.server._settings import ServerSettings
-from a2a_wire.server.store._shared import CancelReply, CancelRequest, SharedTaskStore
+from a2a_wire.server.store import CancelReply, CancelRequest, SharedTaskStore
 from a2a_wire.types import Task
 
 __all__ = ["CANCEL_RESEND_SECONDS", "REMEMBERED_REPLIES", "Peers"]

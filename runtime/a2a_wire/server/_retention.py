@@ -19,8 +19,7 @@ from aiohttp import web
 
 from a2a_wire._protocol.states import INTERRUPTED_STATES, TERMINAL_STATES
 from a2a_wire.server._settings import ServerSettings
-from a2a_wire.server.store import StoreUnavailableError
-from a2a_wire.server.store._log import PURGE_BATCH, EventLogStore
+from a2a_wire.server.store import PURGE_BATCH, EventLogStore, StoreUnavailableError
 from a2a_wire.types import TaskState
 
 __all__ = ["RETENTION_BATCH", "RETENTION_KEY", "Retention", "Swept"]

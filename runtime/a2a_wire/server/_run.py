@@ -15,8 +15,7 @@ from typing import Protocol
 
 from a2a_wire.server._executor import AgentEvent, RequestContext
 from a2a_wire.server._lifecycle import Phase, Step, advance
-from a2a_wire.server.store._log import Appended
-from a2a_wire.server.store._unavailable import StoreUnavailableError
+from a2a_wire.server.store import Appended, StoreUnavailableError
 from a2a_wire.types import Message, TaskState
 
 __all__ = ["Publisher", "Run"]

@@ -34,8 +34,7 @@ from a2a_wire.server._executor import AgentExecutor, RequestContext, agent_messa
 from a2a_wire.server._hub import TaskHub
 from a2a_wire.server._lifecycle import Phase, Step
 from a2a_wire.server._run import Run
-from a2a_wire.server.store._shared import SharedTaskStore
-from a2a_wire.server.store._unavailable import StoreUnavailableError
+from a2a_wire.server.store import SharedTaskStore, StoreUnavailableError
 from a2a_wire.types import TaskState, TaskStatus, TaskStatusUpdateEvent
 
 __all__ = [

@@ -11,9 +11,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from a2a_wire._protocol.wire import normalize_origin
-from a2a_wire.server._history import DEFAULT_HISTORY_LIMIT
 from a2a_wire.server.push._settings import PushSettings
-from a2a_wire.server.store._log_memory import DEFAULT_MAX_TASKS
+from a2a_wire.server.store import DEFAULT_HISTORY_LIMIT, DEFAULT_MAX_TASKS
 
 __all__ = ["PROBE_PATHS", "ServerSettings"]
 
@@ -57,7 +56,7 @@ class ServerSettings:
             ``message.parts``.
         max_history_per_task: Most messages a task keeps. Beyond it the oldest go, silently,
             except the first (the message that started the task): see
-            :func:`a2a_wire.server._history.trim`.
+            :func:`a2a_wire.server.store.trim_history`.
         max_streams_per_client: Open streams one caller may hold; one more is HTTP 429.
         requests_per_second: Sustained request rate of one caller (a token bucket); over it,
             HTTP 429 with ``Retry-After``.

@@ -1,7 +1,7 @@
 """A SendMessage answer that reuses the JSON of the task the store has just written.
 
 A blocking SendMessage answers with the task its agent settled, which the store folded and
-encoded as the new snapshot in the same call (:attr:`~a2a_wire.server.store._log.Appended.task_json`).
+encoded as the new snapshot in the same call (:attr:`~a2a_wire.server.store.Appended.task_json`).
 Encoding that task again for the answer would write the same bytes a second time; this result
 hands them to the JSON-RPC envelope as they are.
 """
@@ -13,7 +13,7 @@ from typing import Any
 import orjson
 
 from a2a_wire.server import _history
-from a2a_wire.server.store._log import Appended
+from a2a_wire.server.store import Appended
 from a2a_wire.types import SendMessageResponse, Task
 
 __all__ = ["StoredTaskResponse", "settled_answer"]

@@ -13,7 +13,7 @@ from __future__ import annotations
 import asyncio
 import enum
 
-from a2a_wire.server.store._unavailable import StoreUnavailableError
+from a2a_wire.server.store import StoreUnavailableError
 
 __all__ = ["DEFAULT_OUTAGE_SECONDS", "KEEPALIVE", "OUTAGE_BACKOFF_SECONDS", "ReadOutage", "Signal"]
 

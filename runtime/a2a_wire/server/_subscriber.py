@@ -18,8 +18,13 @@ from a2a_wire._protocol.states import is_settled, is_terminal
 from a2a_wire.errors import ProtocolError, TaskNotFoundError
 from a2a_wire.server import _history
 from a2a_wire.server._stream_outage import DEFAULT_OUTAGE_SECONDS, KEEPALIVE, ReadOutage, Signal
-from a2a_wire.server.store._log import EventKind, EventLogStore, LogEvent, Snapshot
-from a2a_wire.server.store._unavailable import StoreUnavailableError
+from a2a_wire.server.store import (
+    EventKind,
+    EventLogStore,
+    LogEvent,
+    Snapshot,
+    StoreUnavailableError,
+)
 from a2a_wire.types import StreamResponse, TaskState
 
 __all__ = ["END", "KEEPALIVE", "Frame", "Item", "Subscriber", "Subscription", "task_frame"]

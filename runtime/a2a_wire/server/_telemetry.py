@@ -20,7 +20,7 @@ from a2a_wire._protocol.wire import VERSION_HEADER
 from a2a_wire.codec import ProtoMessage
 from a2a_wire.server._executor import AgentExecutor, EventQueue, RequestContext
 from a2a_wire.server._subscriber import Frame
-from a2a_wire.server.store._unavailable import StoreUnavailableError
+from a2a_wire.server.store import StoreUnavailableError
 from a2a_wire.telemetry import Telemetry
 from a2a_wire.telemetry._names import (
     AGENT_NAME,

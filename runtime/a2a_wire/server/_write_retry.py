@@ -12,7 +12,7 @@ import asyncio
 from collections.abc import Awaitable, Callable
 from typing import TypeVar
 
-from a2a_wire.server.store._unavailable import StoreUnavailableError
+from a2a_wire.server.store import StoreUnavailableError
 
 __all__ = ["FIRST_PAUSE_SECONDS", "MAX_PAUSE_SECONDS", "retry_unwritten"]
 

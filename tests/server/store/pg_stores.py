@@ -10,12 +10,12 @@ from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
 from typing import Any
 
-from a2a_wire.server.store._log_postgres import PostgresEventLog
+from a2a_wire.server.store import PostgresTaskStore
 
 DEADLINE = 60.0
 """Generous seconds for a condition a test waits for (the machine may be busy)."""
 
-Stores = Callable[..., Awaitable[PostgresEventLog]]
+Stores = Callable[..., Awaitable[PostgresTaskStore]]
 """Opens one more store (one more process) on the test's schema, with options."""
 
 
@@ -32,11 +32,11 @@ class LeaseClock:
 @asynccontextmanager
 async def open_stores(dsn: str, schema: str) -> AsyncIterator[Stores]:
     """Opens stores on ``schema`` (the first one recovers, as a lone process would)."""
-    opened: list[PostgresEventLog] = []
+    opened: list[PostgresTaskStore] = []
 
-    async def open_store(**options: Any) -> PostgresEventLog:
+    async def open_store(**options: Any) -> PostgresTaskStore:
         options.setdefault("recover", not opened)
-        store = PostgresEventLog(dsn, schema=schema, **options)
+        store = PostgresTaskStore(dsn, schema=schema, **options)
         await store.open()
         opened.append(store)
         return store

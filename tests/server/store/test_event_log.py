@@ -1,4 +1,4 @@
-"""The contract of every event log store (a2a_wire.server.store._log), run on each backend.
+"""The contract of every event log store (a2a_wire.server.store._contract.log), run on each backend.
 
 A new backend is done when it passes this file (and the other suites of this folder): add it to
 ``BACKENDS`` and to ``Backend.new`` in ``tests/store_support.py`` (PostgreSQL works in a schema
@@ -27,12 +27,17 @@ from a2a_wire import codec
 from a2a_wire._protocol.states import is_settled
 from a2a_wire._protocol.tasks import InvalidTransitionError, apply
 from a2a_wire.errors import TaskNotFoundError
-from a2a_wire.server._history import trim
-from a2a_wire.server.store import _log_fold
-from a2a_wire.server.store._base import TaskQuery
-from a2a_wire.server.store._log import EventKind, EventLogStore, LogEvent, LogInput
-from a2a_wire.server.store._log_fold import fold
-from a2a_wire.server.store._log_sqlite import SQLiteTaskStore
+from a2a_wire.server.store import (
+    EventKind,
+    EventLogStore,
+    LogEvent,
+    LogInput,
+    SQLiteTaskStore,
+    TaskQuery,
+    trim_history,
+)
+from a2a_wire.server.store._fold import events as _events
+from a2a_wire.server.store._fold.events import fold
 from a2a_wire.types import (
     Artifact,
     Message,
@@ -98,7 +103,7 @@ def sequential(events: Sequence[LogEvent], history_limit: int | None = None) -> 
         item = frame.status_update or frame.artifact_update or frame.message
         assert item is not None
         apply(task, item, now=EPOCH)
-        trim(task, history_limit)
+        trim_history(task, history_limit)
     return task
 
 
@@ -632,10 +637,10 @@ def log_inputs() -> st.SearchStrategy[LogInput]:
 
 
 def encoded(seq: int, item: Task | LogInput) -> LogEvent:
-    """An event logged as the stores log it (see _log_fold.prepare), for the pure fold test."""
+    """An event logged as the stores log it (see _events.prepare), for the pure fold test."""
     if isinstance(item, Task):
         return LogEvent(seq, EventKind.TASK, codec.dumps({"task": item.to_dict()}))
-    prepared = _log_fold.prepare("t1", "c1", S.WORKING, [item], EPOCH)
+    prepared = _events.prepare("t1", "c1", S.WORKING, [item], EPOCH)
     kind, body = prepared.frames[0]
     return LogEvent(seq, kind, body)
 
@@ -801,7 +806,7 @@ class LogMachine(RuleBasedStateMachine):
 
 def test_state_machine(backend_kind: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """Random steps; a small fold threshold makes folds on size happen between reads too."""
-    monkeypatch.setattr(_log_fold, "FOLD_MIN_BYTES", 300)
+    monkeypatch.setattr(_events, "FOLD_MIN_BYTES", 300)
     run_state_machine_as_test(
         lambda: LogMachine(backend_kind, Path(tempfile.mkdtemp(dir=tmp_path))),
         settings=settings(max_examples=40, stateful_step_count=30, deadline=None),

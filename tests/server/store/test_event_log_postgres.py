@@ -19,16 +19,14 @@ from pg_stores import DEADLINE, Stores, until
 from test_event_log import chunk, make_task, sequential, status, whole_log
 
 from a2a_wire._protocol.tasks import InvalidTransitionError
-from a2a_wire.server.store._log import EventKind
-from a2a_wire.server.store._log_postgres import PostgresEventLog
-from a2a_wire.server.store._log_postgres_ddl import SCHEMA_VERSION
-from a2a_wire.server.store._log_postgres_sql import migrate
+from a2a_wire.server.store import EventKind, PostgresTaskStore, migrate
+from a2a_wire.server.store.postgresql._schema import SCHEMA_VERSION
 from a2a_wire.types import TaskPushNotificationConfig, TaskState
 
 S = TaskState
 
 
-async def woken_only(store: PostgresEventLog, task_id: str) -> bool:
+async def woken_only(store: PostgresTaskStore, task_id: str) -> bool:
     """Wait on the store's waiters with a check that is never ready: only a wake ends it."""
 
     async def never() -> bool:
@@ -38,7 +36,7 @@ async def woken_only(store: PostgresEventLog, task_id: str) -> bool:
 
 
 async def wake_on_next_notification(
-    store: PostgresEventLog, admin: asyncpg.Connection, task_id: str
+    store: PostgresTaskStore, admin: asyncpg.Connection, task_id: str
 ) -> asyncio.Future[bool]:
     """A :func:`woken_only` wait on ``task_id`` that notifications sent so far cannot end.
 
@@ -75,7 +73,7 @@ async def test_migrate_creates_once_and_refuses_a_newer_schema(
     await admin.execute(f"UPDATE {postgres_schema}.schema_version SET version = 99")
     with pytest.raises(RuntimeError, match="version 99, newer"):
         await migrate(postgres_dsn, schema=postgres_schema)
-    store = PostgresEventLog(postgres_dsn, schema=postgres_schema)
+    store = PostgresTaskStore(postgres_dsn, schema=postgres_schema)
     with pytest.raises(RuntimeError, match="newer"):
         await store.open()
     with pytest.raises(RuntimeError, match="not open"):
@@ -95,7 +93,7 @@ async def test_a_role_that_may_not_change_the_schema_opens_a_current_one(
             f"GRANT SELECT, INSERT, UPDATE, DELETE ON ALL TABLES IN SCHEMA {postgres_schema} TO {role}"
         )
         dsn = yarl.URL(postgres_dsn).with_user(role)
-        store = PostgresEventLog(str(dsn), schema=postgres_schema)
+        store = PostgresTaskStore(str(dsn), schema=postgres_schema)
         await store.open()
         try:
             await store.create(make_task("t1"))
@@ -112,11 +110,11 @@ async def test_a_role_that_may_not_change_the_schema_opens_a_current_one(
 def test_settings_are_checked() -> None:
     for schema in ("A2A", "1abc", "a-b", "x" * 49, "a;drop"):
         with pytest.raises(ValueError, match="schema name"):
-            PostgresEventLog("postgresql://h/db", schema=schema)
+            PostgresTaskStore("postgresql://h/db", schema=schema)
     with pytest.raises(ValueError):
-        PostgresEventLog("postgresql://h/db", pool_size=0)
+        PostgresTaskStore("postgresql://h/db", pool_size=0)
     with pytest.raises(ValueError):
-        PostgresEventLog("postgresql://h/db", poll_interval=0)
+        PostgresTaskStore("postgresql://h/db", poll_interval=0)
 
 
 # -- several stores on one schema -----------------------------------------------------------
@@ -127,7 +125,7 @@ async def test_appends_from_two_stores_to_one_task_stay_gapless(stores: Stores) 
     await first.create(make_task("t1"))
     numbers: list[int] = []
 
-    async def agent(store: PostgresEventLog, tag: str) -> None:
+    async def agent(store: PostgresTaskStore, tag: str) -> None:
         for i in range(30):
             done = await store.append("t1", [chunk("a", f"{tag}{i}")])
             numbers.extend(event.seq for event in done.events)
@@ -239,7 +237,7 @@ async def test_opening_a_store_leaves_a_live_process_s_running_tasks_alone(
     got = await joining.get("run")
     assert got is not None and got.status is not None and got.status.state == S.WORKING
     await first.close()  # its leases expire at once
-    restarted = PostgresEventLog(postgres_dsn, schema=postgres_schema, heartbeat_seconds=None)
+    restarted = PostgresTaskStore(postgres_dsn, schema=postgres_schema, heartbeat_seconds=None)
     try:
         assert await restarted.open() == ["run"]
     finally:

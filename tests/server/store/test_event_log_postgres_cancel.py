@@ -17,10 +17,8 @@ from pg_stores import DEADLINE, LeaseClock, Stores, until
 from pg_support import deafen
 from test_event_log import make_task, status
 
-from a2a_wire.server.store._log_postgres import PostgresEventLog
-from a2a_wire.server.store._log_postgres_ddl import SCHEMA_VERSION
-from a2a_wire.server.store._log_postgres_lease import LEASE_SECONDS
-from a2a_wire.server.store._shared import CancelReply, CancelRequest
+from a2a_wire.server.store import LEASE_SECONDS, CancelReply, CancelRequest, PostgresTaskStore
+from a2a_wire.server.store.postgresql._schema import SCHEMA_VERSION
 from a2a_wire.types import TaskState
 
 S = TaskState
@@ -33,7 +31,7 @@ def quiet(stores: Stores) -> Stores:
     """Opens stores on one lease clock that does not move, without heartbeats."""
     clock = LeaseClock()
 
-    async def open_store(**options: Any) -> PostgresEventLog:
+    async def open_store(**options: Any) -> PostgresTaskStore:
         options.setdefault("lease_clock", clock)
         return await stores(heartbeat_seconds=None, **options)
 
@@ -169,7 +167,7 @@ def clock() -> LeaseClock:
     return LeaseClock()
 
 
-async def two(stores: Stores, clock: LeaseClock) -> tuple[PostgresEventLog, PostgresEventLog]:
+async def two(stores: Stores, clock: LeaseClock) -> tuple[PostgresTaskStore, PostgresTaskStore]:
     return (
         await stores(lease_clock=clock, heartbeat_seconds=None),
         await stores(lease_clock=clock, heartbeat_seconds=None),
@@ -267,7 +265,7 @@ async def test_upgrading_a_version_2_schema_keeps_waiting_requests_without_an_as
         f" INSERT INTO {s}.cancel_requests VALUES ('run', '{holder}', 1);"
         f" UPDATE {s}.schema_version SET version = 2"
     )
-    upgraded = PostgresEventLog(
+    upgraded = PostgresTaskStore(
         postgres_dsn, schema=s, heartbeat_seconds=None, process_id=holder, recover=False
     )
     try:

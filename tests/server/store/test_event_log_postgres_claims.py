@@ -9,9 +9,7 @@ import pytest
 from pg_stores import LeaseClock, Stores
 from test_event_log import chunk, config, make_task
 
-from a2a_wire.server.store._log_postgres import PostgresEventLog
-from a2a_wire.server.store._log_postgres_lease import LEASE_SECONDS
-from a2a_wire.server.store._push import Delivery
+from a2a_wire.server.store import LEASE_SECONDS, Delivery, PostgresTaskStore
 
 
 @pytest.fixture
@@ -19,11 +17,11 @@ def clock() -> LeaseClock:
     return LeaseClock()
 
 
-async def deliverers(stores: Stores, clock: LeaseClock, count: int) -> list[PostgresEventLog]:
+async def deliverers(stores: Stores, clock: LeaseClock, count: int) -> list[PostgresTaskStore]:
     return [await stores(lease_clock=clock, heartbeat_seconds=None) for _ in range(count)]
 
 
-async def pushed_task(store: PostgresEventLog, task_id: str, chunks: int) -> list[bytes]:
+async def pushed_task(store: PostgresTaskStore, task_id: str, chunks: int) -> list[bytes]:
     """A task with configs ``p`` and ``q`` and ``1 + chunks`` pushed events; their bodies."""
     configs = [config("p", task_id), config("q", task_id)]
     created = await store.create(make_task(task_id), push_configs=configs, push=True)
@@ -68,7 +66,7 @@ async def test_lanes_are_delivered_in_order_by_several_stores_at_once(
         expected |= {(task_id, "p"): bodies, (task_id, "q"): bodies}
     seen: dict[tuple[str, str], list[bytes]] = {lane: [] for lane in expected}
 
-    async def deliver(store: PostgresEventLog) -> None:
+    async def deliver(store: PostgresTaskStore) -> None:
         idle = 0
         while idle < 3:
             claimed = await store.claim_deliveries(2)

@@ -25,8 +25,7 @@ from pg_stores import DEADLINE
 from pg_support import Cluster, new_schema
 from test_event_log import chunk, make_task
 
-from a2a_wire.server.store import StoreUnavailableError
-from a2a_wire.server.store._log_postgres import PostgresEventLog
+from a2a_wire.server.store import PostgresTaskStore, StoreUnavailableError
 from a2a_wire.types import TaskState
 
 S = TaskState
@@ -44,7 +43,7 @@ pytestmark = pytest.mark.xdist_group("heavy")
 DOWN = "PostgreSQL is unavailable"
 BACK = "PostgreSQL is available again"
 
-Opener = Callable[..., Awaitable[PostgresEventLog]]
+Opener = Callable[..., Awaitable[PostgresTaskStore]]
 
 
 @pytest.fixture
@@ -52,11 +51,11 @@ async def opener() -> AsyncIterator[Opener]:
     """Opens stores with short deadlines; closes them after the test."""
     async with AsyncExitStack() as stack:
 
-        async def open_store(dsn: str, schema: str, **options: Any) -> PostgresEventLog:
+        async def open_store(dsn: str, schema: str, **options: Any) -> PostgresTaskStore:
             for name in ("statement_timeout", "connect_timeout", "acquire_timeout"):
                 options.setdefault(name, STATEMENT)
             options.setdefault("heartbeat_seconds", None)
-            store = PostgresEventLog(dsn, schema=schema, **options)
+            store = PostgresTaskStore(dsn, schema=schema, **options)
             await store.open()
             stack.push_async_callback(store.close)
             return store
@@ -91,7 +90,7 @@ def outage_lines(caplog: pytest.LogCaptureFixture) -> list[str]:
     ]
 
 
-async def until_back(store: PostgresEventLog, caplog: pytest.LogCaptureFixture) -> None:
+async def until_back(store: PostgresTaskStore, caplog: pytest.LogCaptureFixture) -> None:
     """Ping ``store`` until its outage log says the database is back (generous deadline)."""
     async with asyncio.timeout(DEADLINE):
         while BACK not in outage_lines(caplog):
@@ -217,7 +216,7 @@ async def lease_expiry(admin: asyncpg.Connection, schema: str, task_id: str) -> 
     return None if value is None else float(value)
 
 
-async def until_failed(store: PostgresEventLog, task_id: str) -> None:
+async def until_failed(store: PostgresTaskStore, task_id: str) -> None:
     """Take over (as any process may) until the task is FAILED."""
     async with asyncio.timeout(DEADLINE):
         while True:

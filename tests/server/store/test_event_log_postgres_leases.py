@@ -16,9 +16,7 @@ from pg_stores import DEADLINE, LeaseClock, Stores
 from test_event_log import chunk, config, make_task, status, whole_log
 
 from a2a_wire import codec
-from a2a_wire.server.store._log import EventKind
-from a2a_wire.server.store._log_postgres import PostgresEventLog
-from a2a_wire.server.store._log_postgres_lease import LEASE_SECONDS, PROCESS_LOST_MESSAGE
+from a2a_wire.server.store import LEASE_SECONDS, PROCESS_LOST_MESSAGE, EventKind, PostgresTaskStore
 from a2a_wire.types import StreamResponse, TaskState
 
 S = TaskState
@@ -29,17 +27,17 @@ def clock() -> LeaseClock:
     return LeaseClock()
 
 
-async def processes(stores: Stores, clock: LeaseClock, count: int) -> list[PostgresEventLog]:
+async def processes(stores: Stores, clock: LeaseClock, count: int) -> list[PostgresTaskStore]:
     return [await stores(lease_clock=clock, heartbeat_seconds=None) for _ in range(count)]
 
 
-async def state_of(store: PostgresEventLog, task_id: str) -> TaskState:
+async def state_of(store: PostgresTaskStore, task_id: str) -> TaskState:
     task = await store.get(task_id)
     assert task is not None and task.status is not None
     return task.status.state
 
 
-async def assert_lost(store: PostgresEventLog, task_id: str) -> None:
+async def assert_lost(store: PostgresTaskStore, task_id: str) -> None:
     """The task was failed by a takeover: FAILED, with the lost-process message, as event 2+."""
     task = await store.get(task_id)
     assert task is not None and task.status is not None and task.status.state == S.FAILED
@@ -255,7 +253,7 @@ async def test_upgrading_a_version_1_schema_fails_its_running_tasks_once(
         f" DROP INDEX {s}.push_outbox_pending;"
         f" UPDATE {s}.schema_version SET version = 1"
     )
-    upgraded = PostgresEventLog(postgres_dsn, schema=s, heartbeat_seconds=None)
+    upgraded = PostgresTaskStore(postgres_dsn, schema=s, heartbeat_seconds=None)
     try:
         assert await upgraded.open() == ["run"]
         await assert_lost(upgraded, "run")

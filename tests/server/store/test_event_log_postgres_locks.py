@@ -21,8 +21,7 @@ from server_support import ScriptedAgent, make_card
 from test_event_log import make_task
 
 from a2a_wire.server import ServerSettings, create_app
-from a2a_wire.server.store import StoreUnavailableError
-from a2a_wire.server.store._log_postgres import PostgresEventLog
+from a2a_wire.server.store import PostgresTaskStore, StoreUnavailableError
 from a2a_wire.types import TaskState
 
 STATEMENT = 1.0
@@ -36,8 +35,8 @@ BACK = "PostgreSQL is available again"
 
 
 @pytest.fixture
-async def store(postgres_dsn: str, postgres_schema: str) -> AsyncIterator[PostgresEventLog]:
-    opened = PostgresEventLog(
+async def store(postgres_dsn: str, postgres_schema: str) -> AsyncIterator[PostgresTaskStore]:
+    opened = PostgresTaskStore(
         postgres_dsn,
         schema=postgres_schema,
         statement_timeout=STATEMENT,
@@ -60,7 +59,7 @@ def outage_lines(caplog: pytest.LogCaptureFixture) -> list[str]:
 
 @pytest.mark.parametrize("table", ["tasks", "task_events"])
 async def test_a_locked_table_makes_the_ping_fail_within_the_statement_timeout(
-    store: PostgresEventLog, admin: asyncpg.Connection, postgres_schema: str, table: str
+    store: PostgresTaskStore, admin: asyncpg.Connection, postgres_schema: str, table: str
 ) -> None:
     await store.ping()
     async with admin.transaction():
@@ -80,7 +79,7 @@ async def test_readyz_says_503_while_the_tasks_table_is_locked(
     postgres_schema: str,
     admin: asyncpg.Connection,
 ) -> None:
-    store = PostgresEventLog(
+    store = PostgresTaskStore(
         postgres_dsn, schema=postgres_schema, statement_timeout=STATEMENT, heartbeat_seconds=None
     )
     settings = ServerSettings(readiness_timeout_seconds=READINESS)
@@ -103,7 +102,7 @@ async def test_readyz_says_503_while_the_tasks_table_is_locked(
 
 
 async def test_a_table_lock_episode_logs_one_warning_when_it_begins_and_one_when_it_ends(
-    store: PostgresEventLog,
+    store: PostgresTaskStore,
     admin: asyncpg.Connection,
     postgres_schema: str,
     caplog: pytest.LogCaptureFixture,

@@ -22,8 +22,7 @@ from e2e_support import PYTHON, environment
 from fault_proxy import FaultProxy, through
 from ports import free_port
 
-from a2a_wire.server.store import StoreUnavailableError
-from a2a_wire.server.store._log_postgres import PostgresEventLog
+from a2a_wire.server.store import PostgresTaskStore, StoreUnavailableError
 
 DEADLINE = 1.0
 """Each deadline of the stores here (seconds)."""
@@ -32,14 +31,14 @@ SLACK = 2.0
 """What a start may take beyond the deadline that bounds it (a busy machine)."""
 
 
-def make_store(dsn: str, schema: str, **options: Any) -> PostgresEventLog:
+def make_store(dsn: str, schema: str, **options: Any) -> PostgresTaskStore:
     for name in ("statement_timeout", "connect_timeout", "acquire_timeout"):
         options.setdefault(name, DEADLINE)
     options.setdefault("migration_lock_timeout", DEADLINE)
-    return PostgresEventLog(dsn, schema=schema, heartbeat_seconds=None, **options)
+    return PostgresTaskStore(dsn, schema=schema, heartbeat_seconds=None, **options)
 
 
-async def refused(store: PostgresEventLog) -> tuple[str, float]:
+async def refused(store: PostgresTaskStore) -> tuple[str, float]:
     """The message ``store.open()`` fails with, and the seconds it took."""
     started = time.monotonic()
     with pytest.raises(StoreUnavailableError) as raised:
@@ -100,7 +99,7 @@ async def test_a_locked_version_table_fails_within_the_migration_lock_timeout(
 async def test_another_process_migrating_makes_the_start_wait_the_lock_timeout_only(
     postgres_dsn: str, postgres_schema: str, admin: asyncpg.Connection
 ) -> None:
-    from a2a_wire.server.store._log_postgres_sql import lock_key
+    from a2a_wire.server.store.postgresql._schema import lock_key
 
     await created(postgres_dsn, postgres_schema)
     async with admin.transaction():  # what a migrating process holds
@@ -115,7 +114,7 @@ async def test_another_process_migrating_makes_the_start_wait_the_lock_timeout_o
 async def test_a_connection_that_stalls_during_the_schema_check_is_bounded_too(
     proxy: FaultProxy, postgres_dsn: str, postgres_schema: str, admin: asyncpg.Connection
 ) -> None:
-    from a2a_wire.server.store._log_postgres_sql import lock_key
+    from a2a_wire.server.store.postgresql._schema import lock_key
 
     await created(postgres_dsn, postgres_schema)
     lock = 2.0

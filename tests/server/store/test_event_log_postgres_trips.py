@@ -17,15 +17,15 @@ from typing import Any
 from pg_stores import DEADLINE, Stores, until
 from test_event_log import chunk, make_task, status
 
-from a2a_wire.server.store._log_postgres import PostgresEventLog
-from a2a_wire.server.store._log_postgres_listen import NOTED_TASKS, GapWaiters
+from a2a_wire.server.store import PostgresTaskStore
+from a2a_wire.server.store.postgresql._listen import NOTED_TASKS, GapWaiters
 from a2a_wire.types import TaskState
 
 S = TaskState
 
 
 @asynccontextmanager
-async def logged(store: PostgresEventLog) -> AsyncIterator[list[str]]:
+async def logged(store: PostgresTaskStore) -> AsyncIterator[list[str]]:
     """The statements sent on the store's one pool connection within the block."""
     sent: list[str] = []
 
@@ -41,7 +41,7 @@ async def logged(store: PostgresEventLog) -> AsyncIterator[list[str]]:
             conn.remove_query_logger(log)
 
 
-async def one_connection(stores: Stores, **options: Any) -> PostgresEventLog:
+async def one_connection(stores: Stores, **options: Any) -> PostgresTaskStore:
     """A store whose pool has one connection and whose keeper sends nothing, warmed up.
 
     Warming up (a task ``warm``, created and appended to) lets asyncpg read the types of the
@@ -53,7 +53,7 @@ async def one_connection(stores: Stores, **options: Any) -> PostgresEventLog:
     return store
 
 
-async def writer_and_reader(stores: Stores) -> tuple[PostgresEventLog, PostgresEventLog]:
+async def writer_and_reader(stores: Stores) -> tuple[PostgresTaskStore, PostgresTaskStore]:
     """A writer and a reader (never polling) that saw the notification of task ``t1``'s 2."""
     writer = await stores()
     reader = await one_connection(stores, poll_interval=DEADLINE)

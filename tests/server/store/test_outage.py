@@ -7,7 +7,7 @@ import logging
 import pytest
 
 from a2a_wire.server.store import StoreUnavailableError
-from a2a_wire.server.store._outage import OutageLog
+from a2a_wire.server.store._fold.outage import OutageLog
 
 
 def test_an_outage_is_one_warning_down_and_one_up(caplog: pytest.LogCaptureFixture) -> None:

@@ -11,12 +11,8 @@ from store_support import Backend
 
 from a2a_wire import codec
 from a2a_wire.errors import TaskNotFoundError
-from a2a_wire.server.store import (
-    Delivery,
-    EventLogStore,
-    SQLiteTaskStore,
-)
-from a2a_wire.server.store._log_sql import LOG_SCHEMA_VERSION
+from a2a_wire.server.store import Delivery, EventLogStore, SQLiteTaskStore
+from a2a_wire.server.store.sqlite._schema import LOG_SCHEMA_VERSION
 from a2a_wire.types import (
     Artifact,
     Part,

@@ -38,8 +38,8 @@ from server_support import ScriptedAgent, envelope, make_card, post, result, sen
 
 from a2a_wire.server import ServerSettings, create_app
 from a2a_wire.server.store import SQLiteTaskStore, StoreUnavailableError
-from a2a_wire.server.store._push_sqlite import hop
-from a2a_wire.server.store._sqlite_faults import SQLiteFaults, is_fault
+from a2a_wire.server.store.sqlite._connection import hop
+from a2a_wire.server.store.sqlite._faults import SQLiteFaults, is_fault
 from a2a_wire.types import (
     Message,
     Part,

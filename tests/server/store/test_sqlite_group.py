@@ -1,4 +1,4 @@
-"""Group commit of the SQLite store (:mod:`a2a_wire.server.store._sqlite_group`).
+"""Group commit of the SQLite store (:mod:`a2a_wire.server.store.sqlite._group`).
 
 Writes that queue while the connection's thread is busy go there as one transaction; one that
 fails gets its own error and the others commit; a failed commit reaches every write of its
@@ -19,8 +19,8 @@ from typing import Any
 import pytest
 
 from a2a_wire.server.store import SQLiteTaskStore
-from a2a_wire.server.store._push_sqlite import hop
-from a2a_wire.server.store._sqlite_group import WriteGroup, run_group
+from a2a_wire.server.store.sqlite._connection import hop
+from a2a_wire.server.store.sqlite._group import WriteGroup, run_group
 from a2a_wire.types import (
     Artifact,
     Message,

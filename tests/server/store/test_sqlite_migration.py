@@ -3,7 +3,7 @@
 Version 2 is the store before the event log (whole tasks in ``tasks.body``, and the push tables);
 version 3 the first event log (snapshots in a table of their own). Each fixture file is built
 here from that version's own DDL, frozen as it was written, so the test does not depend on code
-that no longer exists. The steps are in a2a_wire.server.store._log_sql's docstring.
+that no longer exists. The steps are in a2a_wire.server.store.sqlite._schema's docstring.
 """
 
 from __future__ import annotations

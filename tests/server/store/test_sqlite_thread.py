@@ -1,7 +1,7 @@
 """A closed SQLite store leaves no aiosqlite worker thread running, however it was closed.
 
 aiosqlite's ``close()`` returns before its thread has returned, and a cancelled connect does not
-wait for it at all (:mod:`a2a_wire.server.store._sqlite_thread`). A thread that runs on does
+wait for it at all (:mod:`a2a_wire.server.store.sqlite._connection`). A thread that runs on does
 its last work in whatever test comes next: it logged to a stream captured by a test that had
 ended (``--- Logging error ---``) and could reach an event loop closed since. To make that
 window wide, these tests hold the worker thread in a log handler for :data:`HOLD_SECONDS`
@@ -27,7 +27,7 @@ from a2a_wire.cli._app import build_app
 from a2a_wire.cli.config import load
 from a2a_wire.server._app import RUNTIME_KEY, STORE_KEY
 from a2a_wire.server.store import SQLiteTaskStore
-from a2a_wire.server.store._sqlite_thread import worker_thread
+from a2a_wire.server.store.sqlite._connection import worker_thread
 
 #: How long the worker thread is held in its log lines (a widened window, never waited for).
 HOLD_SECONDS = 0.2

@@ -1,4 +1,4 @@
-"""The rules of a2a_wire.server.store._base (round trips, no aliasing, owner scoping, ListTasks
+"""The rules of a2a_wire.server.store._fold.keys (round trips, no aliasing, owner scoping, ListTasks
 order, filters and cursors, recovery on open) on every task store, and the SQLite file's own."""
 
 from __future__ import annotations
@@ -29,7 +29,7 @@ from a2a_wire.server.store import (
     TaskPage,
     TaskQuery,
 )
-from a2a_wire.server.store._log_sql import LOG_SCHEMA_VERSION
+from a2a_wire.server.store.sqlite._schema import LOG_SCHEMA_VERSION
 from a2a_wire.types import (
     Artifact,
     Message,

@@ -20,7 +20,7 @@ import yarl
 from a2a_wire import __version__
 from a2a_wire.cli.config._lines import KeyPath
 from a2a_wire.netguard import AddressPolicy
-from a2a_wire.server.store._log_sql import BUSY_TIMEOUT_SECONDS
+from a2a_wire.server.store import BUSY_TIMEOUT_SECONDS
 
 DEFAULT_HOST = "127.0.0.1"
 DEFAULT_PORT = 8765

@@ -18,15 +18,18 @@ from dataclasses import dataclass, field
 
 from a2a_wire.cli._install import missing_extra
 from a2a_wire.cli.config._schema import Table
-from a2a_wire.server.store._log_postgres import POLL_INTERVAL, POOL_SIZE
-from a2a_wire.server.store._log_postgres_conn import (
+from a2a_wire.server.store import (
     ACQUIRE_TIMEOUT,
     CONNECT_TIMEOUT,
+    DEFAULT_SCHEMA,
+    HEARTBEAT_SECONDS,
+    LEASE_SECONDS,
     MIGRATION_LOCK_TIMEOUT,
+    POLL_INTERVAL,
+    POOL_SIZE,
     STATEMENT_TIMEOUT,
+    check_schema_name,
 )
-from a2a_wire.server.store._log_postgres_lease import HEARTBEAT_SECONDS, LEASE_SECONDS
-from a2a_wire.server.store._log_postgres_sql import DEFAULT_SCHEMA, check_schema_name
 
 __all__ = ["DEFAULT_DSN_VARIABLE", "PostgresSection", "read_postgresql"]
 

@@ -15,8 +15,7 @@ import logging
 from a2a_wire._aio import wait_set
 from a2a_wire.server.push._lanes import STORE_RETRY_SECONDS
 from a2a_wire.server.push._sender import Outcome, Sender
-from a2a_wire.server.store import StoreUnavailableError
-from a2a_wire.server.store._push import Delivery, PushClaims
+from a2a_wire.server.store import Delivery, PushClaims, StoreUnavailableError
 
 __all__ = ["ClaimReader"]
 

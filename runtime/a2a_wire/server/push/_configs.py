@@ -24,7 +24,7 @@ from a2a_wire.errors import FieldViolation, InvalidParamsError, TaskNotFoundErro
 from a2a_wire.methods import LIST_TASK_PUSH_NOTIFICATION_CONFIGS
 from a2a_wire.server._call import MethodCall
 from a2a_wire.server.push._settings import PushSettings
-from a2a_wire.server.store._paging import page_size, scope
+from a2a_wire.server.store import page_scope, page_size
 from a2a_wire.types import (
     AuthenticationInfo,
     DeleteTaskPushNotificationConfigRequest,
@@ -225,7 +225,7 @@ async def list_push_configs(
     await _check_task(call, request.task_id)
     size = page_size(request.page_size or None)  # no presence: 0 is "none named"
     tokens = call.store.page_tokens
-    bound = scope(LIST_TASK_PUSH_NOTIFICATION_CONFIGS, call.caller.owner, request.task_id)
+    bound = page_scope(LIST_TASK_PUSH_NOTIFICATION_CONFIGS, call.caller.owner, request.task_id)
     after = int(tokens.read(request.page_token, bound)[0]) if request.page_token else -1
     rest = [item for item in await call.store.list_push_configs(request.task_id) if item[0] > after]
     page = rest[:size]

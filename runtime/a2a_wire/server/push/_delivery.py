@@ -19,7 +19,7 @@ from a2a_wire.server.push._claimed import ClaimReader
 from a2a_wire.server.push._lanes import LaneReader
 from a2a_wire.server.push._sender import Sender
 from a2a_wire.server.push._settings import PushSettings
-from a2a_wire.server.store._push import PushClaims, PushStore
+from a2a_wire.server.store import PushClaims, PushStore
 
 __all__ = ["PUSH_DELIVERER_KEY", "PushDeliverer"]
 

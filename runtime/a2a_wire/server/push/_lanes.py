@@ -14,8 +14,7 @@ from dataclasses import dataclass
 from typing import Final
 
 from a2a_wire.server.push._sender import Sender
-from a2a_wire.server.store import StoreUnavailableError
-from a2a_wire.server.store._push import Delivery, LaneKey, PushStore
+from a2a_wire.server.store import Delivery, LaneKey, PushStore, StoreUnavailableError
 
 __all__ = ["STORE_RETRY_SECONDS", "LaneReader"]
 

@@ -20,7 +20,7 @@ import yarl
 from a2a_wire import netguard
 from a2a_wire._protocol.wire import DELIVERY_ID_HEADER, PUSH_CONTENT_TYPE, TOKEN_HEADER
 from a2a_wire.server.push._settings import PushSettings
-from a2a_wire.server.store._push import Delivery, PushClaims, PushStore
+from a2a_wire.server.store import Delivery, PushClaims, PushStore
 
 __all__ = ["Outcome", "Sender", "retry_after_seconds"]
 
