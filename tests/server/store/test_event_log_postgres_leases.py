@@ -126,12 +126,32 @@ async def test_a_takeover_logs_one_line_per_dead_process(
     lines = [r.getMessage() for r in caplog.records if "took over" in r.getMessage()]
     expected = {
         f"task store: took over from process {a.process_id}, whose lease expired: failed its 2"
-        " running task(s)",
+        " running task(s), released 1 waiting for the client",
         f"task store: took over from process {b.process_id}, whose lease expired: failed its 1"
         " running task(s)",
     }
     assert len(lines) == 2 and set(lines) == expected
     assert {r.levelno for r in caplog.records if "took over" in r.getMessage()} == {logging.WARNING}
+
+
+async def test_a_takeover_that_fails_nothing_logs_one_info_line(
+    stores: Stores, clock: LeaseClock, caplog: pytest.LogCaptureFixture
+) -> None:
+    a, b = await processes(stores, clock, 2)
+    await a.create(make_task("ask", S.INPUT_REQUIRED))
+    assert await a.acquire("ask")  # a follow-up was about to resume it when a died
+    clock.now += LEASE_SECONDS + 1
+    with caplog.at_level(logging.INFO, logger="a2a_wire.server.store"):
+        assert await b.take_over() == []
+    records = [r for r in caplog.records if "took over" in r.getMessage()]
+    assert [(r.levelno, r.getMessage()) for r in records] == [
+        (
+            logging.INFO,
+            f"task store: took over from process {a.process_id}, whose lease expired: failed its 0"
+            " running task(s), released 1 waiting for the client",
+        )
+    ]
+    assert await b.acquire("ask")  # resumable here
 
 
 async def test_a_lease_renewed_late_but_before_any_scan_is_kept(

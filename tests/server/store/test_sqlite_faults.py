@@ -302,7 +302,7 @@ async def test_a_store_of_another_process_keeps_a_second_one_from_starting(
     path = tmp_path / "tasks.sqlite3"
     with held_by_another_process(path, script=STORE_HOLDER):
         second = SQLiteTaskStore(path, busy_timeout_seconds=0.3)
-        with pytest.raises(RuntimeError, match="in use by another store") as refused:
+        with pytest.raises(RuntimeError, match="in use by another a2a-wire process") as refused:
             await second.open()
         assert isinstance(refused.value.__cause__, BlockingIOError)
     again = SQLiteTaskStore(path)  # the other one closed: it opens

@@ -110,7 +110,10 @@ async def test_a_failed_open_leaves_no_thread(tmp_path: Path, hold: Callable) ->
     try:
         hold(_last_lines)
         second = SQLiteTaskStore(tmp_path / "tasks.sqlite3")
-        with pytest.raises(RuntimeError, match="in use by another store"):
+        with pytest.raises(
+            RuntimeError,
+            match=r"in use by another a2a-wire process \(or another store in this process\)",
+        ):
             await second.open()
         assert _workers() == [worker_thread(first._conn)]
     finally:

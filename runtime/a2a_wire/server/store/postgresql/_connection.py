@@ -56,7 +56,7 @@ def load_driver() -> ModuleType:
     """
     try:
         import asyncpg
-    except ImportError as exc:  # pragma: no cover - the test extra installs it
+    except ImportError as exc:
         raise RuntimeError(
             'the PostgreSQL store needs asyncpg: pip install "a2a-wire[postgresql]"'
         ) from exc

@@ -246,30 +246,31 @@ class PostgresLeases:
         now = self._lease_now()
         found = await self._pool.fetch(self._leases.expired, now, limit)
         failed = []
-        dead: dict[str, int] = {}  # the process whose lease expired: tasks of it failed here
+        dead: dict[str, list[int]] = {}  # per dead process: its tasks failed, and released here
         for (task_id,) in found:
             taken = await self._take(task_id, now)
             if taken is None:
                 continue
-            owner, holder = taken
+            owner, holder, was_failed = taken
+            counts = dead.setdefault(holder, [0, 0])
+            counts[0 if was_failed else 1] += 1
+            if not was_failed:
+                continue
             failed.append(task_id)
-            dead[holder] = dead.get(holder, 0) + 1
             self._held.discard(task_id)
             self._heads.pop(task_id, None)
             self._waiters.wake(task_id)
             await fold_snapshot(self._pool, self._target.sql, task_id, owner, self._history_limit)
         await self._pool.execute(self._leases.tidy, now)
-        for holder, count in sorted(dead.items()):
-            log.warning(
-                "task store: took over from process %s, whose lease expired: failed its %d"
-                " running task(s)",
-                holder,
-                count,
-            )
+        for holder, (lost, released) in sorted(dead.items()):
+            _log_takeover(holder, lost, released)
         return failed
 
-    async def _take(self, task_id: str, now: float | None) -> tuple[str, str] | None:
-        """End one expired lease; the task's owner and the lease's holder if the task was failed."""
+    async def _take(self, task_id: str, now: float | None) -> tuple[str, str, bool] | None:
+        """End one expired lease: the task's owner, the lease's holder and whether it was failed.
+
+        ``None`` when the lease was not this store's to end (renewed, or another store's).
+        """
         async with self._pool.acquire() as conn, conn.transaction():
             row = await conn.fetchrow(self._leases.lock_task, task_id)
             if row is None and await conn.fetchval(self._leases.task_alive, task_id):
@@ -279,7 +280,7 @@ class PostgresLeases:
                 return None  # renewed, or another store is ending it
             if row is None or TaskState(row[2]) not in RECOVERED_STATES:
                 await conn.execute(self._leases.drop, task_id)
-                return None
+                return ("" if row is None else str(row[0])), str(holder), False
             owner, context_id, state, last_seq = row
             event = restart_event(task_id, context_id, now_timestamp(), PROCESS_LOST_MESSAGE)
             prepared = prepare(task_id, context_id, TaskState(state), [event], now_timestamp())
@@ -296,9 +297,22 @@ class PostgresLeases:
             )
             assert written is not None  # the head row is locked
             await conn.execute(self._leases.drop, task_id)
-        return str(owner), str(holder)
+        return str(owner), str(holder), True
 
     async def _end_process(self) -> None:
         """Expire this process's leases, give back its claims, remove its row (close, open)."""
         self._held.clear()
         await self._pool.execute(self._leases.close, self.process_id)
+
+
+def _log_takeover(holder: str, failed: int, released: int) -> None:
+    """One line per dead process a scan took over from: a warning if it failed tasks of it."""
+    kept = f", released {released} waiting for the client" if released else ""
+    log.log(
+        logging.WARNING if failed else logging.INFO,
+        "task store: took over from process %s, whose lease expired: failed its %d running"
+        " task(s)%s",
+        holder,
+        failed,
+        kept,
+    )

@@ -57,8 +57,9 @@ class FileClaim:
                 except BlockingIOError as exc:
                     if asyncio.get_running_loop().time() >= deadline:
                         raise RuntimeError(
-                            f"task database {database} is in use by another store"
-                            f" (it holds {claim_path(database)})"
+                            f"task database {database} is in use by another a2a-wire process"
+                            f" (or another store in this process), which holds"
+                            f" {claim_path(database)}"
                         ) from exc
                 await asyncio.sleep(CLAIM_POLL_SECONDS)
         except BaseException:
