@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import bisect
 import builtins
-import copy
 import logging
 import time
 from collections.abc import Callable, Collection, Sequence
@@ -22,7 +21,6 @@ from a2a_wire.server.store._contract.log import (
     PURGE_BATCH,
     READ_LIMIT,
     Appended,
-    EventKind,
     EventLogStore,
     EventRange,
     LogEvent,
@@ -30,6 +28,7 @@ from a2a_wire.server.store._contract.log import (
     Snapshot,
 )
 from a2a_wire.server.store._contract.tasks import RECOVERED_STATES, TaskPage, TaskQuery
+from a2a_wire.server.store._fold.create import new_task
 from a2a_wire.server.store._fold.events import (
     Prepared,
     Shadow,
@@ -39,19 +38,17 @@ from a2a_wire.server.store._fold.events import (
     restart_event,
     should_fold,
     status_instant,
-    task_frame,
 )
-from a2a_wire.server.store._fold.history import DEFAULT_HISTORY_LIMIT, trim_history
+from a2a_wire.server.store._fold.history import DEFAULT_HISTORY_LIMIT
 from a2a_wire.server.store._fold.keys import (
-    issue_cursor,
-    read_cursor,
+    TaskCursor,
     state_filter,
     state_key,
     status_key,
-    task_state,
     timestamp_key,
 )
-from a2a_wire.server.store._fold.paging import PageTokens, check_page_size
+from a2a_wire.server.store._fold.paging import PageTokens
+from a2a_wire.server.store._fold.reads import Found, check_range, list_page
 from a2a_wire.server.store.memory._entry import Entry
 from a2a_wire.server.store.memory._push import InMemoryPushStore
 from a2a_wire.types import Task, TaskPushNotificationConfig, TaskState
@@ -153,19 +150,14 @@ class InMemoryTaskStore(InMemoryPushStore, EventLogStore):
             InvalidTransitionError: an event of ``events`` is illegal; nothing was stored.
         """
         self._require_open()
-        if not task.id:
-            raise ValueError("a task needs an id to be stored")
-        stored = copy.copy(task)  # trimming replaces the history list; the caller's stays
-        trim_history(stored, self._history_limit)
-        state = task_state(stored)
-        base = codec.encode(stored)
+        new = new_task(task, self._history_limit)
+        stored, state, base, first = new.stored, new.state, new.body, new.first
         shadow = Shadow.of(stored, len(base))
         prepared = None
         if events:  # checked before anything is stored (or looked up)
             prepared = prepare(task.id, stored.context_id, state, events, shadow=shadow)
         if task.id in self._entries:
             raise ValueError(f"task {task.id!r} is already stored")
-        first = LogEvent(1, EventKind.TASK, task_frame(base))
         self._make_room()
         row = (owner, stored.context_id, state, status_key(stored), self._clock(), base)
         entry = Entry(*row, 1, 1, [first.body], bytearray((first.kind,)))
@@ -273,8 +265,11 @@ class InMemoryTaskStore(InMemoryPushStore, EventLogStore):
             InvalidParamsError: the page token is not valid for this query.
         """
         self._require_open()
-        check_page_size(query.page_size)
-        after = read_cursor(self.page_tokens, query, owner)
+        return await list_page(
+            self.page_tokens, query, owner, lambda at: self._page(query, owner, at)
+        )
+
+    async def _page(self, query: TaskQuery, owner: str, after: TaskCursor | None) -> Found:
         state = state_filter(query)
         since = timestamp_key(query.status_after) if query.status_after is not None else None
         matches = sorted(
@@ -288,12 +283,11 @@ class InMemoryTaskStore(InMemoryPushStore, EventLogStore):
         cursor = None if after is None else (-after[0], -after[1], after[2])
         start = 0 if cursor is None else bisect.bisect_right(matches, cursor)
         page = matches[start : start + query.page_size]
-        token = ""
+        last = None
         if start + query.page_size < len(matches):
             seconds, nanos, last_id = page[-1]
-            token = issue_cursor(self.page_tokens, query, owner, (-seconds, -nanos, last_id))
-        tasks = [self._fold(self._entries[m[2]]) for m in page]
-        return TaskPage(tasks=tasks, next_page_token=token, total_size=len(matches))
+            last = (-seconds, -nanos, last_id)
+        return [self._fold(self._entries[m[2]]) for m in page], last, len(matches)
 
     async def read_events(
         self, task_id: str, after_seq: int, *, owner: str = "", limit: int = READ_LIMIT
@@ -303,8 +297,7 @@ class InMemoryTaskStore(InMemoryPushStore, EventLogStore):
         Raises:
             ValueError: ``after_seq`` is negative or ``limit`` below 1.
         """
-        if after_seq < 0 or limit < 1:
-            raise ValueError("after_seq must be at least 0 and limit at least 1")
+        check_range(after_seq, limit)
         entry = self._entry(task_id, owner)
         if entry is None:
             return None

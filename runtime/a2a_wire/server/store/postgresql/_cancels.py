@@ -64,7 +64,6 @@ _TAKE_REPLY = "DELETE FROM {s}.cancel_replies WHERE request_id = $1 RETURNING ou
 class PostgresCancels(PostgresLeases):
     """Cancel requests, their replies and the keeper of :class:`~._store.PostgresTaskStore`."""
 
-    _poll: float
     _heartbeat_seconds: float | None
     _cancel_callbacks: builtins.list[Callable[[CancelRequest], None]]
     _cancel_due: asyncio.Event

@@ -20,19 +20,17 @@ from a2a_wire.server.store._contract.tasks import RECOVERED_STATES
 from a2a_wire.server.store._fold.events import prepare, restart_event
 from a2a_wire.server.store.postgresql._fence import Fence
 from a2a_wire.server.store.postgresql._lease_statements import LeaseStatements
-from a2a_wire.server.store.postgresql._listen import GapWaiters
-from a2a_wire.server.store.postgresql._rows import Head
+from a2a_wire.server.store.postgresql._state import StoreState
 from a2a_wire.server.store.postgresql._writes import (
     DROP,
     LeaseChange,
-    Target,
     fold_snapshot,
     write_batch,
 )
 from a2a_wire.types import TaskState
 
 if TYPE_CHECKING:
-    from a2a_wire.server.store.postgresql._connection import GuardedPool
+    pass
 
 __all__ = [
     "HEARTBEAT_SECONDS",
@@ -60,30 +58,18 @@ PROCESS_LOST_MESSAGE = (
 """Text of the agent status message put on tasks failed by a takeover."""
 
 
-class PostgresLeases:
+class PostgresLeases(StoreState):
     """The lease part of :class:`~._store.PostgresTaskStore` (see the module docstring).
 
-    The task store provides the pool, its target and the attributes annotated here.
+    It reads the store's state of :class:`~._state.StoreState`; its own is set by
+    :meth:`_init_leases`.
     """
 
-    process_id: str
-    _target: Target
     _leases: LeaseStatements
-    _lease_seconds: float
-    _lease_clock: Callable[[], float] | None
-    _held: set[str]
     _confirmed: dict[str, float]
     _lost_callbacks: builtins.list[Callable[[str], None]]
     _beat_deadline: float
     _fence: Fence
-    _heads: dict[str, Head]
-    _waiters: GapWaiters
-    _history_limit: int | None
-    _clock: Callable[[], float]
-
-    @property
-    def _pool(self) -> GuardedPool:
-        raise NotImplementedError  # pragma: no cover - provided by the task store
 
     def _init_leases(
         self,

@@ -8,17 +8,19 @@ write holds its task's head row; any process may claim due lane heads. See docs/
 from __future__ import annotations
 
 import builtins
-from collections.abc import Callable, Collection, Sequence
-from typing import TYPE_CHECKING, Any
+from collections.abc import Collection, Sequence
+from typing import TYPE_CHECKING
 
 from a2a_wire import codec
 from a2a_wire.server.store._contract.push import Delivery, LaneKey, PushClaims, PushStore
+from a2a_wire.server.store._fold.reads import delivery_of
 from a2a_wire.server.store.postgresql._schema import lock_key
+from a2a_wire.server.store.postgresql._state import StoreState
 from a2a_wire.server.store.postgresql._statements import NOW
 from a2a_wire.types import TaskPushNotificationConfig
 
 if TYPE_CHECKING:
-    from a2a_wire.server.store.postgresql._connection import Conn, GuardedPool
+    from a2a_wire.server.store.postgresql._connection import Conn
 
 __all__ = ["PostgresPushStore", "put_configs"]
 
@@ -51,21 +53,6 @@ _MINE = "(claimed_by IS NULL OR claimed_by = $2)"
 """A row this process may record an attempt on: unclaimed, or claimed by it."""
 
 
-def _delivery(row: Any) -> Delivery:
-    seq, delivery_id, body, created, attempts, next_at, error, failed, config = row
-    return Delivery(
-        seq=seq,
-        delivery_id=delivery_id,
-        config=codec.decode(TaskPushNotificationConfig, config),
-        body=body,
-        created_at=created,
-        attempts=attempts,
-        next_attempt_at=next_at,
-        last_error=error,
-        failed=failed,
-    )
-
-
 async def put_configs(
     conn: Conn, schema: str, configs: Sequence[TaskPushNotificationConfig]
 ) -> None:
@@ -77,21 +64,11 @@ async def put_configs(
     await conn.executemany(statement, [(c.task_id, c.id, codec.encode(c)) for c in configs])
 
 
-class PostgresPushStore(PushStore, PushClaims):
+class PostgresPushStore(StoreState, PushStore, PushClaims):
     """Push configs and outbox in the PostgreSQL store's schema, through its pool.
 
-    :class:`~._store.PostgresTaskStore` provides ``_pool`` and the attributes annotated
-    here.
+    It reads the store's state of :class:`~._state.StoreState`.
     """
-
-    _schema: str
-    process_id: str
-    _lease_seconds: float
-    _lease_clock: Callable[[], float] | None
-
-    @property
-    def _pool(self) -> GuardedPool:
-        raise NotImplementedError  # pragma: no cover - provided by the task store
 
     def _table(self, name: str) -> str:
         return f"{self._schema}.{name}"
@@ -208,7 +185,7 @@ class PostgresPushStore(PushStore, PushClaims):
             self._lease_seconds,
             None if holding is None else [*holding],
         )
-        return [_delivery(row) for row in rows]
+        return [delivery_of(row) for row in rows]
 
     async def release_delivery(self, seq: int) -> None:
         """Give back this process's claim on a row without recording an attempt."""
@@ -228,7 +205,7 @@ class PostgresPushStore(PushStore, PushClaims):
             task_id,
             config_id,
         )
-        return None if row is None else _delivery(row)
+        return None if row is None else delivery_of(row)
 
     async def delivery_done(self, seq: int) -> None:
         """Remove a delivered row."""
@@ -285,4 +262,4 @@ class PostgresPushStore(PushStore, PushClaims):
             " WHERE o.task_id = $1 AND o.failed ORDER BY o.seq",
             task_id,
         )
-        return [_delivery(row) for row in rows]
+        return [delivery_of(row) for row in rows]

@@ -7,12 +7,14 @@ the database; :meth:`PostgresReads.wait_events` polls, and a poll that fails rai
 
 from __future__ import annotations
 
+from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING
 
 from a2a_wire.server.store._contract.log import READ_LIMIT, EventRange, Snapshot
 from a2a_wire.server.store._contract.tasks import TaskPage, TaskQuery
-from a2a_wire.server.store._fold.keys import issue_cursor, read_cursor
-from a2a_wire.server.store._fold.paging import PageTokens, check_page_size
+from a2a_wire.server.store._fold.keys import TaskCursor
+from a2a_wire.server.store._fold.paging import PageTokens
+from a2a_wire.server.store._fold.reads import Found, check_range, list_page
 from a2a_wire.server.store.postgresql import _rows as rows
 from a2a_wire.server.store.postgresql._listen import GapWaiters
 from a2a_wire.server.store.postgresql._rows import Head
@@ -26,21 +28,39 @@ __all__ = ["PostgresReads"]
 
 
 class PostgresReads:
-    """The read part of :class:`~._store.PostgresTaskStore`.
+    """The reads of :class:`~._store.PostgresTaskStore`, on the state it passes in.
 
-    The task store provides the pool and the attributes annotated here.
+    Args:
+        pool: The store's guarded pool, or ``RuntimeError`` while it is closed.
+        sql: The store's statements.
+        history_limit: Most messages a task read keeps.
+        heads: The heads the store remembers (read only, for the waits).
+        waiters: The store's waiting readers, woken by its listener.
+        poll: Seconds between a waiting reader's checks of the table.
+        tokens: The store's page tokens.
     """
 
-    page_tokens: PageTokens
-    _sql: Statements
-    _history_limit: int | None
-    _heads: dict[str, Head]
-    _waiters: GapWaiters
-    _poll: float
+    def __init__(
+        self,
+        pool: Callable[[], GuardedPool],
+        sql: Statements,
+        history_limit: int | None,
+        heads: Mapping[str, Head],
+        waiters: GapWaiters,
+        poll: float,
+        tokens: PageTokens,
+    ) -> None:
+        self._pooled = pool
+        self._sql = sql
+        self._history_limit = history_limit
+        self._heads = heads
+        self._waiters = waiters
+        self._poll = poll
+        self._tokens = tokens
 
     @property
     def _pool(self) -> GuardedPool:
-        raise NotImplementedError  # pragma: no cover - provided by the task store
+        return self._pooled()
 
     async def get(self, task_id: str, *, owner: str = "") -> Task | None:
         """A fresh copy of ``owner``'s task, or ``None``."""
@@ -58,13 +78,13 @@ class PostgresReads:
         Raises:
             InvalidParamsError: the page token is not valid for this query.
         """
-        check_page_size(query.page_size)
-        after = read_cursor(self.page_tokens, query, owner)
-        tasks, last, count = await rows.list_page(
-            self._pool, self._sql, query, owner, after, self._history_limit
-        )
-        token = issue_cursor(self.page_tokens, query, owner, last) if last is not None else ""
-        return TaskPage(tasks=tasks, next_page_token=token, total_size=count)
+
+        async def find(after: TaskCursor | None) -> Found:
+            return await rows.list_page(
+                self._pool, self._sql, query, owner, after, self._history_limit
+            )
+
+        return await list_page(self._tokens, query, owner, find)
 
     async def read_events(
         self, task_id: str, after_seq: int, *, owner: str = "", limit: int = READ_LIMIT
@@ -74,8 +94,7 @@ class PostgresReads:
         Raises:
             ValueError: ``after_seq`` is negative or ``limit`` below 1.
         """
-        if after_seq < 0 or limit < 1:
-            raise ValueError("after_seq must be at least 0 and limit at least 1")
+        check_range(after_seq, limit)
         return await rows.read_range(self._pool, self._sql, task_id, owner, after_seq, limit)
 
     async def wait_events(self, task_id: str, after_seq: int, *, timeout: float) -> bool:

@@ -8,7 +8,7 @@ deleting statement, so no takeover scan finds a task that is unknown.
 from __future__ import annotations
 
 import builtins
-from collections.abc import Callable, Collection
+from collections.abc import Callable, Collection, MutableMapping
 from typing import TYPE_CHECKING
 
 from a2a_wire.server.store._contract.log import PURGE_BATCH
@@ -16,7 +16,6 @@ from a2a_wire.server.store._fold.keys import state_key
 from a2a_wire.server.store.postgresql import _rows as rows
 from a2a_wire.server.store.postgresql._listen import GapWaiters, payload
 from a2a_wire.server.store.postgresql._rows import Head
-from a2a_wire.server.store.postgresql._statements import Statements
 from a2a_wire.server.store.postgresql._writes import Target, drop_events
 from a2a_wire.types import TaskState
 
@@ -27,23 +26,40 @@ __all__ = ["PostgresRetention"]
 
 
 class PostgresRetention:
-    """The retention part of :class:`~._store.PostgresTaskStore`.
+    """The retention of :class:`~._store.PostgresTaskStore`, on the state it passes in.
 
-    The task store provides the pool and the attributes annotated here.
+    Args:
+        pool: The store's guarded pool, or ``RuntimeError`` while it is closed.
+        target: The store's statements and channels.
+        schema: The store's schema.
+        history_limit: Most messages a task keeps (a compaction folds first).
+        heads: The heads the store remembers; a deleted task's is forgotten.
+        held: The leases the store holds; a deleted task's is forgotten.
+        waiters: The store's waiting readers, woken by a deletion or compaction.
     """
 
-    _schema: str
-    _target: Target
-    _sql: Statements
-    _history_limit: int | None
-    _heads: dict[str, Head]
-    _held: set[str]
-    _waiters: GapWaiters
-    _clock: Callable[[], float]
+    def __init__(
+        self,
+        pool: Callable[[], GuardedPool],
+        target: Target,
+        schema: str,
+        history_limit: int | None,
+        heads: MutableMapping[str, Head],
+        held: set[str],
+        waiters: GapWaiters,
+    ) -> None:
+        self._pooled = pool
+        self._target = target
+        self._sql = target.sql
+        self._schema = schema
+        self._history_limit = history_limit
+        self._heads = heads
+        self._held = held
+        self._waiters = waiters
 
     @property
     def _pool(self) -> GuardedPool:
-        raise NotImplementedError  # pragma: no cover - provided by the task store
+        return self._pooled()
 
     async def compact(self, task_id: str, through_seq: int, *, batch: int = PURGE_BATCH) -> int:
         """Drop up to ``batch`` events numbered ``through_seq`` or lower (see the protocol)."""

@@ -14,15 +14,15 @@ from typing import TYPE_CHECKING, Any
 from a2a_wire import codec
 from a2a_wire.server.store._contract.log import EventKind, EventRange, LogEvent
 from a2a_wire.server.store._contract.tasks import TaskQuery
-from a2a_wire.server.store._fold.events import fold
 from a2a_wire.server.store._fold.keys import TaskCursor, state_filter, timestamp_key
+from a2a_wire.server.store._fold.reads import TaskRead, read_folded
 from a2a_wire.server.store.postgresql._statements import Statements
 from a2a_wire.types import Task, TaskState
 
 if TYPE_CHECKING:
     from a2a_wire.server.store.postgresql._connection import Conn, GuardedPool, Queryable
 
-__all__ = ["Head", "TaskRead", "list_page", "load_head", "purge_rows", "read_range", "read_task"]
+__all__ = ["Head", "list_page", "load_head", "purge_rows", "read_range", "read_task"]
 
 
 @dataclass(slots=True)
@@ -51,35 +51,11 @@ async def load_head(conn: Queryable, statement: str, task_id: str) -> Head | Non
     return Head(owner, context_id, TaskState(state), last_seq)
 
 
-@dataclass(frozen=True, slots=True)
-class TaskRead:
-    """A task read with its tail folded in.
-
-    Attributes:
-        task: The task, a fresh copy.
-        seq: The last event folded in.
-        base_seq: The stored snapshot's number.
-        tail_bytes: Bytes of the tail events that were folded.
-    """
-
-    task: Task
-    seq: int
-    base_seq: int
-    tail_bytes: int
-
-
 async def read_task(
     pool: GuardedPool, sql: Statements, task_id: str, owner: str, history_limit: int | None
 ) -> TaskRead | None:
     """``owner``'s task, from one statement reading the snapshot and its tail."""
-    rows = await pool.fetch(sql.read, task_id, owner)
-    if not rows or rows[0][1] != 0:
-        return None
-    base_seq, _, body = rows[0]
-    tail = [LogEvent(seq, EventKind(kind), data) for seq, kind, data in rows[1:]]
-    task = fold(codec.decode(Task, body), tail, history_limit)
-    seq = tail[-1].seq if tail else base_seq
-    return TaskRead(task, seq, base_seq, sum(len(event.body) for event in tail))
+    return read_folded(await pool.fetch(sql.read, task_id, owner), history_limit)
 
 
 def _filters(query: TaskQuery, owner: str) -> tuple[str, list[Any]]:

@@ -10,27 +10,27 @@ from __future__ import annotations
 import asyncio
 import builtins
 import contextlib
-import copy
 import time
 from collections import OrderedDict
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Collection, Iterator, Sequence
 from typing import TYPE_CHECKING
 
-from a2a_wire import codec
 from a2a_wire._protocol.tasks import InvalidTransitionError, now_timestamp
 from a2a_wire.errors import TaskNotFoundError
 from a2a_wire.server.store._contract.errors import StoreUnavailableError, describe
 from a2a_wire.server.store._contract.log import (
+    PURGE_BATCH,
+    READ_LIMIT,
     Appended,
-    EventKind,
     EventLogStore,
-    LogEvent,
+    EventRange,
     LogInput,
+    Snapshot,
 )
-from a2a_wire.server.store._fold.create import first_turn
-from a2a_wire.server.store._fold.events import Prepared, prepare, remember, should_fold, task_frame
-from a2a_wire.server.store._fold.history import trim_history
-from a2a_wire.server.store._fold.keys import state_key, status_key, task_state
+from a2a_wire.server.store._contract.tasks import TaskPage, TaskQuery
+from a2a_wire.server.store._fold.create import first_turn, new_task
+from a2a_wire.server.store._fold.events import Prepared, prepare, remember, should_fold
+from a2a_wire.server.store._fold.keys import state_key, status_key
 from a2a_wire.server.store._fold.outage import OutageLog
 from a2a_wire.server.store._fold.paging import PageTokens
 from a2a_wire.server.store.postgresql import _rows as rows
@@ -88,9 +88,7 @@ POOL_SIZE = 10
 """Default most connections in a store's pool (its listening connection comes on top)."""
 
 
-class PostgresTaskStore(
-    PostgresCancels, PostgresReads, PostgresRetention, PostgresPushStore, EventLogStore
-):
+class PostgresTaskStore(PostgresCancels, PostgresPushStore, EventLogStore):
     """Event logs of tasks in a PostgreSQL schema, shared by any number of stores (processes).
 
     Args:
@@ -176,12 +174,26 @@ class PostgresTaskStore(
         beat_deadline = min(statement_timeout, beat, (lease_seconds - beat) / 3)
         self._init_leases(schema, process_id, lease_seconds, lease_clock, beat_deadline)
         self._init_cancels(heartbeat_seconds)
+        self._init_parts()
 
-    @property
-    def _pool(self) -> GuardedPool:
+    def _init_parts(self) -> None:
+        """The collaborators, on the state ``__init__`` set (named in :mod:`._state`)."""
+        limit, heads, waiters = self._history_limit, self._heads, self._waiters
+        self._reads = PostgresReads(
+            self._pooled, self._sql, limit, heads, waiters, self._poll, self.page_tokens
+        )
+        self._retention = PostgresRetention(
+            self._pooled, self._target, self._schema, limit, heads, self._held, waiters
+        )
+
+    def _pooled(self) -> GuardedPool:
         if self._db is None:
             raise RuntimeError("the task store is not open; call open() first")
         return self._db
+
+    @property
+    def _pool(self) -> GuardedPool:
+        return self._pooled()
 
     async def open(self) -> builtins.list[str]:
         """Connect, create or upgrade the schema, listen, beat, take over, start the keeper.
@@ -325,15 +337,10 @@ class PostgresTaskStore(
                 not purged yet).
             InvalidTransitionError: an event of ``events`` is illegal; nothing was stored.
         """
-        if not task.id:
-            raise ValueError("a task needs an id to be stored")
-        stored = copy.copy(task)  # trimming replaces the history list; the caller's stays
-        trim_history(stored, self._history_limit)
-        state = task_state(stored)
+        new = new_task(task, self._history_limit)
+        stored, state, body, first = new.stored, new.state, new.body, new.first
         if events:  # checked before anything is stored; appended after the create
             prepare(task.id, stored.context_id, state, events, now_timestamp())
-        body = codec.encode(stored)
-        first = LogEvent(1, EventKind.TASK, task_frame(body))
         listing = (task.id, owner, stored.context_id, state_key(state), *status_key(stored))
         row = (*listing, self._clock(), body, first.body)
         lease = self._lease(lease_change(TaskState.UNSPECIFIED, state))
@@ -421,3 +428,53 @@ class PostgresTaskStore(
         head.state = prepared.status.state if prepared.status is not None else head.state
         remember(self._heads, task_id, head, HEAD_CACHE)
         return written
+
+    # Reads and retention: their parts, on the state passed to them in __init__.
+
+    async def get(self, task_id: str, *, owner: str = "") -> Task | None:
+        """A fresh copy of ``owner``'s task, or ``None``."""
+        return await self._reads.get(task_id, owner=owner)
+
+    async def snapshot(self, task_id: str, *, owner: str = "") -> Snapshot | None:
+        """``owner``'s task with the number of its last event, or ``None``."""
+        return await self._reads.snapshot(task_id, owner=owner)
+
+    async def list(self, query: TaskQuery, *, owner: str = "") -> TaskPage:
+        """One page of ``owner``'s tasks matching ``query``, newest status first.
+
+        Raises:
+            InvalidParamsError: the page token is not valid for this query.
+        """
+        return await self._reads.list(query, owner=owner)
+
+    async def read_events(
+        self, task_id: str, after_seq: int, *, owner: str = "", limit: int = READ_LIMIT
+    ) -> EventRange | None:
+        """Events numbered above ``after_seq`` (see the protocol).
+
+        Raises:
+            ValueError: ``after_seq`` is negative or ``limit`` below 1.
+        """
+        return await self._reads.read_events(task_id, after_seq, owner=owner, limit=limit)
+
+    async def wait_events(self, task_id: str, after_seq: int, *, timeout: float) -> bool:
+        """Wait for an event above ``after_seq``: woken by a notification, or polling."""
+        return await self._reads.wait_events(task_id, after_seq, timeout=timeout)
+
+    async def compact(self, task_id: str, through_seq: int, *, batch: int = PURGE_BATCH) -> int:
+        """Drop up to ``batch`` events numbered ``through_seq`` or lower (see the protocol)."""
+        return await self._retention.compact(task_id, through_seq, batch=batch)
+
+    async def expired(
+        self, states: Collection[TaskState], before: float, *, limit: int, logged: bool = False
+    ) -> builtins.list[str]:
+        """Tasks in ``states`` unchanged since ``before``, oldest first, leased ones left out."""
+        return await self._retention.expired(states, before, limit=limit, logged=logged)
+
+    async def delete_task(self, task_id: str) -> bool:
+        """Make a task unknown with its push configs, lease and cancel request, in one statement."""
+        return await self._retention.delete_task(task_id)
+
+    async def purge(self, *, batch: int = PURGE_BATCH) -> int:
+        """Delete up to ``batch`` event and outbox rows of a deleted task (see the protocol)."""
+        return await self._retention.purge(batch=batch)

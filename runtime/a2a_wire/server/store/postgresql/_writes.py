@@ -20,10 +20,11 @@ from a2a_wire.server.store._contract.log import EventKind, LogEvent
 from a2a_wire.server.store._contract.tasks import RECOVERED_STATES
 from a2a_wire.server.store._fold.events import Prepared, status_instant
 from a2a_wire.server.store._fold.keys import state_key
+from a2a_wire.server.store._fold.reads import TaskRead
 from a2a_wire.server.store.postgresql._connection import load_driver
 from a2a_wire.server.store.postgresql._listen import payload
 from a2a_wire.server.store.postgresql._push import put_configs
-from a2a_wire.server.store.postgresql._rows import TaskRead, read_task
+from a2a_wire.server.store.postgresql._rows import read_task
 from a2a_wire.server.store.postgresql._statements import Statements
 from a2a_wire.types import TaskPushNotificationConfig, TaskState
 

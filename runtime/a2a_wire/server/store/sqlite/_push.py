@@ -11,13 +11,14 @@ import builtins
 import sqlite3
 import time
 from collections.abc import Callable, Sequence
-from typing import Any, TypeVar
+from typing import TypeVar
 
 import aiosqlite
 
 from a2a_wire import codec
 from a2a_wire.server.store._contract.push import Delivery, LaneKey, PushStore
 from a2a_wire.server.store._fold.outage import OutageLog
+from a2a_wire.server.store._fold.reads import delivery_of
 from a2a_wire.server.store.sqlite._connection import hop, transaction
 from a2a_wire.server.store.sqlite._faults import SQLiteFaults
 from a2a_wire.server.store.sqlite._group import WriteGroup
@@ -95,21 +96,6 @@ def put_configs(con: sqlite3.Connection, configs: Sequence[TaskPushNotificationC
         con.execute(_PUT_CONFIG, row)
 
 
-def _delivery(row: Any) -> Delivery:
-    seq, delivery_id, body, created, attempts, next_at, error, failed, config = row
-    return Delivery(
-        seq=seq,
-        delivery_id=delivery_id,
-        config=codec.decode(TaskPushNotificationConfig, config),
-        body=bytes(body),
-        created_at=created,
-        attempts=attempts,
-        next_attempt_at=next_at,
-        last_error=error,
-        failed=bool(failed),
-    )
-
-
 PING = (
     "SELECT (SELECT 1 FROM tasks WHERE id = ''),"
     " (SELECT 1 FROM task_events WHERE task_ref = 0 AND seq = 0)"
@@ -139,7 +125,8 @@ class SQLitePushStore(PushStore):
 
     async def _load_push(self, db: aiosqlite.Connection) -> None:
         rows = await db.execute_fetchall("SELECT DISTINCT task_id FROM push_configs")
-        self._push_tasks = {row[0] for row in rows}
+        self._push_tasks.clear()  # in place: the retention part holds this set too
+        self._push_tasks.update(row[0] for row in rows)
 
     async def ping(self) -> None:
         """One indexed read of the tables requests need, on the store's connection thread.
@@ -223,7 +210,7 @@ class SQLitePushStore(PushStore):
     async def next_delivery(self, task_id: str, config_id: str) -> Delivery | None:
         """The lane's first undelivered row."""
         rows = await self._run(lambda con: con.execute(_NEXT, (task_id, config_id)).fetchall())
-        return _delivery(rows[0]) if rows else None
+        return delivery_of(rows[0]) if rows else None
 
     async def delivery_done(self, seq: int) -> None:
         """Remove a delivered row."""
@@ -246,4 +233,4 @@ class SQLitePushStore(PushStore):
     async def failed_deliveries(self, task_id: str) -> builtins.list[Delivery]:
         """The task's given-up rows."""
         rows = await self._run(lambda con: con.execute(_FAILED, (task_id,)).fetchall())
-        return [_delivery(row) for row in rows]
+        return [delivery_of(row) for row in rows]

@@ -8,29 +8,53 @@ other (:mod:`._faults`).
 from __future__ import annotations
 
 import builtins
-from collections import OrderedDict
-from collections.abc import Collection
+import sqlite3
+from collections.abc import Callable, Collection, MutableMapping
+from typing import Protocol, TypeVar
 
 from a2a_wire.server.store._contract.log import PURGE_BATCH
 from a2a_wire.server.store._fold.events import Waiters
 from a2a_wire.server.store._fold.keys import state_key
 from a2a_wire.server.store.sqlite import _rows as rows
 from a2a_wire.server.store.sqlite._connection import transaction
-from a2a_wire.server.store.sqlite._push import SQLitePushStore
 from a2a_wire.server.store.sqlite._rows import Head
 from a2a_wire.types import TaskState
 
 __all__ = ["SQLiteRetention"]
 
+T = TypeVar("T")
 
-class SQLiteRetention(SQLitePushStore):
-    """The retention part of :class:`~._store.SQLiteTaskStore`.
 
-    The task store provides the heads and the waiters annotated here.
+class Calls(Protocol):
+    """How the store runs a function of its connection: its ``_run`` or ``_commit``."""
+
+    async def __call__(self, work: Callable[[sqlite3.Connection], T]) -> T: ...
+
+
+class SQLiteRetention:
+    """The retention of :class:`~._store.SQLiteTaskStore`, on the state it passes in.
+
+    Args:
+        run: The store's reads (one hop, faults translated).
+        commit: The store's writes (grouped, faults translated).
+        heads: The heads the store remembers; a deleted task's is forgotten.
+        push_tasks: The tasks with push configs; a deleted task leaves it.
+        waiters: The store's waiting readers, woken by a deletion.
     """
 
-    _heads: OrderedDict[str, Head]
-    _waiters: Waiters
+    def __init__(
+        self,
+        run: Calls,
+        commit: Calls,
+        heads: MutableMapping[str, Head],
+        push_tasks: set[str],
+        waiters: Waiters,
+    ) -> None:
+        self._run = run
+        self._commit = commit
+        self._heads = heads
+        self._push_tasks = push_tasks
+        self._waiters = waiters
 
     async def expired(
         self, states: Collection[TaskState], before: float, *, limit: int, logged: bool = False

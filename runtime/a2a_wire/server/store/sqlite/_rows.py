@@ -23,6 +23,7 @@ from a2a_wire import codec
 from a2a_wire.server.store._contract.log import EventKind, EventRange, LogEvent
 from a2a_wire.server.store._contract.tasks import TaskQuery
 from a2a_wire.server.store._fold.events import Shadow, fold
+from a2a_wire.server.store._fold.reads import TaskRead, read_folded
 from a2a_wire.server.store.sqlite._schema import (
     BOUNDS,
     EVENTS,
@@ -40,7 +41,6 @@ __all__ = [
     "Folded",
     "Head",
     "Known",
-    "TaskRead",
     "delete_rows",
     "drop_events",
     "fold_known",
@@ -115,35 +115,11 @@ def load_head(db: sqlite3.Connection, task_id: str) -> Head | None:
     return Head(owner, context_id, TaskState(state), last, last, snap_seq, snap_bytes, tail)
 
 
-@dataclass(frozen=True, slots=True)
-class TaskRead:
-    """A task read with its tail folded in.
-
-    Attributes:
-        task: The task, a fresh copy.
-        seq: The last event folded in.
-        base_seq: The stored snapshot's number.
-        tail_bytes: Bytes of the tail events that were folded.
-    """
-
-    task: Task
-    seq: int
-    base_seq: int
-    tail_bytes: int
-
-
 def read_task(
     db: sqlite3.Connection, task_id: str, owner: str, history_limit: int | None
 ) -> TaskRead | None:
     """``owner``'s task, from one statement reading the snapshot and its tail."""
-    rows = list(_all(db, READ, (task_id, owner)))
-    if not rows or rows[0][1] != 0:
-        return None
-    base_seq, _, body = rows[0]
-    tail = [LogEvent(seq, EventKind(kind), bytes(data)) for seq, kind, data in rows[1:]]
-    task = fold(codec.decode(Task, body), tail, history_limit)
-    seq = tail[-1].seq if tail else base_seq
-    return TaskRead(task, seq, base_seq, sum(len(event.body) for event in tail))
+    return read_folded(list(_all(db, READ, (task_id, owner))), history_limit)
 
 
 @dataclass(frozen=True, slots=True)

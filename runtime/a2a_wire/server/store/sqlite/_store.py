@@ -8,11 +8,10 @@ See docs/internals/store.md, "SQLite: writes".
 from __future__ import annotations
 
 import builtins
-import copy
 import sqlite3
 import time
 from collections import OrderedDict
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Collection, Sequence
 from pathlib import Path
 
 import aiosqlite
@@ -24,14 +23,13 @@ from a2a_wire.server.store._contract.log import (
     PURGE_BATCH,
     READ_LIMIT,
     Appended,
-    EventKind,
     EventLogStore,
     EventRange,
-    LogEvent,
     LogInput,
     Snapshot,
 )
 from a2a_wire.server.store._contract.tasks import RECOVERED_STATES, TaskPage, TaskQuery
+from a2a_wire.server.store._fold.create import new_task
 from a2a_wire.server.store._fold.events import (
     Prepared,
     Shadow,
@@ -39,22 +37,21 @@ from a2a_wire.server.store._fold.events import (
     prepare,
     remember,
     restart_event,
-    task_frame,
 )
-from a2a_wire.server.store._fold.history import DEFAULT_HISTORY_LIMIT, trim_history
+from a2a_wire.server.store._fold.history import DEFAULT_HISTORY_LIMIT
 from a2a_wire.server.store._fold.keys import (
-    issue_cursor,
-    read_cursor,
+    TaskCursor,
     state_key,
     status_key,
-    task_state,
 )
 from a2a_wire.server.store._fold.outage import OutageLog
-from a2a_wire.server.store._fold.paging import PageTokens, check_page_size
+from a2a_wire.server.store._fold.paging import PageTokens
+from a2a_wire.server.store._fold.reads import Found, check_range, list_page
 from a2a_wire.server.store.sqlite import _rows as rows
 from a2a_wire.server.store.sqlite import _schema as sql
 from a2a_wire.server.store.sqlite._claim import FileClaim
 from a2a_wire.server.store.sqlite._connection import transaction
+from a2a_wire.server.store.sqlite._push import SQLitePushStore
 from a2a_wire.server.store.sqlite._retention import SQLiteRetention
 from a2a_wire.server.store.sqlite._rows import Folded, Head
 from a2a_wire.server.store.sqlite._writes import (
@@ -66,7 +63,7 @@ from a2a_wire.server.store.sqlite._writes import (
     settle,
     write_events,
 )
-from a2a_wire.types import Task, TaskPushNotificationConfig
+from a2a_wire.types import Task, TaskPushNotificationConfig, TaskState
 
 __all__ = ["BODY_CACHE_BYTES", "HEAD_CACHE", "SQLiteTaskStore"]
 
@@ -77,7 +74,7 @@ BODY_CACHE_BYTES = 8 * 1024
 """Largest snapshot a head keeps (:attr:`~._rows.Head.body`)."""
 
 
-class SQLiteTaskStore(SQLiteRetention, EventLogStore):
+class SQLiteTaskStore(SQLitePushStore, EventLogStore):
     """Tasks as event logs in an SQLite file, the durable store.
 
     Args:
@@ -124,6 +121,9 @@ class SQLiteTaskStore(SQLiteRetention, EventLogStore):
         self._waiters = Waiters()
         # A call that is going to fail for a lock does so within busy_timeout of its start.
         self._init_push(OutageLog("SQLite", quiet_seconds=2 * busy_timeout_seconds))
+        self._retention = SQLiteRetention(
+            self._run, self._commit, self._heads, self._push_tasks, self._waiters
+        )
 
     @property
     def _conn(self) -> aiosqlite.Connection:
@@ -200,12 +200,8 @@ class SQLiteTaskStore(SQLiteRetention, EventLogStore):
                 not purged yet).
             InvalidTransitionError: an event of ``events`` is illegal; nothing was stored.
         """
-        if not task.id:
-            raise ValueError("a task needs an id to be stored")
-        stored = copy.copy(task)  # trimming replaces the history list; the caller's stays
-        trim_history(stored, self._history_limit)
-        state = task_state(stored)
-        body = codec.encode(stored)
+        new = new_task(task, self._history_limit)
+        stored, state, body, first = new.stored, new.state, new.body, new.first
         head = Head(owner, stored.context_id, state, 1, 1, 1, len(body), 0, _cached(body), [])
         head.shadow = None if head.body is None else Shadow.of(stored, len(body))
         batch = None
@@ -213,7 +209,6 @@ class SQLiteTaskStore(SQLiteRetention, EventLogStore):
             turn = prepare(task.id, stored.context_id, state, events, shadow=head.shadow)
             pushing = push and (bool(push_configs) or task.id in self._push_tasks)
             batch = self._reserve(head, task.id, turn, pushing)
-        first = LogEvent(1, EventKind.TASK, task_frame(body))
         row = (task.id, owner, stored.context_id, state_key(state), *status_key(stored))
         changed = self._clock()
 
@@ -316,13 +311,12 @@ class SQLiteTaskStore(SQLiteRetention, EventLogStore):
         Raises:
             InvalidParamsError: the page token is not valid for this query.
         """
-        check_page_size(query.page_size)
-        after = read_cursor(self.page_tokens, query, owner)
         limit = self._history_limit
-        page = await self._run(lambda con: rows.list_page(con, query, owner, after, limit))
-        tasks, last, count = page
-        token = issue_cursor(self.page_tokens, query, owner, last) if last is not None else ""
-        return TaskPage(tasks=tasks, next_page_token=token, total_size=count)
+
+        async def find(after: TaskCursor | None) -> Found:
+            return await self._run(lambda con: rows.list_page(con, query, owner, after, limit))
+
+        return await list_page(self.page_tokens, query, owner, find)
 
     async def read_events(
         self, task_id: str, after_seq: int, *, owner: str = "", limit: int = READ_LIMIT
@@ -332,8 +326,7 @@ class SQLiteTaskStore(SQLiteRetention, EventLogStore):
         Raises:
             ValueError: ``after_seq`` is negative or ``limit`` below 1.
         """
-        if after_seq < 0 or limit < 1:
-            raise ValueError("after_seq must be at least 0 and limit at least 1")
+        check_range(after_seq, limit)
         return await self._run(lambda con: rows.read_range(con, task_id, owner, after_seq, limit))
 
     async def wait_events(self, task_id: str, after_seq: int, *, timeout: float) -> bool:
@@ -364,6 +357,20 @@ class SQLiteTaskStore(SQLiteRetention, EventLogStore):
         if dropped:
             self._waiters.wake(task_id)
         return dropped
+
+    async def expired(
+        self, states: Collection[TaskState], before: float, *, limit: int, logged: bool = False
+    ) -> builtins.list[str]:
+        """Tasks in ``states`` unchanged since ``before``, oldest first (see the protocol)."""
+        return await self._retention.expired(states, before, limit=limit, logged=logged)
+
+    async def delete_task(self, task_id: str) -> bool:
+        """Make a task unknown with its push configs, in one transaction (see the protocol)."""
+        return await self._retention.delete_task(task_id)
+
+    async def purge(self, *, batch: int = PURGE_BATCH) -> int:
+        """Delete up to ``batch`` event and outbox rows of a deleted task (see the protocol)."""
+        return await self._retention.purge(batch=batch)
 
 
 def _cached(body: bytes) -> bytes | None:
