@@ -8,19 +8,18 @@ write holds its task's head row; any process may claim due lane heads. See docs/
 from __future__ import annotations
 
 import builtins
-from collections.abc import Collection, Sequence
+from collections.abc import Callable, Collection, Sequence
 from typing import TYPE_CHECKING
 
 from a2a_wire import codec
 from a2a_wire.server.store._contract.push import Delivery, LaneKey, PushClaims, PushStore
 from a2a_wire.server.store._fold.reads import delivery_of
 from a2a_wire.server.store.postgresql._schema import lock_key
-from a2a_wire.server.store.postgresql._state import StoreState
 from a2a_wire.server.store.postgresql._statements import NOW
 from a2a_wire.types import TaskPushNotificationConfig
 
 if TYPE_CHECKING:
-    from a2a_wire.server.store.postgresql._connection import Conn
+    from a2a_wire.server.store.postgresql._connection import Conn, GuardedPool
 
 __all__ = ["PostgresPushStore", "put_configs"]
 
@@ -64,11 +63,34 @@ async def put_configs(
     await conn.executemany(statement, [(c.task_id, c.id, codec.encode(c)) for c in configs])
 
 
-class PostgresPushStore(StoreState, PushStore, PushClaims):
-    """Push configs and outbox in the PostgreSQL store's schema, through its pool.
+class PostgresPushStore(PushStore, PushClaims):
+    """Push configs and outbox of :class:`~._store.PostgresTaskStore`, on the state it passes in.
 
-    It reads the store's state of :class:`~._state.StoreState`.
+    Args:
+        pool: The store's guarded pool, or ``RuntimeError`` while it is closed.
+        schema: The store's schema.
+        process_id: The store's process id, which claims rows.
+        lease_seconds: How long a claim lasts after its renewal (the heartbeat's).
+        lease_clock: The lease clock; ``None`` for the database server's.
     """
+
+    def __init__(
+        self,
+        pool: Callable[[], GuardedPool],
+        schema: str,
+        process_id: str,
+        lease_seconds: float,
+        lease_clock: Callable[[], float] | None,
+    ) -> None:
+        self._pooled = pool
+        self._schema = schema
+        self.process_id = process_id
+        self._lease_seconds = lease_seconds
+        self._lease_clock = lease_clock
+
+    @property
+    def _pool(self) -> GuardedPool:
+        return self._pooled()
 
     def _table(self, name: str) -> str:
         return f"{self._schema}.{name}"

@@ -1,8 +1,8 @@
-"""The state the PostgreSQL store's mixin parts (leases, cancels, push) share, declared once.
+"""The state the PostgreSQL store's mixin parts (leases, cancels) share, declared once.
 
 :class:`~._store.PostgresTaskStore` sets every attribute here in its ``__init__`` (the lease
 ones through ``_init_leases``) and provides the pool; each part reads them from ``self``.
-Reads and retention are collaborators instead, given what they need explicitly.
+Reads, retention and push are collaborators instead, given what they need explicitly.
 """
 
 from __future__ import annotations

@@ -27,6 +27,7 @@ from a2a_wire.server.store._contract.log import (
     LogInput,
     Snapshot,
 )
+from a2a_wire.server.store._contract.push import Delivery, LaneKey, PushClaims
 from a2a_wire.server.store._contract.tasks import TaskPage, TaskQuery
 from a2a_wire.server.store._fold.create import first_turn, new_task
 from a2a_wire.server.store._fold.events import Prepared, prepare, remember, should_fold
@@ -88,7 +89,7 @@ POOL_SIZE = 10
 """Default most connections in a store's pool (its listening connection comes on top)."""
 
 
-class PostgresTaskStore(PostgresCancels, PostgresPushStore, EventLogStore):
+class PostgresTaskStore(PostgresCancels, EventLogStore, PushClaims):
     """Event logs of tasks in a PostgreSQL schema, shared by any number of stores (processes).
 
     Args:
@@ -184,6 +185,9 @@ class PostgresTaskStore(PostgresCancels, PostgresPushStore, EventLogStore):
         )
         self._retention = PostgresRetention(
             self._pooled, self._target, self._schema, limit, heads, self._held, waiters
+        )
+        self._push = PostgresPushStore(
+            self._pooled, self._schema, self.process_id, self._lease_seconds, self._lease_clock
         )
 
     def _pooled(self) -> GuardedPool:
@@ -478,3 +482,69 @@ class PostgresTaskStore(PostgresCancels, PostgresPushStore, EventLogStore):
     async def purge(self, *, batch: int = PURGE_BATCH) -> int:
         """Delete up to ``batch`` event and outbox rows of a deleted task (see the protocol)."""
         return await self._retention.purge(batch=batch)
+
+    # Push configs, outbox and claims: their part, on the state passed to it in __init__.
+
+    async def put_push_config(
+        self, config: TaskPushNotificationConfig, *, limit: int | None = None
+    ) -> bool:
+        """Store a config, replacing one with the same task and id, within ``limit``."""
+        return await self._push.put_push_config(config, limit=limit)
+
+    async def get_push_config(
+        self, task_id: str, config_id: str
+    ) -> TaskPushNotificationConfig | None:
+        """The config, or ``None``."""
+        return await self._push.get_push_config(task_id, config_id)
+
+    async def list_push_configs(
+        self, task_id: str
+    ) -> builtins.list[tuple[int, TaskPushNotificationConfig]]:
+        """The task's configs with their positions, in creation order."""
+        return await self._push.list_push_configs(task_id)
+
+    async def delete_push_config(self, task_id: str, config_id: str) -> bool:
+        """Remove a config and all its outbox rows, in one transaction."""
+        return await self._push.delete_push_config(task_id, config_id)
+
+    async def pending_lanes(self, after_seq: int) -> tuple[builtins.list[LaneKey], int]:
+        """Every lane with undelivered rows and a config, whatever ``after_seq`` is (see above)."""
+        return await self._push.pending_lanes(after_seq)
+
+    async def claim_deliveries(
+        self, limit: int, *, holding: Collection[int] | None = None
+    ) -> builtins.list[Delivery]:
+        """Claim up to ``limit`` due lane heads for this process (see "Claims")."""
+        return await self._push.claim_deliveries(limit, holding=holding)
+
+    async def release_delivery(self, seq: int) -> None:
+        """Give back this process's claim on a row without recording an attempt."""
+        await self._push.release_delivery(seq)
+
+    async def next_delivery(self, task_id: str, config_id: str) -> Delivery | None:
+        """The lane's first undelivered row."""
+        return await self._push.next_delivery(task_id, config_id)
+
+    async def delivery_done(self, seq: int) -> None:
+        """Remove a delivered row."""
+        await self._push.delivery_done(seq)
+
+    async def delivery_retry(
+        self, seq: int, *, attempts: int, next_attempt_at: float, error: str
+    ) -> None:
+        """Record a failed attempt and end this process's claim (see "Claims")."""
+        await self._push.delivery_retry(
+            seq, attempts=attempts, next_attempt_at=next_attempt_at, error=error
+        )
+
+    async def delivery_retry_in(self, seq: int, *, attempts: int, delay: float, error: str) -> None:
+        """Record a failed attempt due again ``delay`` seconds from now by the lease clock."""
+        await self._push.delivery_retry_in(seq, attempts=attempts, delay=delay, error=error)
+
+    async def delivery_failed(self, seq: int, *, attempts: int, error: str) -> None:
+        """Mark a row given up, ending this process's claim (see "Claims")."""
+        await self._push.delivery_failed(seq, attempts=attempts, error=error)
+
+    async def failed_deliveries(self, task_id: str) -> builtins.list[Delivery]:
+        """The task's given-up rows."""
+        return await self._push.failed_deliveries(task_id)
