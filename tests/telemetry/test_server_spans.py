@@ -154,3 +154,11 @@ async def test_a_stream_whose_reader_leaves_still_ends_its_span(
     [span] = await ended(otel, "SendStreamingMessage")
     assert span.attributes["a2a.stream.event.count"] >= 1
     assert otel.total("a2a.server.active_streams") == 0
+
+
+async def test_the_tasks_a_message_refers_to_are_recorded(client: Any, otel: Recorded) -> None:
+    params = send_params("echo")
+    params["message"]["referenceTaskIds"] = ["t-1", "t-2"]
+    await result(client, "SendMessage", params)
+    [span] = await ended(otel, "SendMessage")
+    assert span.attributes["a2a.message.reference_task_ids"] == ("t-1", "t-2")

@@ -61,14 +61,20 @@ from a2a_wire.server._retention import RETENTION_KEY, Retention
 from a2a_wire.server._settings import ServerSettings
 from a2a_wire.server._skills import SkillRouter, SkillSet
 from a2a_wire.server._streaming import error_answer, stream_events
-from a2a_wire.server._telemetry import ServerCall, ServerTelemetry, TracedAgent, observing
+from a2a_wire.server._telemetry import (
+    TRACE_KEY,
+    ServerCall,
+    ServerTelemetry,
+    TracedAgent,
+    observing,
+)
 from a2a_wire.server.push._delivery import PUSH_DELIVERER_KEY, PushDeliverer
 from a2a_wire.server.store._log import EventLogStore
 from a2a_wire.server.store._log_memory import InMemoryTaskStore
 from a2a_wire.telemetry import DEFAULT, Telemetry
 from a2a_wire.types import AgentCard
 
-__all__ = ["CALLS_KEY", "RUNTIME_KEY", "STORE_KEY", "create_app"]
+__all__ = ["CALLS_KEY", "RUNTIME_KEY", "STORE_KEY", "TRACE_KEY", "create_app"]
 
 log = logging.getLogger("a2a_wire.server")
 

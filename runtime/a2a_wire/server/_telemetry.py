@@ -48,7 +48,10 @@ if TYPE_CHECKING:
 
     from a2a_wire.telemetry._metrics import Instruments
 
-__all__ = ["ServerCall", "ServerTelemetry", "TracedAgent", "observing"]
+__all__ = ["TRACE_KEY", "ServerCall", "ServerTelemetry", "TracedAgent", "observing"]
+
+TRACE_KEY: web.RequestKey[tuple[str, str]] = web.RequestKey("a2a_wire.trace")
+"""The trace id and span id (32 and 16 hex digits) of a request's first sampled SERVER span."""
 
 _PARENT: web.RequestKey[Context] = web.RequestKey("a2a_wire.telemetry.parent")
 _SENDS = frozenset({methods.SEND_MESSAGE.name, methods.SEND_STREAMING_MESSAGE.name})
@@ -175,6 +178,10 @@ class ServerTelemetry:
                 attrs[PROTOCOL_VERSION] = version[:32]
             params_attributes(call.params, attrs)  # at the start: samplers see them
             span = start_span(tracer, name, SpanKind.SERVER, parent, attrs)
+            if span is not None and TRACE_KEY not in request:
+                ids = span.get_span_context()
+                if ids.is_valid and ids.trace_flags.sampled:
+                    request[TRACE_KEY] = (f"{ids.trace_id:032x}", f"{ids.span_id:016x}")
         histogram = instruments.server_duration if instruments is not None else None
         record = CallRecord(span, histogram, name, parent)
         new_task = name in _SENDS and _new_task(call.params)

@@ -24,6 +24,7 @@ __all__ = [
     "OPERATION_NAME",
     "OTHER_METHOD",
     "PROTOCOL_VERSION",
+    "REFERENCE_TASK_IDS",
     "SERVER_ADDRESS",
     "SERVER_PORT",
     "STREAM_EVENT_COUNT",
@@ -45,6 +46,7 @@ TENANT = "a2a.tenant"
 TASK_ID = "a2a.task.id"
 TASK_STATE = "a2a.task.state"
 MESSAGE_ID = "a2a.message.id"
+REFERENCE_TASK_IDS = "a2a.message.reference_task_ids"
 STREAM_EVENT_COUNT = "a2a.stream.event.count"
 CONVERSATION_ID = "gen_ai.conversation.id"
 AGENT_NAME = "gen_ai.agent.name"
@@ -59,7 +61,10 @@ OTHER_METHOD = "_OTHER"
 MAX_ID_CHARS = 256
 """Longest identifier recorded; a longer one is cut (ids are the client's choice)."""
 
-Attributes = dict[str, str | int]
+MAX_REFERENCES = 16
+"""Most ``referenceTaskIds`` recorded; the first ones are kept."""
+
+Attributes = dict[str, str | int | list[str]]
 
 
 def error_type(exc: BaseException) -> str:
@@ -84,10 +89,18 @@ def _task(attrs: Attributes, task: Task) -> None:
         attrs[TASK_STATE] = task.status.state.value
 
 
+def _references(attrs: Attributes, ids: object) -> None:
+    if isinstance(ids, list):
+        kept = [i[:MAX_ID_CHARS] for i in ids[:MAX_REFERENCES] if isinstance(i, str) and i]
+        if kept:
+            attrs[REFERENCE_TASK_IDS] = kept
+
+
 def _message(attrs: Attributes, message: Message) -> None:
     _put(attrs, MESSAGE_ID, message.message_id)
     _put(attrs, TASK_ID, message.task_id)
     _put(attrs, CONVERSATION_ID, message.context_id)
+    _references(attrs, message.reference_task_ids)
 
 
 def value_attributes(value: ProtoMessage | None, attrs: Attributes) -> Attributes:
@@ -127,8 +140,8 @@ def value_attributes(value: ProtoMessage | None, attrs: Attributes) -> Attribute
 def params_attributes(params: object, attrs: Attributes) -> Attributes:
     """Add the identifiers of raw JSON-RPC ``params`` (as parsed, before decoding) to ``attrs``.
 
-    Reads only ``tenant``, ``id``/``taskId`` and the message's ``messageId``, ``taskId`` and
-    ``contextId``, and only string values. Returns ``attrs``.
+    Reads only ``tenant``, ``id``/``taskId`` and the message's ``messageId``, ``taskId``,
+    ``contextId`` and ``referenceTaskIds``, and only string values. Returns ``attrs``.
     """
     if not isinstance(params, Mapping):
         return attrs
@@ -139,4 +152,5 @@ def params_attributes(params: object, attrs: Attributes) -> Attributes:
         _put(attrs, MESSAGE_ID, message.get("messageId"))
         _put(attrs, TASK_ID, message.get("taskId"))
         _put(attrs, CONVERSATION_ID, message.get("contextId"))
+        _references(attrs, message.get("referenceTaskIds"))
     return attrs
