@@ -112,6 +112,8 @@ class ServerCall:
 
     def _event(self, body: bytes) -> None:
         self.events += 1
+        if self._instruments is not None:
+            self._instruments.stream_events.add(1, {METHOD_NAME: self.record.method})
         if self.events == 1 and self._new_task and body.startswith(_TASK_EVENTS):
             if self._instruments is not None:
                 self._instruments.tasks_created.add(1)
@@ -189,7 +191,9 @@ class ServerTelemetry:
 
 
 class TracedAgent(AgentExecutor):
-    """An agent whose runs are INTERNAL spans ``invoke_agent {name}`` (cancels pass through).
+    """An agent whose runs are INTERNAL spans ``invoke_agent {name}``, counted and timed.
+
+    Cancels pass through.
 
     Args:
         agent: The agent.
@@ -203,16 +207,23 @@ class TracedAgent(AgentExecutor):
         self.telemetry = telemetry
 
     async def execute(self, context: RequestContext, events: EventQueue) -> None:
-        """Run the agent inside its span (a child of the call that started the run)."""
+        """Run the agent inside its span (a child of the call that started the run), counted."""
         tracer = self.telemetry.tracer()
-        if tracer is None:
+        instruments = self.telemetry.instruments()
+        if tracer is None and instruments is None:
             await self.agent.execute(context, events)
             return
-        attrs: Attributes = {OPERATION_NAME: "invoke_agent", AGENT_NAME: self.name}
-        attrs[TASK_ID] = context.task_id
-        attrs[CONVERSATION_ID] = context.context_id
         name = f"invoke_agent {self.name}"
-        record = CallRecord(start_span(tracer, name, SpanKind.INTERNAL, None, attrs), None, name)
+        span = None
+        if tracer is not None:
+            attrs: Attributes = {OPERATION_NAME: "invoke_agent", AGENT_NAME: self.name}
+            attrs[TASK_ID] = context.task_id
+            attrs[CONVERSATION_ID] = context.context_id
+            span = start_span(tracer, name, SpanKind.INTERNAL, None, attrs)
+        histogram = instruments.run_duration if instruments is not None else None
+        record = CallRecord(span, histogram, name, measured={AGENT_NAME: self.name})
+        if instruments is not None:
+            instruments.active_runs.add(1)
         try:
             with activated(record):  # a client call of the agent's continues the trace
                 await self.agent.execute(context, events)
@@ -221,6 +232,8 @@ class TracedAgent(AgentExecutor):
             raise
         finally:
             record.end()
+            if instruments is not None:
+                instruments.active_runs.add(-1)
 
     async def cancel(self, context: RequestContext, events: EventQueue) -> None:
         """The agent's own cancel."""

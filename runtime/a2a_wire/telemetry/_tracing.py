@@ -56,9 +56,19 @@ class CallRecord:
         histogram: Where the duration goes, or ``None`` when metrics are off.
         method: The ``a2a.method.name`` of the measurement.
         parent: The context the span was started in (kept for :func:`activated`).
+        measured: The duration's attributes in place of ``{a2a.method.name: method}``.
     """
 
-    __slots__ = ("_histogram", "_start", "error", "method", "parent", "recording", "span")
+    __slots__ = (
+        "_histogram",
+        "_measured",
+        "_start",
+        "error",
+        "method",
+        "parent",
+        "recording",
+        "span",
+    )
 
     def __init__(
         self,
@@ -66,8 +76,10 @@ class CallRecord:
         histogram: Histogram | None,
         method: str,
         parent: Context | None = None,
+        measured: Attributes | None = None,
     ) -> None:
         self.span = span
+        self._measured = measured
         self.recording = span is not None and span.is_recording()
         self._histogram = histogram
         self.method = method
@@ -96,7 +108,7 @@ class CallRecord:
     def end(self) -> None:
         """End the span and record the duration (seconds); once."""
         if self._histogram is not None:
-            attrs: Attributes = {METHOD_NAME: self.method}
+            attrs: Attributes = dict(self._measured or {METHOD_NAME: self.method})
             if self.error is not None:
                 attrs[ERROR_TYPE] = self.error
             self._histogram.record(time.perf_counter() - self._start, attrs)
