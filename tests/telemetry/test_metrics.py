@@ -81,3 +81,21 @@ async def test_stream_events_are_counted_by_method(client: Any, otel: Recorded) 
 
 async def _total(otel: Recorded, metric: str) -> float:
     return otel.total(metric)
+
+
+async def test_state_transitions_are_counted_by_the_state_entered(
+    client: Any, otel: Recorded
+) -> None:
+    first = (await result(client, "SendMessage", send_params("input")))["task"]
+    follow = send_params("more", taskId=first["id"], contextId=first["contextId"])
+    await result(client, "SendMessage", follow)
+
+    entered = {
+        p.attributes["a2a.task.state"]: p.value for p in otel.points("a2a.server.task.transitions")
+    }
+    # Made waiting for input; the follow-up set it working, then it completed. Each once.
+    assert entered == {
+        "TASK_STATE_INPUT_REQUIRED": 1,
+        "TASK_STATE_WORKING": 1,
+        "TASK_STATE_COMPLETED": 1,
+    }

@@ -31,12 +31,13 @@ from a2a_wire.telemetry._names import (
     PROTOCOL_VERSION,
     STREAM_EVENT_COUNT,
     TASK_ID,
+    TASK_STATE,
     Attributes,
     params_attributes,
     value_attributes,
 )
 from a2a_wire.telemetry._tracing import CallRecord, activated, extract, start_span
-from a2a_wire.types import SendMessageResponse, StreamResponse
+from a2a_wire.types import SendMessageResponse, StreamResponse, TaskState
 
 try:  # used once a provider is found, which needs the API
     from opentelemetry.trace import SpanKind
@@ -188,6 +189,12 @@ class ServerTelemetry:
         record = CallRecord(span, histogram, name, parent)
         new_task = name in _SENDS and _new_task(call.params)
         return ServerCall(record, instruments, new_task)
+
+    def transition(self, state: TaskState) -> None:
+        """A task of this server entered ``state`` (its hub calls this once per change)."""
+        instruments = self.telemetry.instruments()
+        if instruments is not None:
+            instruments.task_transitions.add(1, {TASK_STATE: state.value})
 
 
 class TracedAgent(AgentExecutor):

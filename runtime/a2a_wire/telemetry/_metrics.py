@@ -13,6 +13,7 @@ __all__ = [
     "CLIENT_DURATION",
     "RUN_DURATION",
     "STREAM_EVENTS",
+    "TASK_TRANSITIONS",
     "SERVER_DURATION",
     "STORE_UNAVAILABLE",
     "TASKS_CREATED",
@@ -27,6 +28,7 @@ STORE_UNAVAILABLE = "a2a.server.store.unavailable"
 ACTIVE_RUNS = "a2a.server.active_runs"
 RUN_DURATION = "a2a.server.run.duration"
 STREAM_EVENTS = "a2a.server.stream.events"
+TASK_TRANSITIONS = "a2a.server.task.transitions"
 
 # Bucket bounds of the duration histograms, in seconds: from a fast in-memory GetTask to a
 # blocking SendMessage that waits for its task (OpenTelemetry's default bounds are for ms).
@@ -46,6 +48,7 @@ class Instruments:
         "server_duration",
         "store_unavailable",
         "stream_events",
+        "task_transitions",
         "tasks_created",
     )
 
@@ -80,6 +83,11 @@ class Instruments:
         )
         self.stream_events = meter.create_counter(
             STREAM_EVENTS, unit="{event}", description="Events written on the server's streams."
+        )
+        self.task_transitions = meter.create_counter(
+            TASK_TRANSITIONS,
+            unit="{transition}",
+            description="Tasks that entered a state, by the state entered (creation included).",
         )
         self.store_unavailable = meter.create_counter(
             STORE_UNAVAILABLE,
