@@ -8,6 +8,7 @@ copies the context) is its child; a stream's span ends with the stream. Nothing 
 from __future__ import annotations
 
 import contextlib
+from collections import OrderedDict
 from collections.abc import Mapping
 from contextlib import AbstractContextManager
 from typing import TYPE_CHECKING, Any
@@ -40,12 +41,13 @@ from a2a_wire.telemetry._tracing import CallRecord, activated, extract, start_sp
 from a2a_wire.types import SendMessageResponse, StreamResponse, TaskState
 
 try:  # used once a provider is found, which needs the API
-    from opentelemetry.trace import SpanKind
+    from opentelemetry.trace import Link, SpanKind
 except ImportError:  # pragma: no cover - the telemetry extra is not installed
     pass
 
 if TYPE_CHECKING:
     from opentelemetry.context import Context
+    from opentelemetry.trace import SpanContext
 
     from a2a_wire.telemetry._metrics import Instruments
 
@@ -197,10 +199,15 @@ class ServerTelemetry:
             instruments.task_transitions.add(1, {TASK_STATE: state.value})
 
 
+TURN_LINKS = 10_000
+"""Most tasks whose last run's span a follow-up turn's span can link to (the newest kept)."""
+
+
 class TracedAgent(AgentExecutor):
     """An agent whose runs are INTERNAL spans ``invoke_agent {name}``, counted and timed.
 
-    Cancels pass through.
+    A follow-up turn's span links to the span of the task's previous run in this process (each
+    turn is a child of its own request, often in a trace of its own). Cancels pass through.
 
     Args:
         agent: The agent.
@@ -212,6 +219,7 @@ class TracedAgent(AgentExecutor):
         self.agent = agent
         self.name = name
         self.telemetry = telemetry
+        self._last_runs: OrderedDict[str, SpanContext] = OrderedDict()
 
     async def execute(self, context: RequestContext, events: EventQueue) -> None:
         """Run the agent inside its span (a child of the call that started the run), counted."""
@@ -226,7 +234,13 @@ class TracedAgent(AgentExecutor):
             attrs: Attributes = {OPERATION_NAME: "invoke_agent", AGENT_NAME: self.name}
             attrs[TASK_ID] = context.task_id
             attrs[CONVERSATION_ID] = context.context_id
-            span = start_span(tracer, name, SpanKind.INTERNAL, None, attrs)
+            before = self._last_runs.pop(context.task_id, None)
+            links = [Link(before)] if before is not None and context.task is not None else None
+            span = start_span(tracer, name, SpanKind.INTERNAL, None, attrs, links)
+            if span is not None:
+                self._last_runs[context.task_id] = span.get_span_context()
+                if len(self._last_runs) > TURN_LINKS:
+                    self._last_runs.popitem(last=False)
         histogram = instruments.run_duration if instruments is not None else None
         record = CallRecord(span, histogram, name, measured={AGENT_NAME: self.name})
         if instruments is not None:

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import contextlib
 import time
-from collections.abc import Iterator, Mapping, MutableMapping
+from collections.abc import Iterator, Mapping, MutableMapping, Sequence
 from typing import TYPE_CHECKING
 
 from a2a_wire.codec import ProtoMessage
@@ -32,7 +32,7 @@ except ImportError:  # pragma: no cover - the telemetry extra is not installed
 if TYPE_CHECKING:
     from opentelemetry.context import Context
     from opentelemetry.metrics import Histogram
-    from opentelemetry.trace import Span, SpanKind, Tracer
+    from opentelemetry.trace import Link, Span, SpanKind, Tracer
 
 __all__ = ["CallRecord", "activated", "extract", "inject", "start_span"]
 
@@ -125,11 +125,12 @@ def start_span(
     kind: SpanKind,
     parent: Context | None,
     attributes: Attributes,
+    links: Sequence[Link] | None = None,
 ) -> Span | None:
     """Start a span (``None`` without a tracer) with ``attributes``, not yet current."""
     if tracer is None:
         return None
-    return tracer.start_span(name, context=parent, kind=kind, attributes=attributes)
+    return tracer.start_span(name, context=parent, kind=kind, attributes=attributes, links=links)
 
 
 @contextlib.contextmanager
