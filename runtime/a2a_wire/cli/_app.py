@@ -32,6 +32,7 @@ from a2a_wire.server.store._log import EventLogStore
 from a2a_wire.server.store._log_memory import InMemoryTaskStore
 from a2a_wire.server.store._log_postgres import PostgresEventLog
 from a2a_wire.server.store._log_sqlite import SQLiteTaskStore
+from a2a_wire.telemetry import Telemetry
 from a2a_wire.types import (
     AgentCapabilities,
     AgentCard,
@@ -261,6 +262,7 @@ def build_app(config: Config) -> tuple[web.Application, RequestLog]:
         store=build_store(config),
         settings=config.settings,
         security=build_security(config),
+        telemetry=Telemetry(record_sizes=config.telemetry.record_sizes) if exporting else None,
     )
     if exporting is not None:  # after the server's own cleanups: the spans of its stop go too
         app.on_cleanup.append(exporting.stop)

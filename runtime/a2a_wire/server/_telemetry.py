@@ -34,6 +34,7 @@ from a2a_wire.telemetry._names import (
     TASK_ID,
     TASK_STATE,
     Attributes,
+    message_sizes,
     params_attributes,
     value_attributes,
 )
@@ -182,6 +183,8 @@ class ServerTelemetry:
             if version:
                 attrs[PROTOCOL_VERSION] = version[:32]
             params_attributes(call.params, attrs)  # at the start: samplers see them
+            if self.telemetry.record_sizes and isinstance(call.params, Mapping):
+                message_sizes(call.params.get("message"), attrs)
             span = start_span(tracer, name, SpanKind.SERVER, parent, attrs)
             if span is not None and TRACE_KEY not in request:
                 ids = span.get_span_context()

@@ -10,6 +10,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from a2a_wire import codec
 from a2a_wire.codec import ProtoMessage
 from a2a_wire.errors import ProtocolError
 from a2a_wire.types import Message, SendMessageResponse, StreamResponse, Task
@@ -20,6 +21,8 @@ __all__ = [
     "ERROR_TYPE",
     "INSTRUMENTATION_NAME",
     "MESSAGE_ID",
+    "MESSAGE_PART_COUNT",
+    "MESSAGE_SIZE",
     "METHOD_NAME",
     "OPERATION_NAME",
     "OTHER_METHOD",
@@ -33,6 +36,7 @@ __all__ = [
     "TENANT",
     "Attributes",
     "error_type",
+    "message_sizes",
     "params_attributes",
     "value_attributes",
 ]
@@ -47,6 +51,8 @@ TASK_ID = "a2a.task.id"
 TASK_STATE = "a2a.task.state"
 MESSAGE_ID = "a2a.message.id"
 REFERENCE_TASK_IDS = "a2a.message.reference_task_ids"
+MESSAGE_PART_COUNT = "a2a.message.part.count"
+MESSAGE_SIZE = "a2a.message.size"
 STREAM_EVENT_COUNT = "a2a.stream.event.count"
 CONVERSATION_ID = "gen_ai.conversation.id"
 AGENT_NAME = "gen_ai.agent.name"
@@ -134,6 +140,21 @@ def value_attributes(value: ProtoMessage | None, attrs: Attributes) -> Attribute
             _message(attrs, message)
         _put(attrs, TASK_ID, getattr(value, "task_id", None) or getattr(value, "id", None))
         _put(attrs, TENANT, getattr(value, "tenant", None))
+    return attrs
+
+
+def message_sizes(message: object, attrs: Attributes) -> Attributes:
+    """Add a message's part count and its JSON size in bytes to ``attrs`` (opt-in, no content).
+
+    ``message`` is a :class:`Message` or its parsed JSON; anything else adds nothing.
+    """
+    if isinstance(message, Message):
+        attrs[MESSAGE_PART_COUNT] = len(message.parts)
+        attrs[MESSAGE_SIZE] = len(codec.encode(message))
+    elif isinstance(message, Mapping):
+        parts = message.get("parts")
+        attrs[MESSAGE_PART_COUNT] = len(parts) if isinstance(parts, list) else 0
+        attrs[MESSAGE_SIZE] = len(codec.dumps(message))
     return attrs
 
 

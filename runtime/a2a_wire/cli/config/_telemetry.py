@@ -41,6 +41,7 @@ class TelemetrySection:
         export_timeout_seconds: Longest time one export may take (also bounds the last one at
             stop).
         metrics_interval_seconds: Seconds between two metric exports.
+        record_sizes: Record each message's part count and size (never its content).
     """
 
     enabled: bool = False
@@ -49,6 +50,7 @@ class TelemetrySection:
     sample_ratio: float = 1.0
     export_timeout_seconds: float = 5.0
     metrics_interval_seconds: float = 60.0
+    record_sizes: bool = False
 
 
 def read_telemetry(table: Table) -> TelemetrySection:
@@ -73,6 +75,7 @@ def read_telemetry(table: Table) -> TelemetrySection:
         metrics_interval_seconds=table.number(
             "metrics_interval_seconds", default.metrics_interval_seconds
         ),
+        record_sizes=table.flag("record_sizes", default.record_sizes),
     )
     table.done()
     if section.sample_ratio > 1:
