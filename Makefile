@@ -31,7 +31,7 @@ $(INSTALLED): pyproject.toml | $(PY)
 # cli extra, not the test tools) and run `a2a-wire serve` on the embedded default
 # (127.0.0.1:8765), or e.g. `make serve ARGS="--config examples/serve.toml"`. Ctrl-C stops it.
 # EXTRAS adds extras of pyproject.toml beside cli: `make serve EXTRAS=postgresql` (asyncpg, for
-# storage = "postgresql"), `EXTRAS=postgresql,signing`.
+# storage = "postgresql"), `EXTRAS=postgresql,signing`, `EXTRAS=otlp` ([telemetry] export).
 ARGS ?=
 EXTRAS ?= cli
 comma := ,

@@ -163,6 +163,7 @@ SHARED = {
     "a2a_wire.netguard",
     # Telemetry's names, switch and span helpers serve both roles (each role's glue is its own).
     "a2a_wire.telemetry",
+    "a2a_wire.telemetry._logs",
     "a2a_wire.telemetry._names",
     "a2a_wire.telemetry._switch",
     "a2a_wire.telemetry._tracing",
@@ -274,6 +275,7 @@ EXPORTED = {
         "SKILL_ID_KEY",
         "STORE_KEY",
         "TERMINAL_STATES",
+        "TRACE_KEY",
         "AgentEvent",
         "AgentExecutor",
         "AuthFailure",

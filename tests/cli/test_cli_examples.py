@@ -46,6 +46,7 @@ def test_serve_example_holds_the_defaults() -> None:
     assert example.settings == default.settings
     assert example.card == default.card
     assert example.postgresql == default.postgresql
+    assert example.telemetry == default.telemetry
 
 
 def test_readme_points_to_the_configuration_reference() -> None:

@@ -21,6 +21,7 @@ from a2a_wire.cli.config._load import SkillEntry
 from a2a_wire.cli.config._parts import AgentEntry, SecuritySection
 from a2a_wire.cli.config._schema import SERVER_FIELDS, CardSection, ExtensionEntry, ServerSection
 from a2a_wire.cli.config._storage import PostgresSection
+from a2a_wire.cli.config._telemetry import TelemetrySection
 from a2a_wire.server import ServerSettings
 from a2a_wire.server.push import PushSettings
 
@@ -33,6 +34,8 @@ COMMENTED = set(re.findall(r"^# (\w+) = ", EXAMPLE, flags=re.MULTILINE))
 
 PYTHON_ONLY = {(PushSettings, "resolver")}
 """Fields no TOML value can hold; docs/server.md still names them."""
+FROM_ENVIRONMENT = {(TelemetrySection, "enabled")}
+"""Keys whose default depends on the environment: the example names them commented out."""
 
 
 def _key(cls: type[Any], name: str) -> tuple[Any, ...] | None:
@@ -45,12 +48,14 @@ def _key(cls: type[Any], name: str) -> tuple[Any, ...] | None:
         return ("push", "allow" if name == "allowlist" else name)
     if cls is PostgresSection:
         return ("postgresql", name)
+    if cls is TelemetrySection:
+        return ("telemetry", name)
     return ("server", name)
 
 
 SETTINGS = [
     (cls, spec.name)
-    for cls in (ServerSettings, PushSettings, ServerSection, PostgresSection)
+    for cls in (ServerSettings, PushSettings, ServerSection, PostgresSection, TelemetrySection)
     for spec in dataclasses.fields(cls)
     if (cls, spec.name) not in PYTHON_ONLY and _key(cls, spec.name) is not None
 ]
@@ -90,6 +95,9 @@ def _documented(name: str) -> bool:
 @pytest.mark.parametrize(("cls", "name"), SETTINGS, ids=lambda v: getattr(v, "__name__", v))
 def test_every_settings_field_is_a_key_of_the_example(cls: type[Any], name: str) -> None:
     key = _key(cls, name)
+    if (cls, name) in FROM_ENVIRONMENT:
+        assert name in COMMENTED, f"{cls.__name__}.{name}: examples/serve.toml has no # {name} ="
+        return
     assert key in KEYS, f"{cls.__name__}.{name}: examples/serve.toml has no {'.'.join(key or ())}"
 
 

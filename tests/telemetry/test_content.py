@@ -54,3 +54,25 @@ async def test_no_secret_reaches_an_attribute(client: Any, otel: Recorded) -> No
     text = exported_text(otel)
     assert "SendStreamingMessage" in text and "a2a.task.id" in text  # the search saw them
     assert SECRET not in text
+
+
+async def test_sizes_when_asked_for_and_still_no_content(client: Any, otel: Recorded) -> None:
+    otel.telemetry.record_sizes = True
+    async with A2AClient(
+        str(client.make_url("/")), settings=LOCAL, telemetry=otel.telemetry
+    ) as a2a:
+        sent = A2AClient.text_request(f"echo {SECRET}")
+        await a2a.send_message(sent)
+    size = len(codec.encode(sent.message))
+    for span in otel.spans("SendMessage"):  # the client's and the server's
+        assert span.attributes["a2a.message.part.count"] == 1
+        assert span.attributes["a2a.message.size"] == size
+    assert SECRET not in exported_text(otel)
+
+
+async def test_no_sizes_by_default(client: Any, otel: Recorded) -> None:
+    async with A2AClient(
+        str(client.make_url("/")), settings=LOCAL, telemetry=otel.telemetry
+    ) as a2a:
+        await a2a.send_message(A2AClient.text_request("echo"))
+    assert all("a2a.message.size" not in s.attributes for s in otel.spans("SendMessage"))

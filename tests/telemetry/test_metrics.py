@@ -1,12 +1,14 @@
-"""Metrics: request durations by method and ``error.type`` (seconds), tasks created and
-store-unavailable answers."""
+"""Metrics: request durations by method and ``error.type`` (seconds), tasks created,
+store-unavailable answers, runs in progress and their durations, stream events."""
 
 from __future__ import annotations
 
+import asyncio
 from typing import Any
 
 from aiohttp import web
 from fault_store import FaultyStore
+from patience import poll
 from server_support import ScriptedAgent, error, make_card, result, send_params, stream
 from telemetry_support import Recorded
 
@@ -54,3 +56,46 @@ async def test_store_unavailable_answers_are_counted(
     assert otel.total("a2a.server.store.unavailable", **{"a2a.method.name": "ListTasks"}) == 1
     [span] = otel.spans("ListTasks")
     assert span.attributes["error.type"] == "-32000"
+
+
+async def test_runs_in_progress_and_their_durations(
+    client: Any, agent: ScriptedAgent, otel: Recorded
+) -> None:
+    sent = asyncio.create_task(result(client, "SendMessage", send_params("wait")))
+    await asyncio.wait_for(agent.started.wait(), 60)
+    assert otel.total("a2a.server.active_runs") == 1  # the run holds at the gate
+    agent.gate.set()
+    await sent
+    await poll(lambda: _total(otel, "a2a.server.active_runs"), lambda n: n == 0)
+    await result(client, "SendMessage", send_params("raise"))
+    points = {p.attributes.get("error.type"): p for p in otel.points("a2a.server.run.duration")}
+    assert set(points) == {None, "RuntimeError"}
+    assert all(p.attributes["gen_ai.agent.name"] == "scripted" for p in points.values())
+
+
+async def test_stream_events_are_counted_by_method(client: Any, otel: Recorded) -> None:
+    events = await stream(client, "SendStreamingMessage", send_params("echo"))
+    method = {"a2a.method.name": "SendStreamingMessage"}
+    assert otel.total("a2a.server.stream.events", **method) == len(events) >= 3
+
+
+async def _total(otel: Recorded, metric: str) -> float:
+    return otel.total(metric)
+
+
+async def test_state_transitions_are_counted_by_the_state_entered(
+    client: Any, otel: Recorded
+) -> None:
+    first = (await result(client, "SendMessage", send_params("input")))["task"]
+    follow = send_params("more", taskId=first["id"], contextId=first["contextId"])
+    await result(client, "SendMessage", follow)
+
+    entered = {
+        p.attributes["a2a.task.state"]: p.value for p in otel.points("a2a.server.task.transitions")
+    }
+    # Made waiting for input; the follow-up set it working, then it completed. Each once.
+    assert entered == {
+        "TASK_STATE_INPUT_REQUIRED": 1,
+        "TASK_STATE_WORKING": 1,
+        "TASK_STATE_COMPLETED": 1,
+    }

@@ -154,3 +154,26 @@ async def test_a_stream_whose_reader_leaves_still_ends_its_span(
     [span] = await ended(otel, "SendStreamingMessage")
     assert span.attributes["a2a.stream.event.count"] >= 1
     assert otel.total("a2a.server.active_streams") == 0
+
+
+async def test_the_tasks_a_message_refers_to_are_recorded(client: Any, otel: Recorded) -> None:
+    params = send_params("echo")
+    params["message"]["referenceTaskIds"] = ["t-1", "t-2"]
+    await result(client, "SendMessage", params)
+    [span] = await ended(otel, "SendMessage")
+    assert span.attributes["a2a.message.reference_task_ids"] == ("t-1", "t-2")
+
+
+async def test_a_follow_up_turns_run_links_to_the_tasks_previous_run(
+    client: Any, otel: Recorded
+) -> None:
+    first = (await result(client, "SendMessage", send_params("input")))["task"]
+    follow = send_params("more", taskId=first["id"], contextId=first["contextId"])
+    await result(client, "SendMessage", follow)
+    runs = await ended(otel, "invoke_agent scripted", 2)
+    assert not runs[0].links  # a new task: nothing before it
+    [link] = runs[1].links
+    assert link.context.span_id == runs[0].context.span_id
+    assert link.context.trace_id == runs[0].context.trace_id
+    [call] = [s for s in otel.spans("SendMessage") if s.context.span_id == runs[1].parent.span_id]
+    assert call.attributes["a2a.task.id"] == first["id"]  # parented to the follow-up's request

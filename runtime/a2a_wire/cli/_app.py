@@ -22,6 +22,7 @@ from pathlib import Path
 
 from aiohttp import web
 
+from a2a_wire.cli._exporting import start_exporting
 from a2a_wire.cli._logging import NotingExecutor, RequestLog
 from a2a_wire.cli.config._load import Config, SkillEntry
 from a2a_wire.server._app import create_app
@@ -33,6 +34,7 @@ from a2a_wire.server.store import (
     PostgresTaskStore,
     SQLiteTaskStore,
 )
+from a2a_wire.telemetry import Telemetry
 from a2a_wire.types import (
     AgentCapabilities,
     AgentCard,
@@ -255,12 +257,17 @@ def build_app(config: Config) -> tuple[web.Application, RequestLog]:
     Raises:
         OSError: The data directory cannot be created.
     """
+    card = build_card(config)
+    exporting = start_exporting(config.telemetry, card.name) if config.telemetry.enabled else None
     app = create_app(
-        build_card(config),
+        card,
         store=build_store(config),
         settings=config.settings,
         security=build_security(config),
+        telemetry=Telemetry(record_sizes=config.telemetry.record_sizes) if exporting else None,
     )
+    if exporting is not None:  # after the server's own cleanups: the spans of its stop go too
+        app.on_cleanup.append(exporting.stop)
     log = RequestLog()
     app.middlewares.insert(0, log.middleware)
     return app, log

@@ -26,10 +26,12 @@ from aiohttp.typedefs import Handler
 
 from a2a_wire import codec
 from a2a_wire._protocol.wire import JSON_MEDIA_TYPE
+from a2a_wire.server import TRACE_KEY
 from a2a_wire.server._app import CALLS_KEY
 from a2a_wire.server._executor import AgentExecutor, EventQueue, RequestContext
 from a2a_wire.server._report import CLIENT_ID_KEY, ERROR_CODES_KEY
 from a2a_wire.server._settings import PROBE_PATHS
+from a2a_wire.telemetry import TraceContextFilter
 
 __all__ = [
     "JSONFormatter",
@@ -180,6 +182,9 @@ def _log_line(
         fields["task_id"] = note.task_id[:200]
     if worker is not None:
         fields["worker"] = worker
+    trace = request.get(TRACE_KEY)
+    if trace is not None:
+        fields["trace_id"], fields["span_id"] = trace
     access_log.info("request", extra={"fields": fields})
 
 
@@ -202,9 +207,19 @@ def _timestamp(record: logging.LogRecord) -> str:
     return moment.strftime("%Y-%m-%dT%H:%M:%S.") + f"{moment.microsecond // 1000:03d}Z"
 
 
+_TRACE_FIELDS = ("trace_id", "span_id")
+
+
 def _fields(record: logging.LogRecord) -> Mapping[str, Any]:
+    """The record's ``fields``, then the ids :class:`TraceContextFilter` set, unless given."""
     fields = getattr(record, "fields", None)
-    return fields if isinstance(fields, Mapping) else {}
+    fields = fields if isinstance(fields, Mapping) else {}
+    trace = {
+        name: getattr(record, name)
+        for name in _TRACE_FIELDS
+        if name not in fields and hasattr(record, name)
+    }
+    return {**fields, **trace} if trace else fields
 
 
 def _quote(value: object) -> str:
@@ -308,6 +323,7 @@ def configure_logging(level: str, fmt: str, *, sql: bool = False) -> None:
         sql: Also log aiosqlite's debug lines (``serve --log-sql``).
     """
     handler = _Stderr()
+    handler.addFilter(TraceContextFilter())
     handler.setFormatter(JSONFormatter() if fmt == "json" else TextFormatter())
     root = logging.getLogger()
     for old in list(root.handlers):

@@ -22,6 +22,7 @@ from a2a_wire.telemetry._names import (
     SERVER_ADDRESS,
     SERVER_PORT,
     Attributes,
+    message_sizes,
     value_attributes,
 )
 from a2a_wire.telemetry._tracing import CallRecord, inject, start_span
@@ -75,6 +76,8 @@ class ClientTelemetry:
             if card is not None and card.name:
                 attrs[AGENT_NAME] = card.name
             value_attributes(request, attrs)  # at the start: samplers see them
+            if self.telemetry.record_sizes:
+                message_sizes(getattr(request, "message", None), attrs)
             span = start_span(tracer, method, SpanKind.CLIENT, None, attrs)
             inject(headers, span)
         histogram = instruments.client_duration if instruments is not None else None

@@ -15,7 +15,7 @@ from a2a_wire._protocol.states import (
     is_settled,
     is_terminal,
 )
-from a2a_wire.server._app import CALLS_KEY, RUNTIME_KEY, STORE_KEY, create_app
+from a2a_wire.server._app import CALLS_KEY, RUNTIME_KEY, STORE_KEY, TRACE_KEY, create_app
 from a2a_wire.server._auth import (
     ANONYMOUS,
     API_KEY_SCHEME,
@@ -55,6 +55,7 @@ __all__ = [
     "SKILL_ID_KEY",
     "STORE_KEY",
     "TERMINAL_STATES",
+    "TRACE_KEY",
     "AgentEvent",
     "AgentExecutor",
     "AuthFailure",

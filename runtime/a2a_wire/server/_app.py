@@ -61,13 +61,19 @@ from a2a_wire.server._retention import RETENTION_KEY, Retention
 from a2a_wire.server._settings import ServerSettings
 from a2a_wire.server._skills import SkillRouter, SkillSet
 from a2a_wire.server._streaming import error_answer, stream_events
-from a2a_wire.server._telemetry import ServerCall, ServerTelemetry, TracedAgent, observing
+from a2a_wire.server._telemetry import (
+    TRACE_KEY,
+    ServerCall,
+    ServerTelemetry,
+    TracedAgent,
+    observing,
+)
 from a2a_wire.server.push._delivery import PUSH_DELIVERER_KEY, PushDeliverer
 from a2a_wire.server.store import EventLogStore, InMemoryTaskStore
 from a2a_wire.telemetry import DEFAULT, Telemetry
 from a2a_wire.types import AgentCard
 
-__all__ = ["CALLS_KEY", "RUNTIME_KEY", "STORE_KEY", "create_app"]
+__all__ = ["CALLS_KEY", "RUNTIME_KEY", "STORE_KEY", "TRACE_KEY", "create_app"]
 
 log = logging.getLogger("a2a_wire.server")
 
@@ -110,14 +116,13 @@ class _RPCEndpoint:
         services: Services,
         caps: Capabilities,
         admission: Admission,
-        telemetry: Telemetry,
-        agent_name: str,
+        telemetry: ServerTelemetry,
     ) -> None:
         self.services = services
         self.caps = caps
         self.settings = services.settings
         self.admission = admission
-        self.telemetry = ServerTelemetry(telemetry, agent_name)
+        self.telemetry = telemetry
 
     async def handle(self, request: web.Request) -> web.StreamResponse:
         """Answer one JSON-RPC POST; errors that refuse the whole request are raised."""
@@ -296,16 +301,20 @@ def create_app(
     security = security or SecurityConfig()
     store = store if store is not None else _memory_store(settings)
     registry = security.registry()
-    agent, skills = _agent(card, executor, security, telemetry or DEFAULT)
+    telemetry = telemetry or DEFAULT
+    agent, skills = _agent(card, executor, security, telemetry)
+    observed = ServerTelemetry(telemetry, card.name)
     card = public_card(card, registry, skills)
     caps = Capabilities.of(card)
     deliverer = PushDeliverer(store, settings.push) if caps.push_notifications else None
-    runtime = Runtime(agent, store, settings, skills, deliverer.wake if deliverer else None)
+    on_push = deliverer.wake if deliverer else None
+    on_state = observed.transition if telemetry.enabled else None
+    runtime = Runtime(agent, store, settings, skills, on_push, on_state)
     publisher = CardPublisher(card, settings, security.card_signer)
     extended = extended_card_builder(publisher, skills) if security.extended_card else None
     services = Services(runtime, store, settings, caps.push_notifications, extended)
     admission = Admission(registry, settings, skills, caps.extensions)
-    endpoint = _RPCEndpoint(services, caps, admission, telemetry or DEFAULT, card.name)
+    endpoint = _RPCEndpoint(services, caps, admission, observed)
     app = web.Application(client_max_size=settings.max_body_bytes, middlewares=[_json_errors])
     app[RUNTIME_KEY] = runtime
     app[STORE_KEY] = store
@@ -313,14 +322,21 @@ def create_app(
     app[HEALTH_KEY] = health = Health(store, settings)
     health.install(app)
     _add_routes(app, settings, security, publisher, endpoint)
+    _add_lifecycles(app, runtime, deliverer)
+    return app
+
+
+def _add_lifecycles(
+    app: web.Application, runtime: Runtime, deliverer: PushDeliverer | None
+) -> None:
+    """Open the store, then start push delivery and retention; stop the runs at shutdown."""
     app.cleanup_ctx.append(_storage)
     if deliverer is not None:  # after the store: started once it is open, closed before it
         app[PUSH_DELIVERER_KEY] = deliverer
         app.cleanup_ctx.append(deliverer.lifecycle)
-    app[RETENTION_KEY] = retention = Retention(store, settings, runtime.busy)
+    app[RETENTION_KEY] = retention = Retention(runtime.store, runtime.settings, runtime.busy)
     app.cleanup_ctx.append(retention.lifecycle)
     app.on_shutdown.append(_stop_runtime)
-    return app
 
 
 def _add_routes(

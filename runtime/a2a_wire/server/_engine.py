@@ -137,6 +137,7 @@ class Runtime:
         settings: Server settings.
         skills: The skill set routing messages, if the server has skills.
         on_push: Wakes the push delivery worker; ``None`` when push notifications are off.
+        on_state: Told each state a task of this process enters (telemetry); ``None``: nobody.
     """
 
     def __init__(
@@ -146,8 +147,10 @@ class Runtime:
         settings: ServerSettings,
         skills: SkillSet | None = None,
         on_push: Callable[[], None] | None = None,
+        on_state: Callable[[TaskState], None] | None = None,
     ) -> None:
         self.executor = executor
+        self.on_state = on_state
         self.store = store
         self.settings = settings
         self.skills = skills
@@ -212,6 +215,7 @@ class Runtime:
             on_idle=self._forget,
             follow=self.peers is not None,
             write_retry_seconds=self.settings.store_write_retry_seconds,
+            on_state=self.on_state,
         )
         return hub
 

@@ -81,6 +81,7 @@ class TaskHub:
             runs here, the streams also wait on the store for the events written elsewhere.
         write_retry_seconds: How long a write the store refused before writing anything is
             tried again (``store_write_retry_seconds``; :mod:`a2a_wire.server._write_retry`).
+        on_state: Told each state the task enters through this hub (telemetry).
     """
 
     def __init__(
@@ -96,6 +97,7 @@ class TaskHub:
         on_idle: Callable[[TaskHub], None] | None = None,
         follow: bool = False,
         write_retry_seconds: float = 0.0,
+        on_state: Callable[[TaskState], None] | None = None,
     ) -> None:
         self.task_id = task_id
         self.owner = owner
@@ -107,6 +109,7 @@ class TaskHub:
         self._on_idle = on_idle
         self._follow = follow
         self._write_retry = write_retry_seconds
+        self._on_state = on_state
         self._subscribers: list[Subscriber] = []
         self._run_task: asyncio.Task[None] | None = None
         self._active_run: Run | None = None
@@ -342,11 +345,16 @@ class TaskHub:
         done = await retry_unwritten(
             lambda: self._store.append(self.task_id, [event], push=push), self._write_retry
         )
-        self._state = done.state
+        self._entered(done.state)
         if done.outbox and self._on_push is not None:
             self._on_push()
         self._offer(done.events)
         return done
+
+    def _entered(self, state: TaskState) -> None:
+        if state != self._state and self._on_state is not None:
+            self._on_state(state)
+        self._state = state
 
     def _refuse(self, event: AgentEvent, runtime_reason: str | None, why: str) -> bool:
         if runtime_reason is None:
@@ -410,7 +418,7 @@ class TaskHub:
             raise
         run.lost = None  # made after all (the agent tried again)
         self._new_push_configs = []
-        self._state = done.state
+        self._entered(done.state)
         if done.outbox and self._on_push is not None:
             self._on_push()
         self._offer(done.events)

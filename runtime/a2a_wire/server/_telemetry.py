@@ -8,6 +8,7 @@ copies the context) is its child; a stream's span ends with the stream. Nothing 
 from __future__ import annotations
 
 import contextlib
+from collections import OrderedDict
 from collections.abc import Mapping
 from contextlib import AbstractContextManager
 from typing import TYPE_CHECKING, Any
@@ -31,24 +32,30 @@ from a2a_wire.telemetry._names import (
     PROTOCOL_VERSION,
     STREAM_EVENT_COUNT,
     TASK_ID,
+    TASK_STATE,
     Attributes,
+    message_sizes,
     params_attributes,
     value_attributes,
 )
 from a2a_wire.telemetry._tracing import CallRecord, activated, extract, start_span
-from a2a_wire.types import SendMessageResponse, StreamResponse
+from a2a_wire.types import SendMessageResponse, StreamResponse, TaskState
 
 try:  # used once a provider is found, which needs the API
-    from opentelemetry.trace import SpanKind
+    from opentelemetry.trace import Link, SpanKind
 except ImportError:  # pragma: no cover - the telemetry extra is not installed
     pass
 
 if TYPE_CHECKING:
     from opentelemetry.context import Context
+    from opentelemetry.trace import SpanContext
 
     from a2a_wire.telemetry._metrics import Instruments
 
-__all__ = ["ServerCall", "ServerTelemetry", "TracedAgent", "observing"]
+__all__ = ["TRACE_KEY", "ServerCall", "ServerTelemetry", "TracedAgent", "observing"]
+
+TRACE_KEY: web.RequestKey[tuple[str, str]] = web.RequestKey("a2a_wire.trace")
+"""The trace id and span id (32 and 16 hex digits) of a request's first sampled SERVER span."""
 
 _PARENT: web.RequestKey[Context] = web.RequestKey("a2a_wire.telemetry.parent")
 _SENDS = frozenset({methods.SEND_MESSAGE.name, methods.SEND_STREAMING_MESSAGE.name})
@@ -109,6 +116,8 @@ class ServerCall:
 
     def _event(self, body: bytes) -> None:
         self.events += 1
+        if self._instruments is not None:
+            self._instruments.stream_events.add(1, {METHOD_NAME: self.record.method})
         if self.events == 1 and self._new_task and body.startswith(_TASK_EVENTS):
             if self._instruments is not None:
                 self._instruments.tasks_created.add(1)
@@ -174,15 +183,34 @@ class ServerTelemetry:
             if version:
                 attrs[PROTOCOL_VERSION] = version[:32]
             params_attributes(call.params, attrs)  # at the start: samplers see them
+            if self.telemetry.record_sizes and isinstance(call.params, Mapping):
+                message_sizes(call.params.get("message"), attrs)
             span = start_span(tracer, name, SpanKind.SERVER, parent, attrs)
+            if span is not None and TRACE_KEY not in request:
+                ids = span.get_span_context()
+                if ids.is_valid and ids.trace_flags.sampled:
+                    request[TRACE_KEY] = (f"{ids.trace_id:032x}", f"{ids.span_id:016x}")
         histogram = instruments.server_duration if instruments is not None else None
         record = CallRecord(span, histogram, name, parent)
         new_task = name in _SENDS and _new_task(call.params)
         return ServerCall(record, instruments, new_task)
 
+    def transition(self, state: TaskState) -> None:
+        """A task of this server entered ``state`` (its hub calls this once per change)."""
+        instruments = self.telemetry.instruments()
+        if instruments is not None:
+            instruments.task_transitions.add(1, {TASK_STATE: state.value})
+
+
+TURN_LINKS = 10_000
+"""Most tasks whose last run's span a follow-up turn's span can link to (the newest kept)."""
+
 
 class TracedAgent(AgentExecutor):
-    """An agent whose runs are INTERNAL spans ``invoke_agent {name}`` (cancels pass through).
+    """An agent whose runs are INTERNAL spans ``invoke_agent {name}``, counted and timed.
+
+    A follow-up turn's span links to the span of the task's previous run in this process (each
+    turn is a child of its own request, often in a trace of its own). Cancels pass through.
 
     Args:
         agent: The agent.
@@ -194,18 +222,32 @@ class TracedAgent(AgentExecutor):
         self.agent = agent
         self.name = name
         self.telemetry = telemetry
+        self._last_runs: OrderedDict[str, SpanContext] = OrderedDict()
 
     async def execute(self, context: RequestContext, events: EventQueue) -> None:
-        """Run the agent inside its span (a child of the call that started the run)."""
+        """Run the agent inside its span (a child of the call that started the run), counted."""
         tracer = self.telemetry.tracer()
-        if tracer is None:
+        instruments = self.telemetry.instruments()
+        if tracer is None and instruments is None:
             await self.agent.execute(context, events)
             return
-        attrs: Attributes = {OPERATION_NAME: "invoke_agent", AGENT_NAME: self.name}
-        attrs[TASK_ID] = context.task_id
-        attrs[CONVERSATION_ID] = context.context_id
         name = f"invoke_agent {self.name}"
-        record = CallRecord(start_span(tracer, name, SpanKind.INTERNAL, None, attrs), None, name)
+        span = None
+        if tracer is not None:
+            attrs: Attributes = {OPERATION_NAME: "invoke_agent", AGENT_NAME: self.name}
+            attrs[TASK_ID] = context.task_id
+            attrs[CONVERSATION_ID] = context.context_id
+            before = self._last_runs.pop(context.task_id, None)
+            links = [Link(before)] if before is not None and context.task is not None else None
+            span = start_span(tracer, name, SpanKind.INTERNAL, None, attrs, links)
+            if span is not None:
+                self._last_runs[context.task_id] = span.get_span_context()
+                if len(self._last_runs) > TURN_LINKS:
+                    self._last_runs.popitem(last=False)
+        histogram = instruments.run_duration if instruments is not None else None
+        record = CallRecord(span, histogram, name, measured={AGENT_NAME: self.name})
+        if instruments is not None:
+            instruments.active_runs.add(1)
         try:
             with activated(record):  # a client call of the agent's continues the trace
                 await self.agent.execute(context, events)
@@ -214,6 +256,8 @@ class TracedAgent(AgentExecutor):
             raise
         finally:
             record.end()
+            if instruments is not None:
+                instruments.active_runs.add(-1)
 
     async def cancel(self, context: RequestContext, events: EventQueue) -> None:
         """The agent's own cancel."""

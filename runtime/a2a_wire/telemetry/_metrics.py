@@ -8,8 +8,12 @@ if TYPE_CHECKING:
     from opentelemetry.metrics import Meter
 
 __all__ = [
+    "ACTIVE_RUNS",
     "ACTIVE_STREAMS",
     "CLIENT_DURATION",
+    "RUN_DURATION",
+    "STREAM_EVENTS",
+    "TASK_TRANSITIONS",
     "SERVER_DURATION",
     "STORE_UNAVAILABLE",
     "TASKS_CREATED",
@@ -21,6 +25,10 @@ CLIENT_DURATION = "a2a.client.request.duration"
 ACTIVE_STREAMS = "a2a.server.active_streams"
 TASKS_CREATED = "a2a.server.task.created"
 STORE_UNAVAILABLE = "a2a.server.store.unavailable"
+ACTIVE_RUNS = "a2a.server.active_runs"
+RUN_DURATION = "a2a.server.run.duration"
+STREAM_EVENTS = "a2a.server.stream.events"
+TASK_TRANSITIONS = "a2a.server.task.transitions"
 
 # Bucket bounds of the duration histograms, in seconds: from a fast in-memory GetTask to a
 # blocking SendMessage that waits for its task (OpenTelemetry's default bounds are for ms).
@@ -33,10 +41,14 @@ class Instruments:
     """One meter's instruments; each records with the attributes docs/observability.md lists."""
 
     __slots__ = (
+        "active_runs",
         "active_streams",
         "client_duration",
+        "run_duration",
         "server_duration",
         "store_unavailable",
+        "stream_events",
+        "task_transitions",
         "tasks_created",
     )
 
@@ -59,6 +71,23 @@ class Instruments:
         )
         self.tasks_created = meter.create_counter(
             TASKS_CREATED, unit="{task}", description="Tasks the server created."
+        )
+        self.active_runs = meter.create_up_down_counter(
+            ACTIVE_RUNS, unit="{run}", description="Runs of the agent's execute in progress."
+        )
+        self.run_duration = meter.create_histogram(
+            RUN_DURATION,
+            unit="s",
+            description="Duration of the agent's execute, per run.",
+            explicit_bucket_boundaries_advisory=buckets,
+        )
+        self.stream_events = meter.create_counter(
+            STREAM_EVENTS, unit="{event}", description="Events written on the server's streams."
+        )
+        self.task_transitions = meter.create_counter(
+            TASK_TRANSITIONS,
+            unit="{transition}",
+            description="Tasks that entered a state, by the state entered (creation included).",
         )
         self.store_unavailable = meter.create_counter(
             STORE_UNAVAILABLE,

@@ -10,6 +10,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from a2a_wire import codec
 from a2a_wire.codec import ProtoMessage
 from a2a_wire.errors import ProtocolError
 from a2a_wire.types import Message, SendMessageResponse, StreamResponse, Task
@@ -20,10 +21,13 @@ __all__ = [
     "ERROR_TYPE",
     "INSTRUMENTATION_NAME",
     "MESSAGE_ID",
+    "MESSAGE_PART_COUNT",
+    "MESSAGE_SIZE",
     "METHOD_NAME",
     "OPERATION_NAME",
     "OTHER_METHOD",
     "PROTOCOL_VERSION",
+    "REFERENCE_TASK_IDS",
     "SERVER_ADDRESS",
     "SERVER_PORT",
     "STREAM_EVENT_COUNT",
@@ -32,6 +36,7 @@ __all__ = [
     "TENANT",
     "Attributes",
     "error_type",
+    "message_sizes",
     "params_attributes",
     "value_attributes",
 ]
@@ -45,6 +50,9 @@ TENANT = "a2a.tenant"
 TASK_ID = "a2a.task.id"
 TASK_STATE = "a2a.task.state"
 MESSAGE_ID = "a2a.message.id"
+REFERENCE_TASK_IDS = "a2a.message.reference_task_ids"
+MESSAGE_PART_COUNT = "a2a.message.part.count"
+MESSAGE_SIZE = "a2a.message.size"
 STREAM_EVENT_COUNT = "a2a.stream.event.count"
 CONVERSATION_ID = "gen_ai.conversation.id"
 AGENT_NAME = "gen_ai.agent.name"
@@ -59,7 +67,10 @@ OTHER_METHOD = "_OTHER"
 MAX_ID_CHARS = 256
 """Longest identifier recorded; a longer one is cut (ids are the client's choice)."""
 
-Attributes = dict[str, str | int]
+MAX_REFERENCES = 16
+"""Most ``referenceTaskIds`` recorded; the first ones are kept."""
+
+Attributes = dict[str, str | int | list[str]]
 
 
 def error_type(exc: BaseException) -> str:
@@ -84,10 +95,18 @@ def _task(attrs: Attributes, task: Task) -> None:
         attrs[TASK_STATE] = task.status.state.value
 
 
+def _references(attrs: Attributes, ids: object) -> None:
+    if isinstance(ids, list):
+        kept = [i[:MAX_ID_CHARS] for i in ids[:MAX_REFERENCES] if isinstance(i, str) and i]
+        if kept:
+            attrs[REFERENCE_TASK_IDS] = kept
+
+
 def _message(attrs: Attributes, message: Message) -> None:
     _put(attrs, MESSAGE_ID, message.message_id)
     _put(attrs, TASK_ID, message.task_id)
     _put(attrs, CONVERSATION_ID, message.context_id)
+    _references(attrs, message.reference_task_ids)
 
 
 def value_attributes(value: ProtoMessage | None, attrs: Attributes) -> Attributes:
@@ -124,11 +143,26 @@ def value_attributes(value: ProtoMessage | None, attrs: Attributes) -> Attribute
     return attrs
 
 
+def message_sizes(message: object, attrs: Attributes) -> Attributes:
+    """Add a message's part count and its JSON size in bytes to ``attrs`` (opt-in, no content).
+
+    ``message`` is a :class:`Message` or its parsed JSON; anything else adds nothing.
+    """
+    if isinstance(message, Message):
+        attrs[MESSAGE_PART_COUNT] = len(message.parts)
+        attrs[MESSAGE_SIZE] = len(codec.encode(message))
+    elif isinstance(message, Mapping):
+        parts = message.get("parts")
+        attrs[MESSAGE_PART_COUNT] = len(parts) if isinstance(parts, list) else 0
+        attrs[MESSAGE_SIZE] = len(codec.dumps(message))
+    return attrs
+
+
 def params_attributes(params: object, attrs: Attributes) -> Attributes:
     """Add the identifiers of raw JSON-RPC ``params`` (as parsed, before decoding) to ``attrs``.
 
-    Reads only ``tenant``, ``id``/``taskId`` and the message's ``messageId``, ``taskId`` and
-    ``contextId``, and only string values. Returns ``attrs``.
+    Reads only ``tenant``, ``id``/``taskId`` and the message's ``messageId``, ``taskId``,
+    ``contextId`` and ``referenceTaskIds``, and only string values. Returns ``attrs``.
     """
     if not isinstance(params, Mapping):
         return attrs
@@ -139,4 +173,5 @@ def params_attributes(params: object, attrs: Attributes) -> Attributes:
         _put(attrs, MESSAGE_ID, message.get("messageId"))
         _put(attrs, TASK_ID, message.get("taskId"))
         _put(attrs, CONVERSATION_ID, message.get("contextId"))
+        _references(attrs, message.get("referenceTaskIds"))
     return attrs

@@ -55,6 +55,8 @@ class Telemetry:
         tracer_provider: Where spans go; the global provider when omitted.
         meter_provider: Where metrics go; the global provider when omitted.
         enabled: ``False`` records nothing whatever the providers.
+        record_sizes: Also record each message's part count and size in bytes (never its
+            content); off by default.
     """
 
     __slots__ = (
@@ -65,6 +67,7 @@ class Telemetry:
         "_tracer_provider",
         "_tracers_checked",
         "enabled",
+        "record_sizes",
     )
 
     def __init__(
@@ -73,8 +76,10 @@ class Telemetry:
         tracer_provider: TracerProvider | None = None,
         meter_provider: MeterProvider | None = None,
         enabled: bool = True,
+        record_sizes: bool = False,
     ) -> None:
         self.enabled = enabled and AVAILABLE
+        self.record_sizes = record_sizes
         self._tracer_provider = tracer_provider
         self._meter_provider = meter_provider
         self._tracer: Tracer | None = None

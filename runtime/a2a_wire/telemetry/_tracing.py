@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import contextlib
 import time
-from collections.abc import Iterator, Mapping, MutableMapping
+from collections.abc import Iterator, Mapping, MutableMapping, Sequence
 from typing import TYPE_CHECKING
 
 from a2a_wire.codec import ProtoMessage
@@ -32,7 +32,7 @@ except ImportError:  # pragma: no cover - the telemetry extra is not installed
 if TYPE_CHECKING:
     from opentelemetry.context import Context
     from opentelemetry.metrics import Histogram
-    from opentelemetry.trace import Span, SpanKind, Tracer
+    from opentelemetry.trace import Link, Span, SpanKind, Tracer
 
 __all__ = ["CallRecord", "activated", "extract", "inject", "start_span"]
 
@@ -56,9 +56,19 @@ class CallRecord:
         histogram: Where the duration goes, or ``None`` when metrics are off.
         method: The ``a2a.method.name`` of the measurement.
         parent: The context the span was started in (kept for :func:`activated`).
+        measured: The duration's attributes in place of ``{a2a.method.name: method}``.
     """
 
-    __slots__ = ("_histogram", "_start", "error", "method", "parent", "recording", "span")
+    __slots__ = (
+        "_histogram",
+        "_measured",
+        "_start",
+        "error",
+        "method",
+        "parent",
+        "recording",
+        "span",
+    )
 
     def __init__(
         self,
@@ -66,8 +76,10 @@ class CallRecord:
         histogram: Histogram | None,
         method: str,
         parent: Context | None = None,
+        measured: Attributes | None = None,
     ) -> None:
         self.span = span
+        self._measured = measured
         self.recording = span is not None and span.is_recording()
         self._histogram = histogram
         self.method = method
@@ -96,7 +108,7 @@ class CallRecord:
     def end(self) -> None:
         """End the span and record the duration (seconds); once."""
         if self._histogram is not None:
-            attrs: Attributes = {METHOD_NAME: self.method}
+            attrs: Attributes = dict(self._measured or {METHOD_NAME: self.method})
             if self.error is not None:
                 attrs[ERROR_TYPE] = self.error
             self._histogram.record(time.perf_counter() - self._start, attrs)
@@ -113,11 +125,12 @@ def start_span(
     kind: SpanKind,
     parent: Context | None,
     attributes: Attributes,
+    links: Sequence[Link] | None = None,
 ) -> Span | None:
     """Start a span (``None`` without a tracer) with ``attributes``, not yet current."""
     if tracer is None:
         return None
-    return tracer.start_span(name, context=parent, kind=kind, attributes=attributes)
+    return tracer.start_span(name, context=parent, kind=kind, attributes=attributes, links=links)
 
 
 @contextlib.contextmanager

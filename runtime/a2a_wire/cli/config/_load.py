@@ -35,6 +35,7 @@ from a2a_wire.cli.config._schema import (
     ServerSection,
 )
 from a2a_wire.cli.config._storage import PostgresSection
+from a2a_wire.cli.config._telemetry import TelemetrySection, read_telemetry
 from a2a_wire.errors import A2AError
 from a2a_wire.server._auth import RegisteredClient
 from a2a_wire.server._executor import AgentExecutor
@@ -131,6 +132,7 @@ class Config:
         allow: The outgoing allowlist of ``[network]``.
         allow_private: ``[network] allow_private``: the outgoing guard is off.
         postgresql: The ``[postgresql]`` section (used with ``storage = "postgresql"``).
+        telemetry: The ``[telemetry]`` section (OTLP export of traces and metrics).
     """
 
     source: Path | None
@@ -144,6 +146,7 @@ class Config:
     allow: tuple[str, ...] = ()
     allow_private: bool = False
     postgresql: PostgresSection = PostgresSection()
+    telemetry: TelemetrySection = TelemetrySection()
 
     @property
     def default_skill(self) -> SkillEntry:
@@ -158,9 +161,6 @@ def load(path: str | os.PathLike[str] | None = None, **overrides: Any) -> Config
         path: The TOML file.
         **overrides: ``[server]`` values that win over the file (command-line flags such as
             ``host``, ``port``, ``data_dir``, ``log_level``); ``None`` values are ignored.
-
-    Returns:
-        The checked configuration.
 
     Raises:
         ConfigError: The file cannot be read, is not TOML, or has problems (all are listed).
@@ -187,6 +187,7 @@ def load(path: str | os.PathLike[str] | None = None, **overrides: Any) -> Config
     server_table = root.table("server")
     server = schema.read_server(server_table, base, overrides, default_data_dir)
     postgresql = storage.read_postgresql(root.table("postgresql"), server_table, server.storage)
+    telemetry = read_telemetry(root.table("telemetry"))
     card = schema.read_card(root.table("card"))
     allow, allow_private = schema.read_network(root.table("network"))
     settings = limits.read_settings(root, server_table, server, allow)
@@ -209,6 +210,7 @@ def load(path: str | os.PathLike[str] | None = None, **overrides: Any) -> Config
         allow=allow,
         allow_private=allow_private,
         postgresql=postgresql,
+        telemetry=telemetry,
     )
 
 
