@@ -30,7 +30,7 @@ from a2a_wire.cli._serve import StartError, Worker
 from a2a_wire.cli._serve import serve as run_server
 from a2a_wire.cli._workers import refusal, supervise
 from a2a_wire.cli.inspect import inspect as inspect_command
-from a2a_wire.server._scrypt import generate_token, hash_secret
+from a2a_wire.server import generate_token, hash_secret
 
 __all__ = ["cli", "main"]
 

@@ -26,7 +26,7 @@ from rich.text import Text
 
 from a2a_wire import codec
 from a2a_wire.cli._view import TaskView
-from a2a_wire.client._stream import Resubscription
+from a2a_wire.client import Resubscription
 from a2a_wire.codec import UNSET
 from a2a_wire.types import (
     AgentCard,

@@ -50,8 +50,7 @@ from a2a_wire.cli._app import build_app
 from a2a_wire.cli._logging import RequestLog
 from a2a_wire.cli.config._load import Config
 from a2a_wire.errors import A2AError, InternalError
-from a2a_wire.server._app import RUNTIME_KEY
-from a2a_wire.server._health import HEALTH_KEY
+from a2a_wire.server import HEALTH_KEY, RUNTIME_KEY
 from a2a_wire.server.store import StoreUnavailableError
 from a2a_wire.server.store._unavailable import describe
 
