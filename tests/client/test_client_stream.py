@@ -21,13 +21,13 @@ from a2a_wire import errors
 from a2a_wire.client import (
     A2AClient,
     ClientSettings,
+    EventStream,
     IncompleteStreamError,
     ReadTimeoutError,
     ResponseTooLargeError,
     TransportError,
     UnexpectedContentTypeError,
 )
-from a2a_wire.client._stream import EventStream
 from a2a_wire.types import StreamResponse, SubscribeToTaskRequest, TaskState
 
 Body = dict[str, Any]
