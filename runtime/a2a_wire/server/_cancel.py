@@ -82,10 +82,10 @@ async def cancel_task(call: MethodCall[CancelTaskRequest]) -> Task:
             background once the store is back.
         ProtocolError: another error the process running the task answered.
     """
-    runtime, caller = call.runtime, call.caller
+    runtime, info = call.runtime, call.info
     grace = call.settings.cancel_grace_seconds
     metadata = call.request.metadata
-    async with runtime.hub(call.request.id, caller.owner) as hub:
+    async with runtime.hub(call.request.id, info.owner) as hub:
         peers = runtime.peers
         if peers is not None and hub.run_task is None:
             request = await peers.ask_holder(hub.task_id, metadata)
@@ -100,9 +100,9 @@ async def cancel_task(call: MethodCall[CancelTaskRequest]) -> Task:
                     )
 
         def context_for(task: Task) -> RequestContext:
-            skill_id = runtime.skill_for_task(task, caller)
+            skill_id = runtime.skill_for_task(task, info)
             return request_context(
-                caller, task.id, task.context_id, task=task, metadata=metadata, skill_id=skill_id
+                info, task.id, task.context_id, task=task, metadata=metadata, skill_id=skill_id
             )
 
         return await cancel_here(runtime.runner, hub, grace, context_for)

@@ -17,7 +17,7 @@ The event that makes the task terminal or interrupted, or a direct Message reply
 run's turn (:mod:`a2a_wire.server._lifecycle`): the hub releases the waiting calls and forgets
 its streams (each ends after that event, spec 3.1.2, 3.1.6).
 
-The runtime (:mod:`a2a_wire.server._engine`, :mod:`a2a_wire.server._runner`) asks the hub to
+The runtime (:mod:`a2a_wire.server._runtime`, :mod:`a2a_wire.server._runner`) asks the hub to
 start, end, stop and supersede a run, and holds it (:meth:`TaskHub.hold`) while a call or a
 stream uses it; a hub neither held nor running calls ``on_idle`` and is forgotten. During
 :meth:`TaskHub.cancelling`, the end of the agent's run does not release the calls waiting on

@@ -2,7 +2,7 @@
 
 When the store is shared with other server processes (a
 :class:`~a2a_wire.server.store._shared.SharedTaskStore`, such as PostgreSQL's), the runtime
-(:mod:`a2a_wire.server._engine`) gets a :class:`Peers`; with a one-process store it gets none and
+(:mod:`a2a_wire.server._runtime`) gets a :class:`Peers`; with a one-process store it gets none and
 nothing here runs. The store's leases say which process runs each task's executor; this module
 keeps the server's runs in step with them.
 

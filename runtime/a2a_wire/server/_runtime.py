@@ -275,15 +275,15 @@ class Runtime:
         message = request.message
         assert message is not None  # REQUIRED, checked when the params were decoded
         if message.task_id:
-            async with self.hub(message.task_id, info.caller) as hub:
+            async with self.hub(message.task_id, info.owner) as hub:
                 yield await self._continue(hub, request, message, info, stream, history_length)
             return
         skill_id = self._route(message, None, info, request)
         task_id = new_uuid()
         message.context_id = message.context_id or new_uuid()
-        hub = self._new_hub(task_id, None, info.caller, push_config)
+        hub = self._new_hub(task_id, None, info.owner, push_config)
         with hub.hold():
-            run = Run(hub, message, message.context_id, info.caller)
+            run = Run(hub, message, message.context_id, info.owner)
             context = request_context(
                 info,
                 task_id,
@@ -331,7 +331,7 @@ class Runtime:
                 if self.peers is not None:
                     await self.peers.run_ended(task.id)
                 raise
-            run = Run(hub, message, task.context_id, info.caller)
+            run = Run(hub, message, task.context_id, info.owner)
             context = request_context(
                 info,
                 task.id,
