@@ -11,7 +11,7 @@ from __future__ import annotations
 import copy
 import time
 
-from a2a_wire._protocol.states import INTERRUPTED_STATES, TERMINAL_STATES, is_terminal
+from a2a_wire._protocol.states import INTERRUPTED_STATES, TERMINAL_STATES, is_terminal, state_word
 from a2a_wire.errors import A2AError
 from a2a_wire.types import (
     Artifact,
@@ -172,7 +172,7 @@ def apply(
     state = _state_of(task)
     if is_terminal(state):
         what = "an artifact" if isinstance(event, TaskArtifactUpdateEvent) else "a message"
-        raise InvalidTransitionError(f"task {task.id!r} is {state}; cannot add {what}")
+        raise InvalidTransitionError(f"task {task.id!r} is {state_word(state)}; cannot add {what}")
     if isinstance(event, TaskArtifactUpdateEvent):
         _apply_artifact(task, event)
     else:

@@ -21,7 +21,7 @@ from collections.abc import Callable, Iterator, Sequence
 
 from a2a_wire import codec
 from a2a_wire._protocol.ids import new_uuid
-from a2a_wire._protocol.states import is_settled
+from a2a_wire._protocol.states import is_settled, state_word
 from a2a_wire._protocol.tasks import InvalidTransitionError, new_task, now_timestamp
 from a2a_wire.errors import InternalError, ProtocolError, TaskNotFoundError
 from a2a_wire.server._executor import AgentEvent
@@ -421,7 +421,7 @@ class TaskHub:
 
 
 def _described(event: AgentEvent) -> str:
-    """``FAILED status`` for a status update, else the event's type name (for the log)."""
+    """``failed status`` for a status update, else the event's type name (for the log)."""
     if isinstance(event, TaskStatusUpdateEvent) and event.status is not None:
-        return f"{event.status.state.name} status"
+        return f"{state_word(event.status.state)} status"
     return type(event).__name__

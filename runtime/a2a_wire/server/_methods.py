@@ -16,7 +16,7 @@ from typing import Any
 
 from a2a_wire import methods
 from a2a_wire._protocol import jsonrpc as _jsonrpc
-from a2a_wire._protocol.states import is_terminal
+from a2a_wire._protocol.states import is_terminal, state_word
 from a2a_wire.codec import ProtoMessage
 from a2a_wire.errors import (
     ExtendedAgentCardNotConfiguredError,
@@ -209,7 +209,7 @@ async def subscribe_to_task(call: MethodCall[SubscribeToTaskRequest]) -> Subscri
             )
         if is_terminal(status.state):
             raise UnsupportedOperationError(
-                f"Task {hub.task_id} is {status.state.value}; there is nothing to subscribe to",
+                f"Task {hub.task_id} is {state_word(status.state)}; there is nothing to subscribe to",
                 metadata={"taskId": hub.task_id},
             )
         return hub.open_stream(snapshot=snapshot)

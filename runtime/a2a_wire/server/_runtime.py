@@ -20,7 +20,7 @@ from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass
 
 from a2a_wire._protocol.ids import new_uuid
-from a2a_wire._protocol.states import is_interrupted, is_settled, is_terminal
+from a2a_wire._protocol.states import is_interrupted, is_settled, is_terminal, state_word
 from a2a_wire.errors import (
     InternalError,
     InvalidParamsError,
@@ -372,7 +372,7 @@ class Runtime:
         state = _state(task)
         if is_terminal(state):
             raise UnsupportedOperationError(
-                f"Task {task.id} is {state.value}; it takes no more messages",
+                f"Task {task.id} is {state_word(state)}; it takes no more messages",
                 metadata={"taskId": task.id, "state": str(state.value)},
             )
         if message.context_id and message.context_id != task.context_id:
