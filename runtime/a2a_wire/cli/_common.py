@@ -35,6 +35,7 @@ from a2a_wire.client import (
     EnvCredentials,
     FileCredentials,
     HeaderScheme,
+    IncompleteStreamError,
     ResponseTooLargeError,
     StaticCredentials,
     TotalTimeoutError,
@@ -167,7 +168,11 @@ async def _bounded(call: Coroutine[Any, Any, int], seconds: float | None) -> int
         if not deadline.expired():
             raise
         raise TotalTimeoutError("--timeout", seconds or 0.0, task_id=_KNOWN_TASK.get()) from exc
-    except (ClientTimeoutError, ResponseTooLargeError) as exc:  # the errors that may name a task
+    except (
+        ClientTimeoutError,
+        IncompleteStreamError,
+        ResponseTooLargeError,
+    ) as exc:  # may name a task
         if not exc.task_id:
             exc.task_id = _KNOWN_TASK.get()
         raise
