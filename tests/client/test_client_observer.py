@@ -18,7 +18,6 @@ from a2a_wire.client import (
     RedirectRefusedError,
     StaticCredentials,
 )
-from a2a_wire.client._http import Transport
 from a2a_wire.types import GetTaskRequest, SubscribeToTaskRequest
 
 
@@ -139,12 +138,10 @@ async def test_a_card_resolver_shows_its_exchanges_to_its_observer(agent: FakeAg
 
 async def test_a_failed_connection_ends_with_its_error() -> None:
     seen = Recorder()
-    transport = Transport(LOCAL, None, seen)
-    try:
+    async with A2AClient("http://127.0.0.1:9/", settings=LOCAL, observer=seen) as c:
         with pytest.raises(ConnectError):
-            await transport.open_stream("http://127.0.0.1:9/", b"{}", {})
-    finally:
-        await transport.close()
+            async with c.subscribe_to_task(SubscribeToTaskRequest(id="t1")) as stream:
+                await anext(stream)
     assert seen.kinds() == ["request", "end"]
     assert seen.log[-1] == ("end", 1, "ConnectError")
 
