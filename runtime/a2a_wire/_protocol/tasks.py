@@ -107,7 +107,8 @@ def _apply_status(task: Task, event: TaskStatusUpdateEvent, now: Timestamp) -> N
         raise InvalidTransitionError("status update without a status")
     current, target = _state_of(task), event.status.state
     if target not in TRANSITIONS.get(current, frozenset()):
-        raise InvalidTransitionError(f"task {task.id!r} cannot move from {current} to {target}")
+        moving = f"{state_word(current)} to {state_word(target)}"
+        raise InvalidTransitionError(f"task {task.id!r} cannot move from {moving}")
     message = _bind(event.status.message, task) if event.status.message is not None else None
     timestamp = event.status.timestamp if event.status.timestamp is not None else now
     task.status = TaskStatus(state=target, message=message, timestamp=timestamp)
