@@ -6,6 +6,8 @@
 * ``server`` never imports ``client`` and ``client`` never imports ``server``; no module outside
   ``cli/`` imports ``a2a_wire.cli``. Checked statically over the source files (relative imports
   resolved) and at runtime (what importing each role loads).
+* ``cli/`` imports the server and the client only through their faces (``a2a_wire.server``,
+  ``a2a_wire.server.push``, ``a2a_wire.server.store``, ``a2a_wire.client``), checked statically.
 * Each public face has a sorted, complete ``__all__`` whose names exist, and its exported names
   are pinned here (compare ``encode/httpx: tests/test_exported_members.py``): changing a face
   means changing this file.
@@ -141,6 +143,45 @@ def test_the_library_never_imports_the_cli() -> None:
     assert {module: names for module, names in offending.items() if names} == {}
 
 
+def private_part(name: str, role: str) -> str | None:
+    """``name`` cut after its first private part inside ``role``, or ``None`` if it has none."""
+    if not within(name, role):
+        return None
+    parts = name.split(".")
+    depth = len(role.split("."))
+    for i in range(depth, len(parts)):
+        if parts[i].startswith("_"):
+            return ".".join(parts[: i + 1])
+    return None
+
+
+@pytest.mark.parametrize(
+    ("name", "role", "expected"),
+    [
+        ("a2a_wire.server", "a2a_wire.server", None),
+        ("a2a_wire.server.create_app", "a2a_wire.server", None),
+        ("a2a_wire.server._app.create_app", "a2a_wire.server", "a2a_wire.server._app"),
+        ("a2a_wire.server.push._settings.X", "a2a_wire.server", "a2a_wire.server.push._settings"),
+        ("a2a_wire.client._errors", "a2a_wire.client", "a2a_wire.client._errors"),
+        ("a2a_wire.client._errors", "a2a_wire.server", None),
+        ("a2a_wire._protocol.wire", "a2a_wire.server", None),
+    ],
+)
+def test_private_part(name: str, role: str, expected: str | None) -> None:
+    assert private_part(name, role) == expected
+
+
+def test_the_cli_uses_only_the_faces_of_the_roles() -> None:
+    found: dict[str, set[str]] = {}
+    for path in sources_in("a2a_wire.cli"):
+        for name in imports_of(path):
+            for role in ("a2a_wire.server", "a2a_wire.client"):
+                private = private_part(name, role)
+                if private is not None:
+                    found.setdefault(module_name(path), set()).add(private)
+    assert found == {}
+
+
 SHARED = {
     "a2a_wire",
     "a2a_wire._generated",
@@ -269,8 +310,12 @@ EXPORTED = {
         "API_KEY_SCHEME",
         "BEARER_SCHEME",
         "CALLS_KEY",
+        "CLIENT_ID_KEY",
         "DEFAULT_API_KEY_HEADER",
+        "ERROR_CODES_KEY",
+        "HEALTH_KEY",
         "INTERRUPTED_STATES",
+        "PROBE_PATHS",
         "RUNTIME_KEY",
         "SKILL_ID_KEY",
         "STORE_KEY",
@@ -412,6 +457,7 @@ EXPORTED = {
         "api_key_header",
         "card_url",
         "create_receiver_app",
+        "interface_url",
         "is_interrupted",
         "is_settled",
         "is_terminal",

@@ -215,6 +215,20 @@ def test_serve_refuses_invalid_config_without_starting(tmp_path: Path) -> None:
     assert checked.returncode == 6
 
 
+def test_serve_and_db_migrate_read_one_variable_and_report_a_bad_file_alike(
+    tmp_path: Path,
+) -> None:
+    path = write_config(tmp_path / "bad.toml", "[limits]\nmax_batch_size = -1\n")
+    env = environment(A2A_WIRE_CONFIG=str(path))
+    expected = [
+        f"error: invalid configuration {path}",
+        f"  {path}:2: limits.max_batch_size: must be >= 0, not -1",
+    ]
+    for args in (("serve", "--check"), ("db", "migrate", "--dsn", "postgresql://127.0.0.1:1/x")):
+        result = cli(*args, env=env)
+        assert (result.returncode, result.stderr.splitlines()) == (6, expected), args
+
+
 def test_serve_check_and_start_errors(tmp_path: Path) -> None:
     env = environment(XDG_DATA_HOME=str(tmp_path / "xdg"))
     ok = cli("serve", "--check", env=env)

@@ -30,7 +30,7 @@ from a2a_wire.cli._logging import (
     configure_logging,
 )
 from a2a_wire.cli.config import load
-from a2a_wire.server._health import HEALTH_KEY
+from a2a_wire.server import HEALTH_KEY
 from a2a_wire.server.store import SQLiteTaskStore
 
 

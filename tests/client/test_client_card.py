@@ -22,6 +22,7 @@ from a2a_wire.client import (
     RedirectRefusedError,
     StaticCredentials,
     card_url,
+    interface_url,
     select_interface,
 )
 from a2a_wire.client._card_resolver import card_lifetime
@@ -92,6 +93,39 @@ async def test_connect_with_no_fitting_interface_lists_offers(agent: FakeAgent) 
         "GRPC 1.0 at https://g.example" in text and "JSONRPC 0.3 at https://o.example/rpc" in text
     )
     assert [o.protocol_binding for o in caught.value.offers] == ["GRPC", "JSONRPC"]
+
+
+async def test_fetch_document_returns_the_card_as_served(agent: FakeAgent) -> None:
+    served = {"name": 7, "not": ["a", "card"]}  # valid JSON, not a valid card
+    agent.card(served, headers={"Cache-Control": "max-age=600"})
+    async with CardResolver(settings=LOCAL) as resolver:
+        assert await resolver.fetch_document(agent.base) == served
+        assert await resolver.fetch_document(agent.base + "/") == served
+        assert len(resolver.cache) == 0  # neither decoded nor cached
+        with pytest.raises(InvalidAgentCardError):
+            await resolver.resolve(agent.base)
+    assert len(agent.card_requests) == 3
+
+
+async def test_fetch_document_refuses_a_body_that_is_not_json(agent: FakeAgent) -> None:
+    async def handler(request: web.Request) -> web.StreamResponse:
+        return web.Response(body=b"{not json", content_type="application/json")
+
+    agent.card_handler = handler
+    async with CardResolver(settings=LOCAL) as resolver:
+        with pytest.raises(InvalidAgentCardError, match=r"^agent card at .*agent-card\.json: "):
+            await resolver.fetch_document(agent.base)
+
+
+def test_interface_url_resolves_a_relative_url_against_the_card() -> None:
+    where = "https://agent.example/a/.well-known/agent-card.json"
+
+    def resolved(url: str) -> str:
+        return interface_url(where, AgentInterface.from_dict(iface("JSONRPC", "1.0", url)))
+
+    assert resolved("/rpc") == "https://agent.example/rpc"
+    assert resolved("rpc") == "https://agent.example/a/.well-known/rpc"
+    assert resolved("https://other.example/rpc") == "https://other.example/rpc"
 
 
 async def test_relative_interface_url(agent: FakeAgent) -> None:

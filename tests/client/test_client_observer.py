@@ -12,12 +12,12 @@ from client_fake import LOCAL, FakeAgent, card_json, sse, status_update, task_js
 
 from a2a_wire.client import (
     A2AClient,
+    CardResolver,
     ConnectError,
     ExchangeWatch,
     RedirectRefusedError,
     StaticCredentials,
 )
-from a2a_wire.client._http import Transport
 from a2a_wire.types import GetTaskRequest, SubscribeToTaskRequest
 
 
@@ -124,14 +124,24 @@ async def test_a_refused_redirect_is_seen_with_its_status_and_error(agent: FakeA
     assert seen.log[1][2] == 302 and seen.log[-1] == ("end", 1, "RedirectRefusedError")
 
 
+async def test_a_card_resolver_shows_its_exchanges_to_its_observer(agent: FakeAgent) -> None:
+    agent.card(card_json(agent.base))
+    seen = Recorder()
+    async with CardResolver(settings=LOCAL, observer=seen) as resolver:
+        document = await resolver.fetch_document(agent.base)
+        await resolver.resolve(agent.base)
+    assert seen.kinds().count("request") == 2 and seen.kinds()[-1] == "end"
+    card = f"{agent.base}/.well-known/agent-card.json"
+    assert [entry[3] for entry in seen.log if entry[0] == "request"] == [card, card]
+    assert json.loads(seen.body(1)) == document
+
+
 async def test_a_failed_connection_ends_with_its_error() -> None:
     seen = Recorder()
-    transport = Transport(LOCAL, None, seen)
-    try:
+    async with A2AClient("http://127.0.0.1:9/", settings=LOCAL, observer=seen) as c:
         with pytest.raises(ConnectError):
-            await transport.open_stream("http://127.0.0.1:9/", b"{}", {})
-    finally:
-        await transport.close()
+            async with c.subscribe_to_task(SubscribeToTaskRequest(id="t1")) as stream:
+                await anext(stream)
     assert seen.kinds() == ["request", "end"]
     assert seen.log[-1] == ("end", 1, "ConnectError")
 

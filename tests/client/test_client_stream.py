@@ -21,13 +21,13 @@ from a2a_wire import errors
 from a2a_wire.client import (
     A2AClient,
     ClientSettings,
+    EventStream,
     IncompleteStreamError,
     ReadTimeoutError,
     ResponseTooLargeError,
     TransportError,
     UnexpectedContentTypeError,
 )
-from a2a_wire.client._stream import EventStream
 from a2a_wire.types import StreamResponse, SubscribeToTaskRequest, TaskState
 
 Body = dict[str, Any]
@@ -395,7 +395,7 @@ async def test_resumable_gives_up_after_max_resubscribes(
         max_resubscribes=2,
         retry_delay=0,
     )
-    with pytest.raises(IncompleteStreamError, match="'t1' last seen in state TASK_STATE_WORKING$"):
+    with pytest.raises(IncompleteStreamError, match="'t1' last seen in state working$"):
         await collect(stream)
     assert [r.method for r in agent.requests].count("SubscribeToTask") == 2
 

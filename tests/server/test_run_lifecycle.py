@@ -317,7 +317,7 @@ async def test_the_runtime_s_refused_end_is_not_blamed_on_the_agent(
     assert await _state_of(client, task_id) == "TASK_STATE_COMPLETED"
     lines = [r.getMessage() for r in caplog.records if r.name == "a2a_wire.server"]
     assert [line for line in lines if "from the agent" in line] == []  # not the agent's
-    mine = f"task {task_id}: the runtime's FAILED status ({failure}) is not recorded: "
+    mine = f"task {task_id}: the runtime's failed status ({failure}) is not recorded: "
     assert [line for line in lines if line.startswith(mine)], lines
 
 

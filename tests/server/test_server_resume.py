@@ -26,8 +26,7 @@ from server_support import (
 )
 from store_support import ServerStores
 
-from a2a_wire.server import STORE_KEY, create_app
-from a2a_wire.server._report import ERROR_CODES_KEY
+from a2a_wire.server import ERROR_CODES_KEY, STORE_KEY, create_app
 from a2a_wire.server.store import SQLiteTaskStore
 
 

@@ -175,6 +175,7 @@ async def test_message_to_terminal_task_is_unsupported(client: Any) -> None:
     assert err["code"] == -32004
     assert reason(err) == "UNSUPPORTED_OPERATION"
     assert err["data"][0]["metadata"]["taskId"] == done["id"]
+    assert err["message"] == f"Task {done['id']} is completed; it takes no more messages"
 
 
 async def test_context_mismatch_is_invalid_params(client: Any) -> None:
@@ -279,6 +280,9 @@ async def test_cancel_terminal_and_repeated_cancel_are_not_cancelable(client: An
     await result(client, "CancelTask", {"id": waiting["id"]})
     again = await error(client, "CancelTask", {"id": waiting["id"]})
     assert again["code"] == -32002
+    # The words of the CLI in the message; the machine-readable state keeps the wire value.
+    assert again["message"] == f"Task {waiting['id']} is canceled and cannot be canceled"
+    assert again["data"][0]["metadata"]["state"] == "TASK_STATE_CANCELED"
     state = (await result(client, "GetTask", {"id": waiting["id"]}))["status"]["state"]
     assert state == "TASK_STATE_CANCELED"
 

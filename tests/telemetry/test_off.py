@@ -22,8 +22,7 @@ from opentelemetry.trace import NoOpTracerProvider, ProxyTracerProvider
 from server_support import ScriptedAgent, make_card, result, send_params
 
 from a2a_wire.client import A2AClient, ClientSettings
-from a2a_wire.server import create_app
-from a2a_wire.server._app import RUNTIME_KEY
+from a2a_wire.server import RUNTIME_KEY, create_app
 from a2a_wire.server._telemetry import TracedAgent
 from a2a_wire.telemetry import Telemetry
 

@@ -11,7 +11,14 @@ from __future__ import annotations
 
 from a2a_wire.types import TaskState
 
-__all__ = ["INTERRUPTED_STATES", "TERMINAL_STATES", "is_interrupted", "is_settled", "is_terminal"]
+__all__ = [
+    "INTERRUPTED_STATES",
+    "TERMINAL_STATES",
+    "is_interrupted",
+    "is_settled",
+    "is_terminal",
+    "state_word",
+]
 
 _S = TaskState
 
@@ -48,3 +55,21 @@ def is_settled(state: TaskState) -> bool:
     Spec 3.2.2 (blocking SendMessage) and 9.4.2 (streams); False for a state not known.
     """
     return state._value_ in _SETTLED
+
+
+_PREFIX = "TASK_STATE_"
+
+
+def state_word(state: TaskState | None) -> str:
+    """How messages name a state: ``TASK_STATE_INPUT_REQUIRED`` as ``input-required``.
+
+    The words of the command line, used by every error message of both roles (machine-readable
+    fields keep the wire value). ``None`` is ``unknown``; a name this version does not know is
+    written the same way (``TASK_STATE_PAUSED`` as ``paused``), a bare number as it is.
+    """
+    if state is None:
+        return "unknown"
+    value = str(state.value)
+    if not value.startswith(_PREFIX):
+        return value
+    return value.removeprefix(_PREFIX).lower().replace("_", "-")

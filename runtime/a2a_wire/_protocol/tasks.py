@@ -11,7 +11,7 @@ from __future__ import annotations
 import copy
 import time
 
-from a2a_wire._protocol.states import INTERRUPTED_STATES, TERMINAL_STATES, is_terminal
+from a2a_wire._protocol.states import INTERRUPTED_STATES, TERMINAL_STATES, is_terminal, state_word
 from a2a_wire.errors import A2AError
 from a2a_wire.types import (
     Artifact,
@@ -107,7 +107,8 @@ def _apply_status(task: Task, event: TaskStatusUpdateEvent, now: Timestamp) -> N
         raise InvalidTransitionError("status update without a status")
     current, target = _state_of(task), event.status.state
     if target not in TRANSITIONS.get(current, frozenset()):
-        raise InvalidTransitionError(f"task {task.id!r} cannot move from {current} to {target}")
+        moving = f"{state_word(current)} to {state_word(target)}"
+        raise InvalidTransitionError(f"task {task.id!r} cannot move from {moving}")
     message = _bind(event.status.message, task) if event.status.message is not None else None
     timestamp = event.status.timestamp if event.status.timestamp is not None else now
     task.status = TaskStatus(state=target, message=message, timestamp=timestamp)
@@ -172,7 +173,7 @@ def apply(
     state = _state_of(task)
     if is_terminal(state):
         what = "an artifact" if isinstance(event, TaskArtifactUpdateEvent) else "a message"
-        raise InvalidTransitionError(f"task {task.id!r} is {state}; cannot add {what}")
+        raise InvalidTransitionError(f"task {task.id!r} is {state_word(state)}; cannot add {what}")
     if isinstance(event, TaskArtifactUpdateEvent):
         _apply_artifact(task, event)
     else:

@@ -22,19 +22,17 @@ import click
 from a2a_wire import __version__
 from a2a_wire.cli._client_cmds import cancel, card, get, list_tasks, send, subscribe
 from a2a_wire.cli._common import EXIT_CONFIG
+from a2a_wire.cli._config_option import config_option, load_or_exit
 from a2a_wire.cli._db import db
 from a2a_wire.cli._logging import configure_logging
 from a2a_wire.cli._push_cmds import push, webhook
 from a2a_wire.cli._serve import StartError, Worker
 from a2a_wire.cli._serve import serve as run_server
 from a2a_wire.cli._workers import refusal, supervise
-from a2a_wire.cli.config._load import ConfigError, load
 from a2a_wire.cli.inspect import inspect as inspect_command
-from a2a_wire.server._scrypt import generate_token, hash_secret
+from a2a_wire.server import generate_token, hash_secret
 
 __all__ = ["cli", "main"]
-
-CONFIG_VARIABLE = "A2A_WIRE_CONFIG"
 
 
 @click.group(context_settings={"help_option_names": ["-h", "--help"]})
@@ -44,13 +42,7 @@ def cli() -> None:
 
 
 @cli.command()
-@click.option(
-    "--config",
-    "config_path",
-    type=click.Path(dir_okay=False, path_type=Path),
-    envvar=CONFIG_VARIABLE,
-    help=f"TOML configuration file (or ${CONFIG_VARIABLE}); the embedded default without one.",
-)
+@config_option("TOML configuration file; the embedded default without one.")
 @click.option("--host", help="Address to listen on (overrides [server] host).")
 @click.option("--port", type=click.IntRange(0, 65535), help="Port (overrides [server] port).")
 @click.option(
@@ -101,13 +93,7 @@ def serve(
         "log_level": log_level,
         "log_format": log_format,
     }
-    try:
-        config = load(config_path, **overrides)
-    except ConfigError as exc:
-        click.echo(f"error: invalid configuration {exc.source}", err=True)
-        for issue in exc.issues:
-            click.echo(f"  {issue.render(exc.source)}", err=True)
-        raise click.exceptions.Exit(EXIT_CONFIG) from None
+    config = load_or_exit(config_path, **overrides)
     refused = refusal(config, workers)
     if refused is not None:
         click.echo(f"error: {refused}", err=True)

@@ -8,8 +8,8 @@
   :class:`~a2a_wire.server.store.PostgresTaskStore` of ``[postgresql]`` (the
   page-token key still comes from ``data_dir``: every process and host must hold the same file).
 * Skills, registered clients, the extended card and card signing go to the server as a
-  :class:`~a2a_wire.server._auth.SecurityConfig`; the server routes each message to its skill
-  (:mod:`a2a_wire.server._skills`) and authenticates callers when clients are registered.
+  :class:`~a2a_wire.server.SecurityConfig`; the server routes each message to its skill
+  (:class:`~a2a_wire.server.SkillRouter`) and authenticates callers when clients are registered.
 * The request log middleware (:mod:`a2a_wire.cli._logging`) is put in front of the server's
   own middleware.
 """
@@ -25,9 +25,7 @@ from aiohttp import web
 from a2a_wire.cli._exporting import start_exporting
 from a2a_wire.cli._logging import NotingExecutor, RequestLog
 from a2a_wire.cli.config._load import Config, SkillEntry
-from a2a_wire.server._app import create_app
-from a2a_wire.server._auth import SecurityConfig
-from a2a_wire.server._skills import Skill
+from a2a_wire.server import SecurityConfig, Skill, create_app
 from a2a_wire.server.store import (
     EventLogStore,
     InMemoryTaskStore,
@@ -220,7 +218,7 @@ def build_security(config: Config) -> SecurityConfig:
         config: The configuration.
 
     Returns:
-        The server's :class:`~a2a_wire.server._auth.SecurityConfig`.
+        The server's :class:`~a2a_wire.server.SecurityConfig`.
     """
     skills = [
         Skill(
@@ -245,8 +243,9 @@ def build_security(config: Config) -> SecurityConfig:
 def build_app(config: Config) -> tuple[web.Application, RequestLog]:
     """The server application for ``config``, and its request log (which drains it at stop).
 
-    Skills are routed by the server (:mod:`a2a_wire.server._skills`): ``message.metadata.skillId``,
-    else the task's skill, else the default skill; an unknown skill is -32602.
+    Skills are routed by the server (:class:`~a2a_wire.server.SkillRouter`):
+    ``message.metadata.skillId``, else the task's skill, else the default skill; an unknown
+    skill is -32602.
 
     Args:
         config: The configuration.

@@ -28,7 +28,7 @@ from a2a_wire.cli._common import (
 )
 from a2a_wire.cli._output import Printer
 from a2a_wire.cli._view import TaskView
-from a2a_wire.client._client import A2AClient, EventStream
+from a2a_wire.client import A2AClient, EventStream
 from a2a_wire.types import (
     CancelTaskRequest,
     GetTaskRequest,

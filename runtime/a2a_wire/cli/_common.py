@@ -23,25 +23,24 @@ import yarl
 from a2a_wire import __version__, codec, netguard
 from a2a_wire.cli._output import clean, state_names_in
 from a2a_wire.cli._params import ByteSize
-from a2a_wire.client._client import A2AClient, ClientSettings
-from a2a_wire.client._credentials import (
+from a2a_wire.client import (
     BEARER,
+    A2AClient,
+    AddressNotAllowedError,
+    ClientError,
+    ClientSettings,
+    ClientTimeoutError,
     CredentialProvider,
+    CredentialsError,
     EnvCredentials,
     FileCredentials,
     HeaderScheme,
-    StaticCredentials,
-)
-from a2a_wire.client._errors import (
-    AddressNotAllowedError,
-    ClientError,
-    ClientTimeoutError,
-    CredentialsError,
+    IncompleteStreamError,
     ResponseTooLargeError,
+    StaticCredentials,
     TotalTimeoutError,
     TransportError,
     WaitTimeoutError,
-    note_task,
     safe_url,
 )
 from a2a_wire.errors import A2AError, ProtocolError
@@ -169,8 +168,13 @@ async def _bounded(call: Coroutine[Any, Any, int], seconds: float | None) -> int
         if not deadline.expired():
             raise
         raise TotalTimeoutError("--timeout", seconds or 0.0, task_id=_KNOWN_TASK.get()) from exc
-    except ClientError as exc:
-        note_task(exc, _KNOWN_TASK.get())
+    except (
+        ClientTimeoutError,
+        IncompleteStreamError,
+        ResponseTooLargeError,
+    ) as exc:  # may name a task
+        if not exc.task_id:
+            exc.task_id = _KNOWN_TASK.get()
         raise
 
 

@@ -15,14 +15,14 @@ from pathlib import Path
 
 import click
 
-from a2a_wire.cli._common import EXIT_CONFIG, EXIT_CONNECTION
-from a2a_wire.cli.config import ConfigError, PostgresSection, load
+from a2a_wire.cli._common import EXIT_CONNECTION
+from a2a_wire.cli._config_option import config_option, load_or_exit
+from a2a_wire.cli.config import PostgresSection
 from a2a_wire.server.store import DEFAULT_SCHEMA, describe, migrate
 
 __all__ = ["db"]
 
 DSN_VARIABLE = "A2A_WIRE_DSN"
-CONFIG_VARIABLE = "A2A_WIRE_CONFIG"
 
 
 @click.group()
@@ -34,23 +34,11 @@ def _section(config_path: Path | None) -> PostgresSection:
     """``[postgresql]`` of the file, checked as ``serve`` checks it; the defaults without one."""
     if config_path is None:
         return PostgresSection()
-    try:
-        return load(config_path).postgresql
-    except ConfigError as exc:
-        click.echo(f"error: invalid configuration {exc.source}", err=True)
-        for issue in exc.issues:
-            click.echo(f"  {issue.render(exc.source)}", err=True)
-        raise click.exceptions.Exit(EXIT_CONFIG) from None
+    return load_or_exit(config_path).postgresql
 
 
 @db.command("migrate")
-@click.option(
-    "--config",
-    "config_path",
-    type=click.Path(dir_okay=False, path_type=Path),
-    envvar=CONFIG_VARIABLE,
-    help=f"The serve configuration (or ${CONFIG_VARIABLE}) whose [postgresql] table to use.",
-)
+@config_option("The serve configuration whose [postgresql] table to use.")
 @click.option(
     "--dsn",
     help="PostgreSQL address, e.g. postgresql://user@host:5432/db (default: [postgresql] dsn, "

@@ -1,9 +1,9 @@
 """Structured logs of ``a2a-wire serve``: one line per request, and the formatters.
 
 The fields of a request line are listed in docs/server.md ("Logs"). They come from what the
-server already parsed and noted (``CALLS_KEY``, :mod:`a2a_wire.server._report`), so no body is
-parsed twice, and no header, body or credential is logged. :class:`NotingExecutor` reports the
-id of a task a request created through a context variable.
+server already parsed and noted (the request and response keys of :mod:`a2a_wire.server`), so
+no body is parsed twice, and no header, body or credential is logged. :class:`NotingExecutor`
+reports the id of a task a request created through a context variable.
 """
 
 from __future__ import annotations
@@ -26,11 +26,16 @@ from aiohttp.typedefs import Handler
 
 from a2a_wire import codec
 from a2a_wire._protocol.wire import JSON_MEDIA_TYPE
-from a2a_wire.server import TRACE_KEY
-from a2a_wire.server._app import CALLS_KEY
-from a2a_wire.server._executor import AgentExecutor, EventQueue, RequestContext
-from a2a_wire.server._report import CLIENT_ID_KEY, ERROR_CODES_KEY
-from a2a_wire.server._settings import PROBE_PATHS
+from a2a_wire.server import (
+    CALLS_KEY,
+    CLIENT_ID_KEY,
+    ERROR_CODES_KEY,
+    PROBE_PATHS,
+    TRACE_KEY,
+    AgentExecutor,
+    EventQueue,
+    RequestContext,
+)
 from a2a_wire.telemetry import TraceContextFilter
 
 __all__ = [

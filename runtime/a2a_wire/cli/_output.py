@@ -25,8 +25,9 @@ from rich.table import Table
 from rich.text import Text
 
 from a2a_wire import codec
+from a2a_wire._protocol.states import state_word
 from a2a_wire.cli._view import TaskView
-from a2a_wire.client._stream import Resubscription
+from a2a_wire.client import Resubscription
 from a2a_wire.codec import UNSET
 from a2a_wire.types import (
     AgentCard,
@@ -75,12 +76,7 @@ def state_names_in(text: str) -> str:
 
 def state_name(state: TaskState | None) -> str:
     """``TASK_STATE_INPUT_REQUIRED`` as ``input-required``; an unknown value as it is."""
-    if state is None:
-        return "unknown"
-    value = str(state.value)
-    if value.startswith("TASK_STATE_"):
-        value = value.removeprefix("TASK_STATE_").lower().replace("_", "-")
-    return clean(value)
+    return clean(state_word(state))
 
 
 def _state_text(state: TaskState | None) -> Text:

@@ -1,7 +1,7 @@
 """``a2a-wire push {set,get,list,delete}`` and ``a2a-wire webhook``.
 
 The ``push`` commands call the four push-config operations (spec 3.1.7-3.1.10). ``webhook``
-runs a receiver (:mod:`a2a_wire.client._push_receiver`) on a local port and prints every event an agent
+runs a :class:`~a2a_wire.client.PushReceiver` on a local port and prints every event an agent
 POSTs to it, checking the notification token and ``Authorization`` when given; it stops on
 SIGINT/SIGTERM, or after ``--count`` events.
 """
@@ -16,7 +16,7 @@ from aiohttp import web
 
 from a2a_wire.cli._common import ClientOptions, client_command, client_options
 from a2a_wire.cli._output import Printer, count
-from a2a_wire.client._push_receiver import PushReceiver, create_receiver_app
+from a2a_wire.client import PushReceiver, create_receiver_app
 from a2a_wire.types import (
     AuthenticationInfo,
     DeleteTaskPushNotificationConfigRequest,

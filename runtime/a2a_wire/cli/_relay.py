@@ -16,9 +16,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from a2a_wire._protocol.states import is_settled
-from a2a_wire.client._client import A2AClient, ClientSettings
-from a2a_wire.client._credentials import CredentialProvider, NoCredentials
-from a2a_wire.server._executor import EventQueue, TaskUpdater
+from a2a_wire.client import A2AClient, ClientSettings, CredentialProvider, NoCredentials
+from a2a_wire.server import EventQueue, TaskUpdater
 from a2a_wire.types import (
     Message,
     SendMessageRequest,

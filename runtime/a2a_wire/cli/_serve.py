@@ -1,33 +1,12 @@
 """``a2a-wire serve``: run the server until SIGTERM or SIGINT, then stop cleanly.
 
-Start: the configuration is checked whole before anything opens (a bad file exits with
-:data:`~a2a_wire.cli._common.EXIT_CONFIG` and every problem listed); then the data directory
-and the task store are opened (recovery: tasks a dead process left SUBMITTED or WORKING become
-FAILED), the socket is bound and one ``listening`` line is logged with the URL.
-
-Stop, on the first SIGTERM or SIGINT:
-
-1. new requests are refused (the socket is closed; requests on kept-alive connections get
-   HTTP 503 with ``Connection: close``);
-2. running requests and agent runs get ``shutdown_grace_seconds`` to finish;
-3. streams still open then get a final error event saying the server is stopping (clients
-   re-subscribe after the restart), agent runs are cancelled and get ``shutdown_grace_seconds``
-   more, and the store is closed;
-4. the process exits 0, at once, even when an agent run ignored its cancellation (it is not
-   left running against a closed store; the next start marks its task FAILED).
-
-A second SIGTERM or SIGINT, at any point of these steps, ends the process at once with status
-128 + the signal's number (143 for SIGTERM, 130 for Ctrl-C), whatever the agent runs do. The
-store needs no closing for that: SQLite keeps every committed transaction, and the next start
-marks the tasks that were running FAILED.
-
-As a worker of ``serve --workers N`` (:mod:`a2a_wire.cli._workers`), the process is given its
-listening sockets and a channel to the supervisor (:class:`Worker`) instead of binding. It says
-``ready`` on the channel once it serves, and logs ``worker ready`` instead of ``listening``
-(the supervisor logs that line once every worker is ready). A ``stop`` line on the channel, or
-the channel closing (the supervisor is gone), starts the stop above as a first signal would,
-but is not counted as a signal: a worker that gets both a signal of its own and the
-supervisor's ``stop`` (systemd signals every process of the unit) still drains.
+Start: the store opens (recovering tasks a dead process left running) before the socket binds.
+Stop, on the first signal: refuse new requests, give running ones and agent runs
+``shutdown_grace_seconds``, end open streams with an error event, cancel the runs (as long
+again), close the store, exit 0 even if a run ignored its cancellation. A second signal exits
+at once with 128 + its number. As a worker of ``serve --workers`` (:class:`Worker`) the process
+is handed its sockets and a channel, and the supervisor's ``stop`` drains it as a first signal
+would without counting as one. In full: docs/internals/cli.md ("Start and stop of serve").
 """
 
 from __future__ import annotations
@@ -50,8 +29,7 @@ from a2a_wire.cli._app import build_app
 from a2a_wire.cli._logging import RequestLog
 from a2a_wire.cli.config._load import Config
 from a2a_wire.errors import A2AError, InternalError
-from a2a_wire.server._app import RUNTIME_KEY
-from a2a_wire.server._health import HEALTH_KEY
+from a2a_wire.server import HEALTH_KEY, RUNTIME_KEY
 from a2a_wire.server.store import StoreUnavailableError, describe
 
 __all__ = [

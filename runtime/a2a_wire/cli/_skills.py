@@ -15,10 +15,9 @@ from collections.abc import Awaitable, Callable, Mapping
 from a2a_wire._protocol.ids import new_uuid
 from a2a_wire._protocol.states import is_terminal
 from a2a_wire.cli._relay import Relay, Remote, RemoteAgent, remote_from_history
-from a2a_wire.client._client import A2AClient
-from a2a_wire.client._errors import ClientError
+from a2a_wire.client import A2AClient, ClientError
 from a2a_wire.errors import ProtocolError, TaskNotCancelableError
-from a2a_wire.server._executor import AgentExecutor, EventQueue, RequestContext, TaskUpdater
+from a2a_wire.server import AgentExecutor, EventQueue, RequestContext, TaskUpdater
 from a2a_wire.types import (
     CancelTaskRequest,
     Message,

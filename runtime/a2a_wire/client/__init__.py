@@ -22,6 +22,7 @@ from a2a_wire.client._card_resolver import (
     CardResolver,
     SignatureCheck,
     card_url,
+    interface_url,
     select_interface,
 )
 from a2a_wire.client._client import (
@@ -131,6 +132,7 @@ __all__ = [
     "api_key_header",
     "card_url",
     "create_receiver_app",
+    "interface_url",
     "is_interrupted",
     "is_settled",
     "is_terminal",

@@ -39,6 +39,7 @@ from a2a_wire.client._errors import (
     safe_url,
 )
 from a2a_wire.client._http import RawResponse, Transport
+from a2a_wire.client._observe import ExchangeObserver
 from a2a_wire.client._settings import ClientSettings
 from a2a_wire.types import AgentCard, AgentInterface
 
@@ -210,7 +211,7 @@ class CardCache:
         return len(self._entries)
 
 
-def _decode_card(raw: RawResponse, url: str) -> tuple[AgentCard, Any]:
+def _document(raw: RawResponse, url: str) -> Any:
     if raw.status in (401, 403):
         challenge = raw.headers.get("WWW-Authenticate", "")
         raise AuthenticationError(raw.status, raw.reason, url, challenge)
@@ -219,9 +220,16 @@ def _decode_card(raw: RawResponse, url: str) -> tuple[AgentCard, Any]:
     if raw.content_type not in JSON_MEDIA_TYPES:
         raise UnexpectedContentTypeError(raw.content_type, JSON_MEDIA_TYPES, status=raw.status)
     try:
-        document = codec.loads(raw.body)
+        return codec.loads(raw.body)
+    except codec.JSONSyntaxError as exc:
+        raise InvalidAgentCardError(f"agent card at {safe_url(url)}: {exc}") from None
+
+
+def _decode_card(raw: RawResponse, url: str) -> tuple[AgentCard, Any]:
+    document = _document(raw, url)
+    try:
         return AgentCard.from_dict(document), document
-    except (codec.JSONSyntaxError, codec.DecodeError) as exc:
+    except codec.DecodeError as exc:
         raise InvalidAgentCardError(f"agent card at {safe_url(url)}: {exc}") from None
 
 
@@ -235,6 +243,7 @@ class CardResolver:
         session: aiohttp.ClientSession | None = None,
         cache: CardCache | None = None,
         verifier: SignatureCheck | None = None,
+        observer: ExchangeObserver | None = None,
     ) -> None:
         """Create a resolver with its own transport (closed by :meth:`close`).
 
@@ -243,8 +252,9 @@ class CardResolver:
             session: An aiohttp session to use (not closed here, not guarded by the connector).
             cache: A cache to share between resolvers; a private one when omitted.
             verifier: Checks each card's signatures before it is returned (spec 8.4.3).
+            observer: Shown every card request and its answer, as a client's observer is.
         """
-        self._transport = Transport(settings or ClientSettings(), session)
+        self._transport = Transport(settings or ClientSettings(), session, observer)
         self.cache = cache if cache is not None else CardCache()
         self.verifier = verifier
 
@@ -307,6 +317,32 @@ class CardResolver:
         self._store(url, card, document, raw, entry if raw.status == 304 else None, now)
         self._verify(document)
         return card
+
+    async def fetch_document(self, base_url: str) -> Any:
+        """Fetch the agent's public card as the JSON value it is, neither decoded nor cached.
+
+        For tools that show or check a card as served, including one that is not a valid card.
+
+        Args:
+            base_url: The agent's base URL (or the card URL itself).
+
+        Returns:
+            The parsed JSON value (any JSON type).
+
+        Raises:
+            InvalidAgentCardError: The body is not JSON.
+            ClientError: Transport failures, limits, redirects, HTTP errors.
+        """
+        url = card_url(base_url)
+        settings = self._transport.settings
+        raw = await self._transport.request(
+            "GET",
+            url,
+            None,
+            self._request_headers(None),
+            total=("card_timeout", settings.card_timeout),
+        )
+        return _document(raw, url)
 
     def _verify(self, document: Any) -> None:
         if self.verifier is not None:

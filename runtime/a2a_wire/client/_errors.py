@@ -19,6 +19,7 @@ from typing import NamedTuple
 
 import yarl
 
+from a2a_wire._protocol.states import state_word
 from a2a_wire.errors import ClientError, InvalidAgentCardError
 from a2a_wire.types import TaskState
 
@@ -247,7 +248,7 @@ class IncompleteStreamError(ClientError):
     """
 
     def __init__(self, task_id: str, last_state: TaskState | None, *, cut_mid_event: bool) -> None:
-        state = None if last_state is None else last_state.value
+        state = state_word(last_state)
         what = f"task {task_id!r} last seen in state {state}" if task_id else "no task or message"
         cut = " (cut off inside an event)" if cut_mid_event else ""
         super().__init__(f"stream ended early: {what}{cut}")
@@ -265,7 +266,7 @@ class WaitTimeoutError(ClientError):
     """
 
     def __init__(self, task_id: str, last_state: TaskState | None, seconds: float) -> None:
-        state = None if last_state is None else last_state.value
+        state = state_word(last_state)
         super().__init__(f"task {task_id!r} still in state {state} after {seconds:g}s")
         self.task_id = task_id
         self.last_state = last_state

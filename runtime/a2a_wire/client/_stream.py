@@ -1,34 +1,13 @@
 """Reading event streams: SendStreamingMessage and SubscribeToTask (spec 3.1.2, 3.1.6, 9.4.2).
 
-An :class:`EventStream` turns the bytes of one ``text/event-stream`` response into
-``StreamResponse`` values: the sans-IO :class:`~a2a_wire._protocol.sse.SSEDecoder` frames events (CRLF,
-multi-line ``data``, comments), each event's data is one JSON-RPC response decoded by
-:func:`~a2a_wire._protocol.jsonrpc.read_response` (an error event raises its typed error), results are
-checked and cleaned by :mod:`a2a_wire.client._results`, and a
-:class:`~a2a_wire.client._results.StreamTracker` decides whether the close is an end or a drop.
-
-The request is sent lazily, on ``__aenter__`` or the first ``__anext__``. The response is closed
-when the stream ends, fails, or is closed by ``aclose``/the ``async with`` block, and at the
-latest when the stream is no longer referenced (``break`` out of a bare ``async for``); prefer
-the ``async with`` form when you may stop reading early. An error names the task when a Task
-event showed it (``task_id``).
-
-A :class:`ResumableStream` wraps one: if the stream drops (an incomplete end, a broken
-connection, an idle timeout) it re-subscribes with SubscribeToTask (spec 3.5.2: reconnecting
-means opening a new stream). So it does, after the server's ``retry_after``, when the server
-says it is unavailable for now (-32000, :class:`~a2a_wire.errors.UnavailableError`: an error
-event that ends the stream, or a re-subscription answered HTTP 503) about a task it names or
-the stream follows; every other error event is final.
-
-Resuming (docs/client.md, "Resuming streams"). Each stream remembers the SSE ``id`` of the last
-event it read (:attr:`EventStream.last_event_id`, ``None`` when the server sends none), and the
-re-subscription carries it as the ``Last-Event-ID`` header, as a browser's ``EventSource`` does.
-A server that honours it sends the events after that one, so the new stream goes on where the
-old one stopped and may begin with an update; a server that ignores it (or whose log no longer
-holds those events) begins with a fresh Task snapshot, which replaces whatever the consumer
-built, as without ids. When ids are decimal numbers (a2a-wire sends the task's event sequence
-numbers), an update whose id is not above the header's, before the first Task or the first
-higher id, was already received and is skipped, so the consumer sees no event twice.
+An :class:`EventStream` turns one ``text/event-stream`` response into ``StreamResponse`` values
+(SSE framing, one JSON-RPC response per event, each result checked); the request is sent lazily,
+and the response is closed when the stream ends, fails or is closed, or at the latest when it is
+no longer referenced. A :class:`ResumableStream` re-subscribes after a drop, or after the
+server's ``retry_after`` when it is unavailable for now (-32000), sending the last event's id as
+``Last-Event-ID``; an update it already received is skipped. How it fits together:
+docs/internals/client.md ("Streams"); the rules a caller sees: docs/client.md ("Resuming
+streams").
 """
 
 from __future__ import annotations

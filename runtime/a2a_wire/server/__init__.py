@@ -3,7 +3,9 @@
 This package's ``__init__`` is the server's public face; its modules are private. Build an app
 with :func:`create_app`, implement an agent as an :class:`AgentExecutor` that reports through a
 :class:`TaskUpdater`, and tune it with :class:`ServerSettings`. Stores live in
-:mod:`a2a_wire.server.store`, push delivery in :mod:`a2a_wire.server.push`.
+:mod:`a2a_wire.server.store`, push delivery in :mod:`a2a_wire.server.push`. Middleware around
+the app (a request log, a drain) reads what the server noted through the typed aiohttp keys
+(``*_KEY``) and never needs a request's body or credentials again.
 
 Specification: https://a2a-protocol.org/v1.0.1/specification/
 """
@@ -40,7 +42,9 @@ from a2a_wire.server._executor import (
     TaskUpdater,
     agent_message,
 )
-from a2a_wire.server._settings import ServerSettings
+from a2a_wire.server._health import HEALTH_KEY
+from a2a_wire.server._report import CLIENT_ID_KEY, ERROR_CODES_KEY
+from a2a_wire.server._settings import PROBE_PATHS, ServerSettings
 from a2a_wire.server._skills import SKILL_ID_KEY, Skill, SkillRouter, SkillSet, media_matches
 from a2a_wire.server.push._settings import PushSettings
 
@@ -49,8 +53,12 @@ __all__ = [
     "API_KEY_SCHEME",
     "BEARER_SCHEME",
     "CALLS_KEY",
+    "CLIENT_ID_KEY",
     "DEFAULT_API_KEY_HEADER",
+    "ERROR_CODES_KEY",
+    "HEALTH_KEY",
     "INTERRUPTED_STATES",
+    "PROBE_PATHS",
     "RUNTIME_KEY",
     "SKILL_ID_KEY",
     "STORE_KEY",

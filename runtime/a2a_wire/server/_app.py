@@ -46,7 +46,6 @@ from a2a_wire.server._call import Services
 from a2a_wire.server._call_info import CallInfo
 from a2a_wire.server._card import CardPublisher
 from a2a_wire.server._cors import Cors
-from a2a_wire.server._engine import Runtime
 from a2a_wire.server._errors import (
     ServerFailureError,
     UnsupportedMediaTypeError,
@@ -58,6 +57,7 @@ from a2a_wire.server._health import HEALTH_KEY, Health
 from a2a_wire.server._methods import Capabilities, call_stream, call_unary
 from a2a_wire.server._report import CLIENT_ID_KEY, ERROR_CODES_KEY, error_codes
 from a2a_wire.server._retention import RETENTION_KEY, Retention
+from a2a_wire.server._runtime import Runtime
 from a2a_wire.server._settings import ServerSettings
 from a2a_wire.server._skills import SkillRouter, SkillSet
 from a2a_wire.server._streaming import error_answer, stream_events

@@ -2,10 +2,11 @@
 
 Every method handler (:mod:`a2a_wire.server._methods`, :mod:`a2a_wire.server._cancel`,
 :mod:`a2a_wire.server.push._configs`) has one signature: it takes a :class:`MethodCall`, which
-holds the decoded request, the caller, and the application's :class:`Services` (the runtime, the
-store, the settings), and returns the method's generated result type (``Method.result``); the
-HTTP glue encodes that once (:mod:`a2a_wire.server._app`). What the agent is given is built
-from the :class:`CallInfo` by :func:`a2a_wire.server._executor.request_context`.
+holds the decoded request, who calls (its :class:`CallInfo`) and the application's
+:class:`Services` (the runtime, the store, the settings), and returns the method's generated
+result type (``Method.result``); the HTTP glue encodes that once (:mod:`a2a_wire.server._app`).
+What the agent is given is built from the :class:`CallInfo` by
+:func:`a2a_wire.server._executor.request_context`.
 """
 
 from __future__ import annotations
@@ -20,7 +21,7 @@ from a2a_wire.server.store import EventLogStore
 from a2a_wire.types import AgentCard
 
 if TYPE_CHECKING:  # the services only name the runtime's type
-    from a2a_wire.server._engine import Runtime
+    from a2a_wire.server._runtime import Runtime
 
 __all__ = ["MethodCall", "Services"]
 
@@ -53,12 +54,12 @@ class MethodCall(Generic[P]):
 
     Attributes:
         request: The decoded params (``Method.params``), REQUIRED fields checked.
-        caller: Who calls, scoped to the request's tenant.
+        info: Who calls (owner key, client id, tenant, headers), scoped to the request's tenant.
         services: The application's services; the properties below read them.
     """
 
     request: P
-    caller: CallInfo
+    info: CallInfo
     services: Services
 
     @property

@@ -18,7 +18,7 @@ class CallInfo:
     runs.
 
     Attributes:
-        caller: The owner key everything the call creates or reads is scoped by (spec 13.1):
+        owner: The owner key everything the call creates or reads is scoped by (spec 13.1):
             :func:`a2a_wire.server._auth.owner_key` of the tenant and the client id. Pass it as
             ``owner=`` to every store call.
         extensions: URIs from the ``A2A-Extensions`` header.
@@ -30,7 +30,7 @@ class CallInfo:
             SubscribeToTask); ``None`` when absent.
     """
 
-    caller: str = ""
+    owner: str = ""
     extensions: tuple[str, ...] = ()
     client_id: str = ""
     tenant: str = ""
@@ -38,11 +38,6 @@ class CallInfo:
     origin: str = ""
     last_event_id: str | None = None
 
-    @property
-    def owner(self) -> str:
-        """The owner key (same as :attr:`caller`)."""
-        return self.caller
-
     def with_tenant(self, tenant: str) -> CallInfo:
         """This call info scoped to ``tenant``: owner key recomputed."""
-        return replace(self, tenant=tenant, caller=owner_key(tenant, self.client_id))
+        return replace(self, tenant=tenant, owner=owner_key(tenant, self.client_id))

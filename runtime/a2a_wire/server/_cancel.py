@@ -1,37 +1,12 @@
 """CancelTask (spec 3.1.5): ask the agent, stop its run, record CANCELED.
 
-Rules kept:
-
-* An unknown task (or one the caller cannot see) is -32001.
-* A terminal task is -32002, including one already canceled: repeating a cancel answers -32002
-  and changes nothing (docs/prose-and-proto.md row 40).
-* Otherwise the agent's :meth:`~a2a_wire.server._executor.AgentExecutor.cancel` hook runs first; it may
-  emit the CANCELED status itself (with a message), or refuse by raising
-  :class:`~a2a_wire.errors.TaskNotCancelableError`. A hook failing in any other way is logged
-  and the cancel goes on.
-* Then a still running ``execute`` is cancelled and awaited (``cancel_grace_seconds`` at most),
-  and unless the task is terminal by then, the server records CANCELED itself.
-* If the task reached another terminal state meanwhile, the answer is -32002.
-* A SendMessage blocked on the task is released only once the cancel is recorded, so it
-  answers with the CANCELED task.
-* When the store cannot record CANCELED, the answer is the retryable -32000 (HTTP 503), and the
-  record is tried again in the background (:mod:`a2a_wire.server._cancelling`).
-
-Across processes (a store shared with other server processes, :mod:`a2a_wire.server._peers`):
-when the task has no run in this process and another live process holds its lease, the cancel
-is sent there with the request's ``metadata`` (``request_cancel``), and that process follows
-the rules above (:func:`~a2a_wire.server._cancelling.cancel_here`) with its own run, its blocked SendMessage and its
-streams, then replies. This process waits for the reply, ``cancel_grace_seconds`` plus
-:data:`CANCEL_REACH_SECONDS` at most (sending the request once more when it has heard nothing
-after :data:`~a2a_wire.server._peers.CANCEL_RESEND_SECONDS`, so that a request or reply lost
-on the way costs that long), and answers as the holder would have: the CANCELED task,
-or the holder's error (-32002 with the holder's message when its agent refused or the task
-ended otherwise; the task then goes on, or stays as it ended). A holder that replies that the
-task has no run there leaves the cancel to this process, which makes it as for a task without
-a run (the rules above, with this process's hook). A holder that does not reply in time (it is
-stalled or died) is overruled: unless the task is terminal by then, this process records
-CANCELED itself; the holder's later events are refused, and the append that ends the task
-ends the holder's lease, which stops its run there.
+An unknown task is -32001 and a terminal one -32002 (repeating a cancel changes nothing);
+otherwise the agent's hook runs first, then a running ``execute`` is cancelled within
+``cancel_grace_seconds`` and CANCELED recorded unless the task is terminal by then. When another
+live process holds the task's lease, the cancel is sent there (:mod:`a2a_wire.server._peers`)
+and this process waits at most ``cancel_grace_seconds`` plus :data:`CANCEL_REACH_SECONDS`
+for the reply; a holder that does not reply in time is overruled. The rules in full:
+docs/internals/server.md ("CancelTask").
 """
 
 from __future__ import annotations
@@ -81,10 +56,10 @@ async def cancel_task(call: MethodCall[CancelTaskRequest]) -> Task:
             background once the store is back.
         ProtocolError: another error the process running the task answered.
     """
-    runtime, caller = call.runtime, call.caller
+    runtime, info = call.runtime, call.info
     grace = call.settings.cancel_grace_seconds
     metadata = call.request.metadata
-    async with runtime.hub(call.request.id, caller.owner) as hub:
+    async with runtime.hub(call.request.id, info.owner) as hub:
         peers = runtime.peers
         if peers is not None and hub.run_task is None:
             request = await peers.ask_holder(hub.task_id, metadata)
@@ -99,9 +74,9 @@ async def cancel_task(call: MethodCall[CancelTaskRequest]) -> Task:
                     )
 
         def context_for(task: Task) -> RequestContext:
-            skill_id = runtime.skill_for_task(task, caller)
+            skill_id = runtime.skill_for_task(task, info)
             return request_context(
-                caller, task.id, task.context_id, task=task, metadata=metadata, skill_id=skill_id
+                info, task.id, task.context_id, task=task, metadata=metadata, skill_id=skill_id
             )
 
         return await cancel_here(runtime.runner, hub, grace, context_for)

@@ -13,7 +13,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable
 
-from a2a_wire._protocol.states import is_terminal
+from a2a_wire._protocol.states import is_terminal, state_word
 from a2a_wire.errors import ProtocolError, TaskNotCancelableError
 from a2a_wire.server import _history
 from a2a_wire.server._executor import AgentExecutor, RequestContext
@@ -36,7 +36,7 @@ def not_cancelable(task: Task) -> TaskNotCancelableError:
     """The -32002 error for ``task`` in its current state."""
     state = _state(task)
     return TaskNotCancelableError(
-        f"Task {task.id} is {state.value} and cannot be canceled",
+        f"Task {task.id} is {state_word(state)} and cannot be canceled",
         metadata={"taskId": task.id, "state": str(state.value)},
     )
 

@@ -11,6 +11,7 @@ write. Used by :mod:`a2a_wire.server._hub`.
 
 from __future__ import annotations
 
+from a2a_wire._protocol.states import state_word
 from a2a_wire._protocol.tasks import new_task, now_timestamp
 from a2a_wire.server import _history
 from a2a_wire.server._executor import AgentEvent
@@ -47,7 +48,7 @@ def adopt(event: Task, task_id: str, run: Run) -> Task | str:
     task.id, task.context_id = task_id, run.context_id
     status = task.status or TaskStatus(state=TaskState.SUBMITTED)
     if not status.state.is_known or status.state == TaskState.UNSPECIFIED:
-        return f"a task cannot start in state {status.state}"
+        return f"a task cannot start in state {state_word(status.state)}"
     now = now_timestamp()
     task.status = TaskStatus(
         state=status.state, message=status.message, timestamp=status.timestamp or now

@@ -1,27 +1,13 @@
 """Per-task coordination: append an agent's event to the task's log, then tell its streams.
 
-Each task the server is busy with has one :class:`TaskHub`: its id and state, its open streams
-(:class:`~a2a_wire.server._subscriber.Subscriber`), its running agent and a lock; not the task,
-which lives in the store as the log of its events (:class:`a2a_wire.server.store.EventLogStore`). Every
-change goes through :meth:`TaskHub.publish`, which under the lock appends the event (``create``
-for the event that makes the task), checked by :func:`a2a_wire._protocol.tasks.apply` (an
-illegal event is refused, logged, and changes nothing; the log names who wrote it: the agent,
-or the runtime recording how a run or a cancel ends); once it is committed, offers it to the
-open streams (nothing reaches a client before it is committed, spec 3.5.2) and, with push
-notifications on, wakes the delivery worker for the outbox rows the same transaction wrote
-(:class:`a2a_wire.server.store.PushStore`; a new task's inline push config is stored with it).
-
-One event is appended at a time, so an illegal event refuses only itself. A new stream
-registers under the same lock with its position in the log (a snapshot, or ``Last-Event-ID``).
-The event that makes the task terminal or interrupted, or a direct Message reply, ends the
-run's turn (:mod:`a2a_wire.server._lifecycle`): the hub releases the waiting calls and forgets
-its streams (each ends after that event, spec 3.1.2, 3.1.6).
-
-The runtime (:mod:`a2a_wire.server._engine`, :mod:`a2a_wire.server._runner`) asks the hub to
-start, end, stop and supersede a run, and holds it (:meth:`TaskHub.hold`) while a call or a
-stream uses it; a hub neither held nor running calls ``on_idle`` and is forgotten. During
-:meth:`TaskHub.cancelling`, the end of the agent's run does not release the calls waiting on
-it; the cancel does, once recorded (:mod:`a2a_wire.server._cancel`). No aiohttp here.
+Each task the server is busy with has one :class:`TaskHub` (its state, open streams, running
+agent and a lock; the task itself lives in the store). Every change goes through
+:meth:`TaskHub.publish`: under the lock, one event at a time, checked by
+:func:`a2a_wire._protocol.tasks.apply`, appended, and only once committed offered to the streams
+and the push delivery worker (spec 3.5.2). The event that settles the task, or a direct Message
+reply, ends the run's turn. During :meth:`TaskHub.cancelling` the end of the run does not
+release the waiting calls; the cancel does. No aiohttp here. More: docs/internals/server.md
+("The runtime, the hubs and the runner").
 """
 
 from __future__ import annotations
@@ -35,7 +21,7 @@ from collections.abc import Callable, Iterator, Sequence
 
 from a2a_wire import codec
 from a2a_wire._protocol.ids import new_uuid
-from a2a_wire._protocol.states import is_settled
+from a2a_wire._protocol.states import is_settled, state_word
 from a2a_wire._protocol.tasks import InvalidTransitionError, new_task, now_timestamp
 from a2a_wire.errors import InternalError, ProtocolError, TaskNotFoundError
 from a2a_wire.server._executor import AgentEvent
@@ -449,7 +435,7 @@ class TaskHub:
 
 
 def _described(event: AgentEvent) -> str:
-    """``FAILED status`` for a status update, else the event's type name (for the log)."""
+    """``failed status`` for a status update, else the event's type name (for the log)."""
     if isinstance(event, TaskStatusUpdateEvent) and event.status is not None:
-        return f"{event.status.state.name} status"
+        return f"{state_word(event.status.state)} status"
     return type(event).__name__

@@ -16,7 +16,7 @@ from typing import Any
 
 from a2a_wire import methods
 from a2a_wire._protocol import jsonrpc as _jsonrpc
-from a2a_wire._protocol.states import is_terminal
+from a2a_wire._protocol.states import is_terminal, state_word
 from a2a_wire.codec import ProtoMessage
 from a2a_wire.errors import (
     ExtendedAgentCardNotConfiguredError,
@@ -31,8 +31,8 @@ from a2a_wire.server import _cancel, _history
 from a2a_wire.server._call import MethodCall, Services
 from a2a_wire.server._call_info import CallInfo
 from a2a_wire.server._card import served_tenants
-from a2a_wire.server._engine import Started
 from a2a_wire.server._message_rules import check_message
+from a2a_wire.server._runtime import Started
 from a2a_wire.server._subscriber import Subscription
 from a2a_wire.server.push import _configs as push_configs
 from a2a_wire.server.store import TaskQuery, page_size
@@ -150,7 +150,7 @@ async def send_message(call: MethodCall[SendMessageRequest]) -> SendMessageRespo
     assert request.message is not None  # REQUIRED, checked when the params were decoded
     check_message(request.message, call.settings.max_parts_per_message)
     push = await push_configs.inline_push_config(call)
-    async with call.runtime.send(request, call.caller, push_config=push) as started:
+    async with call.runtime.send(request, call.info, push_config=push) as started:
         config = request.configuration
         if config is not None and config.return_immediately:
             await _first_or_submitted(started, call.settings.first_event_seconds)
@@ -177,7 +177,7 @@ async def send_streaming_message(call: MethodCall[SendMessageRequest]) -> Subscr
     check_message(request.message, call.settings.max_parts_per_message)
     push = await push_configs.inline_push_config(call)
     async with call.runtime.send(
-        request, call.caller, stream=True, history_length=history_length, push_config=push
+        request, call.info, stream=True, history_length=history_length, push_config=push
     ) as started:
         assert started.stream is not None
         return started.stream
@@ -189,8 +189,8 @@ async def subscribe_to_task(call: MethodCall[SubscribeToTaskRequest]) -> Subscri
     With ``Last-Event-ID`` (docs/server.md, "Resuming a stream"): the events after that number,
     then the live ones, also for a terminal task; the task first when they were compacted.
     """
-    after = _last_event_id(call.caller.last_event_id)
-    owner = call.caller.owner
+    after = _last_event_id(call.info.last_event_id)
+    owner = call.info.owner
     async with call.runtime.hub(call.request.id, owner) as hub, hub.lock:
         if after is not None:
             subscription = hub.open_stream(after=after)
@@ -208,7 +208,7 @@ async def subscribe_to_task(call: MethodCall[SubscribeToTaskRequest]) -> Subscri
             )
         if is_terminal(status.state):
             raise UnsupportedOperationError(
-                f"Task {hub.task_id} is {status.state.value}; there is nothing to subscribe to",
+                f"Task {hub.task_id} is {state_word(status.state)}; there is nothing to subscribe to",
                 metadata={"taskId": hub.task_id},
             )
         return hub.open_stream(snapshot=snapshot)
@@ -238,7 +238,7 @@ async def get_task(call: MethodCall[GetTaskRequest]) -> Task:
     """GetTask (spec 3.1.3)."""
     request = call.request
     history_length = _history.requested_length(request.history_length)
-    task = await call.store.get(request.id, owner=call.caller.owner)
+    task = await call.store.get(request.id, owner=call.info.owner)
     if task is None:
         raise TaskNotFoundError(f"Task not found: {request.id!r}", metadata={"taskId": request.id})
     return _history.view(task, history_length)
@@ -265,7 +265,7 @@ async def list_tasks(call: MethodCall[ListTasksRequest]) -> ListTasksResponse:
     """ListTasks (spec 3.1.4): filters, cursor pages, newest status first."""
     request = call.request
     query = _task_query(request)
-    page = await call.store.list(query, owner=call.caller.owner)
+    page = await call.store.list(query, owner=call.info.owner)
     artifacts = bool(request.include_artifacts)
     shown = [_history.view(t, request.history_length, artifacts=artifacts) for t in page.tasks]
     return ListTasksResponse(
@@ -278,9 +278,9 @@ async def list_tasks(call: MethodCall[ListTasksRequest]) -> ListTasksResponse:
 
 async def extended_card(call: MethodCall[GetExtendedAgentCardRequest]) -> AgentCard:
     """GetExtendedAgentCard (spec 3.1.11, 13.3): the caller's card, or -32007."""
-    if call.extended_card is None or not call.caller.client_id:
+    if call.extended_card is None or not call.info.client_id:
         raise ExtendedAgentCardNotConfiguredError()
-    return call.extended_card(call.caller)
+    return call.extended_card(call.info)
 
 
 UnaryHandler = Callable[[MethodCall[Any]], Awaitable[ProtoMessage]]

@@ -1,43 +1,14 @@
 """Server processes sharing one store: lost leases, cancels from elsewhere, follow-ups anywhere.
 
-When the store is shared with other server processes (a
-:class:`~a2a_wire.server.store.SharedTaskStore`, such as PostgreSQL's), the runtime
-(:mod:`a2a_wire.server._engine`) gets a :class:`Peers`; with a one-process store it gets none and
-nothing here runs. The store's leases say which process runs each task's executor; this module
-keeps the server's runs in step with them.
-
-* **A lease lost stops the run.** When the store reports that a lease this process held is gone
-  (another process canceled the task, or took it over after this one stalled: it is FAILED),
-  the task's ``execute`` here is cancelled at once and its run takes no more events
-  (:meth:`~a2a_wire.server._hub.TaskHub.drop_run`); nothing is recorded, since the task has
-  moved on without it. One warning is logged.
-* **Cancel from anywhere** (spec 3.1.5). The process that gets a CancelTask for a task running
-  elsewhere sends the request with the CancelTask's ``metadata`` (:meth:`Peers.ask_holder`,
-  then :mod:`a2a_wire.server._cancel` waits for the answer). The holder gets it through the
-  store and cancels its own run as a local CancelTask would
-  (:func:`~a2a_wire.server._cancelling.cancel_here`): the agent's hook with the context its
-  ``execute`` was given and the request's metadata, the run stopped within
-  ``cancel_grace_seconds``, CANCELED recorded unless the task is terminal, and a blocked
-  SendMessage released with the CANCELED task. Then it replies: done, or the error it would
-  have answered (the hook refused, or the task ended otherwise or is gone), or, when the task
-  has no run here, absent. That work is an asyncio task kept in
-  :attr:`~a2a_wire.server._runner.Runner.runs`, so shutdown cancels and awaits it (and no
-  reply is sent: the asker's bound applies). A request or its reply can be lost on the way (a
-  notification dropped while a listener reconnected, a reply the store refused): the asker
-  that has heard nothing after :data:`CANCEL_RESEND_SECONDS` sends the request once more
-  (:meth:`Peers.wait_reply`), and the holder tells the repeat apart by its id: one it is acting
-  on is left to the first, one it answered is answered again (the last
-  :data:`REMEMBERED_REPLIES` are kept).
-* **Follow-ups anywhere** (spec 3.4). A message continuing an interrupted task may reach any
-  process: before it is recorded, that process takes the task's lease
-  (:meth:`Peers.take_lease`); while another live process holds it, the runtime waits
-  ``followup_wait_seconds`` for it to be given back (the run there is unwinding), then refuses
-  the message as busy (-32004). A run that returns leaving its lease behind (a task left
-  interrupted after such a take) gives it back (:class:`~a2a_wire.server._runner.Runner`), so
-  the next follow-up may go anywhere; the store renews only the leases of live runs, so one
-  that cannot be given back expires and its task is taken over rather than renewed for ever.
-* **Streams** of a task whose executor runs elsewhere wait on the store, not on this process's
-  runs (:mod:`a2a_wire.server._subscriber`); the hubs are made with ``follow``.
+With a store shared by other server processes (a
+:class:`~a2a_wire.server.store.SharedTaskStore`, such as PostgreSQL's) the runtime gets a
+:class:`Peers`, which keeps this process's runs in step with the store's leases: a lost lease
+stops the run, a cancel asked elsewhere is done here and answered (:meth:`Peers.ask_holder`,
+:meth:`Peers.wait_reply`), and a follow-up takes the task's lease before it is recorded
+(:meth:`Peers.take_lease`). With a one-process store nothing here runs. What a reader cannot
+see here: a cancel request or its reply may be lost on the way, so the asker sends it once more
+after :data:`CANCEL_RESEND_SECONDS` and the holder tells a repeat apart by its id. The rules in
+full: docs/internals/server.md ("Processes sharing one store").
 """
 
 from __future__ import annotations

@@ -1,24 +1,13 @@
 """Agent runs: one asyncio task per ``execute``, started here and always ended here.
 
-The :class:`Runner` starts the agent on a message (:meth:`Runner.start`) and keeps the asyncio
-task in :attr:`Runner.runs` until it is done; nothing is fire-and-forget, and :meth:`Runner.stop`
-cancels and awaits them at shutdown. However ``execute`` ends (it returned, failed, was
-cancelled, or lost its lease), the run's end follows the table of
-:mod:`a2a_wire.server._lifecycle`, in a ``finally``:
-
-* a task the agent left unfinished (or never made) gets a FAILED status with a message saying
-  why (:data:`AGENT_FAILED`, :data:`AGENT_SILENT`, :data:`AGENT_RETURNED_EARLY`, or
-  :data:`STORE_LOST` when ``enqueue_event`` raised StoreUnavailableError and the agent let it
-  through: no traceback is logged for it, the store warns once per outage; when no task was
-  made yet, nothing is recorded and the caller gets the store's retryable error);
-* when the store cannot record it (or failed under the agent already) (:class:`~a2a_wire.server.store.StoreUnavailableError`),
-  the task's streams end with that retryable error naming the task, a SendMessage waiting on
-  the run answers it (HTTP 503), and the record is tried again in the background, the pause
-  doubling from :data:`END_RETRY_SECONDS` to :data:`END_RETRY_MAX_SECONDS`, until it is
-  recorded, the run's lease is lost (another process then fails the task by the takeover rules,
-  :mod:`a2a_wire.server._peers`), or shutdown cancels it (a restart fails it on ``open``);
-* with a shared store the run gives its lease back once its end is recorded, unless a
-  follow-up superseded it; a lease that cannot be given back is left to expire.
+The :class:`Runner` keeps every run in :attr:`Runner.runs` until it is done (nothing is
+fire-and-forget; :meth:`Runner.stop` cancels and awaits them at shutdown). However ``execute``
+ends, the run's end follows the table of :mod:`a2a_wire.server._lifecycle` in a ``finally``: a
+task left unfinished gets a FAILED status saying why (:data:`AGENT_FAILED`, :data:`AGENT_SILENT`,
+:data:`AGENT_RETURNED_EARLY`, :data:`STORE_LOST`); a record the store refuses is retried in the
+background from :data:`END_RETRY_SECONDS` to :data:`END_RETRY_MAX_SECONDS`; with a shared store
+the lease is given back. The rules in full: docs/internals/server.md ("The runtime, the hubs
+and the runner").
 """
 
 from __future__ import annotations

@@ -1,18 +1,13 @@
 """Salted scrypt hashes of API keys and bearer tokens (standard library :func:`hashlib.scrypt`).
 
 A hash is the PHC string ``$scrypt$ln=<log2 N>,r=<r>,p=<p>[,kid=<key id>]$<salt>$<digest>``
-(standard base64 without padding, a 16-byte random salt, a 32-byte digest). Checking recomputes
-the digest with the stored parameters and compares with :func:`hmac.compare_digest`.
-
-Key ids
--------
-A credential made by :func:`generate_token` has the form ``a2w_<key id>_<secret>``: the key id is
-12 random hexadecimal digits, not secret, that name the credential (and so its client) without
-any hashing; the secret is 32 random bytes in URL-safe base64. :func:`hash_secret` of such a value
-records the key id in the hash (``kid=``), so that the server can pick the one hash to verify
-(:mod:`a2a_wire.server._keyring`). The whole value, key id included, is what scrypt hashes. Values
-of any other form hash as before, without a key id. Used by :mod:`a2a_wire.server._auth`, which
-re-exports :func:`hash_secret`, :func:`verify_secret` and :func:`generate_token`.
+(standard base64 without padding, a 16-byte random salt, a 32-byte digest), checked with
+:func:`hmac.compare_digest`. A credential made by :func:`generate_token` is
+``a2w_<key id>_<secret>`` (12 hexadecimal digits, not secret; 32 random bytes, URL-safe
+base64); its hash records the key id (``kid=``), so the server verifies the one hash with that
+id (:mod:`a2a_wire.server._keyring`). The whole value, key id included, is what scrypt hashes;
+values of any other form hash without a key id. Docs: docs/internals/server.md ("Credentials
+and the keyring").
 """
 
 from __future__ import annotations

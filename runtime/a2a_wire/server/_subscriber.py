@@ -27,7 +27,7 @@ from a2a_wire.server.store import (
 )
 from a2a_wire.types import StreamResponse, TaskState
 
-__all__ = ["END", "KEEPALIVE", "Frame", "Item", "Subscriber", "Subscription", "task_frame"]
+__all__ = ["END", "KEEPALIVE", "Frame", "Item", "Subscriber", "Subscription", "snapshot_frame"]
 
 
 END = Signal.END
@@ -50,7 +50,7 @@ class Frame:
 Item = Frame | ProtocolError | Signal
 
 
-def task_frame(snapshot: Snapshot, history_length: int | None = None) -> Frame:
+def snapshot_frame(snapshot: Snapshot, history_length: int | None = None) -> Frame:
     """The Task event a stream starts with: the snapshot, its history cut to ``history_length``."""
     shown = _history.view(snapshot.task, history_length)
     return Frame(codec.encode(StreamResponse(task=shown)), snapshot.seq)
@@ -156,7 +156,7 @@ class Subscriber:
 
     def start_from(self, snapshot: Snapshot) -> None:
         """Send the task as of ``snapshot`` first, then the events after it."""
-        self._pending.append(task_frame(snapshot, self.history_length))
+        self._pending.append(snapshot_frame(snapshot, self.history_length))
         self._after = snapshot.seq
         self._exists = True
 

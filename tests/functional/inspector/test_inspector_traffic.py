@@ -13,8 +13,7 @@ from a2a_wire.cli.inspect._traffic import (
     TrafficLog,
     curl_command,
 )
-from a2a_wire.client import CredentialRequest, HeaderScheme, StaticCredentials
-from a2a_wire.client._errors import ConnectError
+from a2a_wire.client import ConnectError, CredentialRequest, HeaderScheme, StaticCredentials
 
 SECRET = "s3cret-value"
 

@@ -1,7 +1,7 @@
 """``[limits]`` and ``[push]``: the server's settings, read field by field from the configuration.
 
-Every field of :class:`~a2a_wire.server._settings.ServerSettings` (but those ``[server]`` sets)
-and of :class:`~a2a_wire.server.push._settings.PushSettings` whose default is a boolean, an
+Every field of :class:`~a2a_wire.server.ServerSettings` (but those ``[server]`` sets)
+and of :class:`~a2a_wire.server.push.PushSettings` whose default is a boolean, an
 integer, a number or a string is a key, by its name; a field added to either class is a key
 without any change here. The classes check their own values; :func:`_build` turns each refusal
 into a problem at the key's line.
@@ -15,8 +15,8 @@ from typing import Any, TypeVar
 
 from a2a_wire.cli.config._schema import SERVER_FIELDS, ServerSection, Table, allow_list
 from a2a_wire.netguard import AddressPolicy
-from a2a_wire.server._settings import ServerSettings
-from a2a_wire.server.push._settings import PushSettings
+from a2a_wire.server import ServerSettings
+from a2a_wire.server.push import PushSettings
 
 __all__ = ["read_push", "read_settings"]
 

@@ -37,9 +37,7 @@ from a2a_wire.cli.config._schema import (
 from a2a_wire.cli.config._storage import PostgresSection
 from a2a_wire.cli.config._telemetry import TelemetrySection, read_telemetry
 from a2a_wire.errors import A2AError
-from a2a_wire.server._auth import RegisteredClient
-from a2a_wire.server._executor import AgentExecutor
-from a2a_wire.server._settings import ServerSettings
+from a2a_wire.server import AgentExecutor, RegisteredClient, ServerSettings
 
 __all__ = [
     "DEFAULT_HOST",

@@ -4,8 +4,8 @@ Secrets never sit in the configuration file. A registered client's credential is
 salted scrypt hash (``token_hash`` / ``api_key_hash``, made with ``a2a-wire hash-secret``), or
 read at start from an environment variable or a file (``token_env``, ``token_file``,
 ``api_key_env``, ``api_key_file``), hashed then and known to the registry without scrypt
-(:meth:`~a2a_wire.server._auth.RegisteredClient.from_secrets`). A remote agent's credential is read from an
-environment variable or a file at each request. Card signing keys are read from PEM or JWK files.
+(:meth:`~a2a_wire.server.RegisteredClient.from_secrets`). A remote agent's credential is read
+from an environment variable or a file at each request. Card signing keys are read from PEM or JWK files.
 """
 
 from __future__ import annotations
@@ -22,18 +22,18 @@ import yarl
 from a2a_wire import __version__
 from a2a_wire.cli._install import install_command
 from a2a_wire.cli.config._schema import Table, allow_list
-from a2a_wire.client._credentials import (
+from a2a_wire.client import (
     BEARER,
     CredentialProvider,
     EnvCredentials,
     FileCredentials,
     HeaderScheme,
 )
-from a2a_wire.server._auth import DEFAULT_API_KEY_HEADER, RegisteredClient
+from a2a_wire.server import DEFAULT_API_KEY_HEADER, RegisteredClient
 
 if TYPE_CHECKING:
     from a2a_wire.cli._skills import RemoteAgent
-    from a2a_wire.server._card import Signer
+    from a2a_wire.server import Signer
 
 __all__ = [
     "BUILTIN_SKILLS",
@@ -105,8 +105,7 @@ class AgentEntry:
     def remote_agent(self) -> RemoteAgent:
         """The :class:`~a2a_wire.cli._skills.RemoteAgent` for the delegate skill."""
         from a2a_wire.cli._skills import RemoteAgent
-        from a2a_wire.client._client import ClientSettings
-        from a2a_wire.client._credentials import NoCredentials
+        from a2a_wire.client import ClientSettings, NoCredentials
 
         settings = ClientSettings(
             allow=self.allow,

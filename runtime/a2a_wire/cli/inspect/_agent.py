@@ -1,10 +1,10 @@
 """The agent the page looks at: its card as fetched, the findings, and a client on it.
 
-Opening an agent (spec 8.2, 8.3.2) fetches ``{URL}/.well-known/agent-card.json`` through the
-client's HTTP layer (address guard, redirect refusal, size cap, ``card_timeout``) with the
-traffic log watching, keeps the JSON object exactly as received, checks it
-(:mod:`a2a_wire.cli.inspect._checks`), and, when the card decodes and offers a JSONRPC 1.0
-interface, opens an :class:`~a2a_wire.client._client.A2AClient` on that interface with the
+Opening an agent (spec 8.2, 8.3.2) fetches ``{URL}/.well-known/agent-card.json`` with the
+client's :class:`~a2a_wire.client.CardResolver` (address guard, redirect refusal, size cap,
+``card_timeout``) with the traffic log watching, keeps the JSON value exactly as received,
+checks it (:mod:`a2a_wire.cli.inspect._checks`), and, when the card decodes and offers a
+JSONRPC 1.0 interface, opens an :class:`~a2a_wire.client.A2AClient` on that interface with the
 command line's credential, allowlist and timeout. A card the client cannot use is still shown
 with its findings; only the calls are then unavailable.
 
@@ -18,24 +18,18 @@ from __future__ import annotations
 from typing import Any
 
 from a2a_wire import codec
-from a2a_wire._protocol.wire import JSON_MEDIA_TYPES, PROTOCOL_VERSION
 from a2a_wire.cli._common import ClientOptions
 from a2a_wire.cli.inspect._checks import Verify, check_card
 from a2a_wire.cli.inspect._traffic import HidingCredentials, TrafficLog, describe_error
-from a2a_wire.client._card_resolver import (
+from a2a_wire.client import (
+    A2AClient,
+    CardResolver,
+    ClientError,
     card_url,
     interface_url,
     select_interface,
 )
-from a2a_wire.client._client import A2AClient
-from a2a_wire.client._errors import (
-    AuthenticationError,
-    ClientError,
-    HTTPStatusError,
-    UnexpectedContentTypeError,
-)
-from a2a_wire.client._http import RawResponse, Transport
-from a2a_wire.errors import A2AError, InvalidAgentCardError
+from a2a_wire.errors import A2AError
 from a2a_wire.types import AgentCard
 
 __all__ = ["AgentSession", "NotConnectedError"]
@@ -43,20 +37,6 @@ __all__ = ["AgentSession", "NotConnectedError"]
 
 class NotConnectedError(ClientError):
     """The page asked for a call before an agent with a usable interface was opened."""
-
-
-def _document(raw: RawResponse, url: str) -> Any:
-    if raw.status in (401, 403):
-        challenge = raw.headers.get("WWW-Authenticate", "")
-        raise AuthenticationError(raw.status, raw.reason, url, challenge)
-    if raw.status != 200:
-        raise HTTPStatusError(raw.status, raw.reason, url)
-    if raw.content_type not in JSON_MEDIA_TYPES:
-        raise UnexpectedContentTypeError(raw.content_type, JSON_MEDIA_TYPES, status=raw.status)
-    try:
-        return codec.loads(raw.body)
-    except codec.JSONSyntaxError as exc:
-        raise InvalidAgentCardError(f"the agent card is not JSON: {exc}") from None
 
 
 class AgentSession:
@@ -108,21 +88,12 @@ class AgentSession:
         view.update(findings=[], interface=None, error=None, extended=None)
         self.view = view
         settings = self.opts.settings(url)
-        transport = Transport(settings, None, self.traffic)
-        headers = {
-            "Accept": "application/json",
-            "A2A-Version": PROTOCOL_VERSION,
-            "User-Agent": settings.user_agent,
-        }
         try:
-            limit = ("card_timeout", settings.card_timeout)
-            raw = await transport.request("GET", where, None, headers, total=limit)
-            view["document"] = _document(raw, where)
+            async with CardResolver(settings=settings, observer=self.traffic) as resolver:
+                view["document"] = await resolver.fetch_document(where)
         except A2AError as exc:
             view["error"] = describe_error(exc)
             return view
-        finally:
-            await transport.close()
         view["findings"] = [f.to_dict() for f in check_card(view["document"], self.verify)]
         try:
             card = AgentCard.from_dict(view["document"])

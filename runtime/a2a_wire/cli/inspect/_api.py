@@ -18,8 +18,7 @@ from a2a_wire import codec
 from a2a_wire.cli.inspect._agent import AgentSession, NotConnectedError
 from a2a_wire.cli.inspect._live import LiveHub
 from a2a_wire.cli.inspect._traffic import HIDDEN, describe_error
-from a2a_wire.client._client import A2AClient
-from a2a_wire.client._push_receiver import PushReceiver
+from a2a_wire.client import A2AClient, PushReceiver
 from a2a_wire.errors import A2AError
 from a2a_wire.methods import (
     METHODS,

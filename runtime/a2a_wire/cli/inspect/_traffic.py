@@ -17,8 +17,7 @@ from typing import Any
 from a2a_wire import codec
 from a2a_wire._protocol.sse import SSEDecoder, SSEProtocolError
 from a2a_wire._protocol.wire import TOKEN_HEADER
-from a2a_wire.client._credentials import CredentialProvider, CredentialRequest
-from a2a_wire.client._observe import ExchangeWatch
+from a2a_wire.client import CredentialProvider, CredentialRequest, ExchangeWatch
 
 __all__ = ["HIDDEN", "HidingCredentials", "TrafficLog", "curl_command", "describe_error"]
 

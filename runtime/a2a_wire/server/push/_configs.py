@@ -176,7 +176,7 @@ def without_secrets(config: TaskPushNotificationConfig) -> TaskPushNotificationC
 async def _check_task(call: MethodCall[Any], task_id: str) -> None:
     if not task_id:
         raise InvalidParamsError("taskId is required", violations=[("taskId", "required")])
-    if await call.store.get(task_id, owner=call.caller.owner) is None:
+    if await call.store.get(task_id, owner=call.info.owner) is None:
         raise TaskNotFoundError(f"Task not found: {task_id!r}", metadata={"taskId": task_id})
 
 
@@ -225,7 +225,7 @@ async def list_push_configs(
     await _check_task(call, request.task_id)
     size = page_size(request.page_size or None)  # no presence: 0 is "none named"
     tokens = call.store.page_tokens
-    bound = page_scope(LIST_TASK_PUSH_NOTIFICATION_CONFIGS, call.caller.owner, request.task_id)
+    bound = page_scope(LIST_TASK_PUSH_NOTIFICATION_CONFIGS, call.info.owner, request.task_id)
     after = int(tokens.read(request.page_token, bound)[0]) if request.page_token else -1
     rest = [item for item in await call.store.list_push_configs(request.task_id) if item[0] > after]
     page = rest[:size]

@@ -1,23 +1,14 @@
 """The task runtime: routes messages, follow-ups and cancels to the hub of each task.
 
-Multi-turn rules (spec 3.4): a message without ``taskId`` starts a new task whose id the server
-makes (a UUID4, spec 3.4.2), in the client's context or a fresh one (spec 3.4.1). A message with
-``taskId`` must name a task the caller can see (-32001), that is not terminal (-32004), and whose
-context it does not contradict (-32602 on ``message.contextId``; a missing contextId is taken
-from the task). A follow-up to an interrupted task is accepted once the turn's interrupted
-state is committed (:mod:`a2a_wire.server._lifecycle`): a run still unwinding gets
-``followup_wait_seconds`` to return and is then superseded, and with a shared store a lease
-another process still holds gets as long to be given back. A follow-up while the agent's turn is
-still open is refused with -32004. A follow-up whose ``messageId`` the task has taken already
-(a retry whose first answer was lost, spec 3.3.1) is not taken twice: it is answered as that
-message's run answers, or with the task as it is.
-
-Agent runs are started and ended by the :class:`~a2a_wire.server._runner.Runner`; CancelTask is
-in :mod:`a2a_wire.server._cancel`; with a store shared by several processes, :attr:`Runtime.peers`
-keeps runs in step with the store's leases (:mod:`a2a_wire.server._peers`). Every call and
-every open stream that uses a task's hub holds it (``async with runtime.hub(...)``,
-:meth:`Runtime.send`); a hub nobody holds and no agent runs on is forgotten.
-:func:`~a2a_wire.server._executor.request_context` is the one builder of what the agent is given.
+:class:`Runtime` applies the multi-turn rules (spec 3.4): a new task's id is the server's, a
+``taskId`` must name a visible (-32001), not terminal (-32004) task of the same context
+(-32602), a follow-up to an interrupted task supersedes a run still unwinding after
+``followup_wait_seconds``, one while the turn is open is -32004, and a retried ``messageId`` is
+not taken twice. Runs are started and ended by :class:`~a2a_wire.server._runner.Runner`,
+CancelTask is :mod:`a2a_wire.server._cancel`, and :attr:`Runtime.peers` keeps runs in step with a
+shared store's leases. A hub nobody holds (``async with runtime.hub(...)``) and no agent runs on
+is forgotten. The rules in full: docs/internals/server.md ("The runtime, the hubs and the
+runner").
 """
 
 from __future__ import annotations
@@ -29,7 +20,7 @@ from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass
 
 from a2a_wire._protocol.ids import new_uuid
-from a2a_wire._protocol.states import is_interrupted, is_settled, is_terminal
+from a2a_wire._protocol.states import is_interrupted, is_settled, is_terminal, state_word
 from a2a_wire.errors import (
     InternalError,
     InvalidParamsError,
@@ -277,15 +268,15 @@ class Runtime:
         message = request.message
         assert message is not None  # REQUIRED, checked when the params were decoded
         if message.task_id:
-            async with self.hub(message.task_id, info.caller) as hub:
+            async with self.hub(message.task_id, info.owner) as hub:
                 yield await self._continue(hub, request, message, info, stream, history_length)
             return
         skill_id = self._route(message, None, info, request)
         task_id = new_uuid()
         message.context_id = message.context_id or new_uuid()
-        hub = self._new_hub(task_id, None, info.caller, push_config)
+        hub = self._new_hub(task_id, None, info.owner, push_config)
         with hub.hold():
-            run = Run(hub, message, message.context_id, info.caller)
+            run = Run(hub, message, message.context_id, info.owner)
             context = request_context(
                 info,
                 task_id,
@@ -333,7 +324,7 @@ class Runtime:
                 if self.peers is not None:
                     await self.peers.run_ended(task.id)
                 raise
-            run = Run(hub, message, task.context_id, info.caller)
+            run = Run(hub, message, task.context_id, info.owner)
             context = request_context(
                 info,
                 task.id,
@@ -383,7 +374,7 @@ class Runtime:
         state = _state(task)
         if is_terminal(state):
             raise UnsupportedOperationError(
-                f"Task {task.id} is {state.value}; it takes no more messages",
+                f"Task {task.id} is {state_word(state)}; it takes no more messages",
                 metadata={"taskId": task.id, "state": str(state.value)},
             )
         if message.context_id and message.context_id != task.context_id:
