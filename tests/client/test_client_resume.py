@@ -259,11 +259,12 @@ async def test_a_resumed_stream_still_checks_its_task(client: A2AClient, agent: 
             _ = [event async for event in stream]
 
 
-async def test_without_last_event_id_an_update_first_is_still_invalid(
+async def test_without_last_event_id_an_update_of_another_task_first_is_still_invalid(
     client: A2AClient, agent: FakeAgent
 ) -> None:
+    # An update of the task subscribed to is read with a warning (docs/prose-and-proto.md, 51).
     request = SubscribeToTaskRequest(id="t1")
-    agent.stream("SubscribeToTask", [status_update("TASK_STATE_WORKING")])
+    agent.stream("SubscribeToTask", [status_update("TASK_STATE_WORKING", "t2")])
     with pytest.raises(errors.InvalidAgentResponseError, match="not a Task or Message"):
         async with client.subscribe_to_task(request) as stream:
             _ = [event async for event in stream]

@@ -131,6 +131,8 @@ async def _follow(printer: Printer, client: A2AClient, stream: EventStream) -> i
                 view.apply(event)
                 remember_task(events.task_id)
                 printer.event(event)
+    if view.task is not None and not view.whole:  # updates only: the task whole for the print
+        view.task = await client.get_task(view.task.id)
     printer.stream_result(view)
     return 0 if view.message is not None else _outcome(view.state)
 

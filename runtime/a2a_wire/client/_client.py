@@ -269,7 +269,9 @@ class A2AClient:
         prepare(result)
         return result
 
-    def _stream(self, method: Method[P, StreamResponse], request: P) -> EventStream:
+    def _stream(
+        self, method: Method[P, StreamResponse], request: P, expected_task: str = ""
+    ) -> EventStream:
         rid = next(self._ids)
         body = _jsonrpc.request(rid, method, with_tenant(_checked(method, request), self.tenant))
 
@@ -285,7 +287,13 @@ class A2AClient:
             return opened
 
         limit = self.settings.max_event_bytes
-        return EventStream(opener, method=method, request_id=rid, max_event_bytes=limit)
+        return EventStream(
+            opener,
+            method=method,
+            request_id=rid,
+            max_event_bytes=limit,
+            expected_task=expected_task,
+        )
 
     # -- operations (spec 3.1.1 - 3.1.11) ---------------------------------------------------
 
@@ -297,8 +305,14 @@ class A2AClient:
         return await self._call(SEND_MESSAGE, request, peek=send_message_task)
 
     def send_streaming_message(self, request: SendMessageRequest) -> EventStream:
-        """SendStreamingMessage (spec 3.1.2): ``async with client.send_streaming_message(r) as s``."""
-        return self._stream(SEND_STREAMING_MESSAGE, request)
+        """SendStreamingMessage (spec 3.1.2): ``async with client.send_streaming_message(r) as s``.
+
+        A follow-up (the message names its ``taskId``) may be answered with a stream that starts
+        with an update of that task, not the Task (docs/client.md, "Stream").
+        """
+        message = request.message if isinstance(request, SendMessageRequest) else None
+        named = message.task_id if message is not None else ""
+        return self._stream(SEND_STREAMING_MESSAGE, request, named)
 
     @overload
     async def get_task(self, request: GetTaskRequest, /) -> Task: ...
@@ -356,7 +370,8 @@ class A2AClient:
             TypeError: Neither a task id nor a SubscribeToTaskRequest.
         """
         params = _by_id(SUBSCRIBE_TO_TASK, request, lambda i: SubscribeToTaskRequest(id=i))
-        return self._stream(SUBSCRIBE_TO_TASK, params).resume_after(last_event_id, params.id)
+        stream = self._stream(SUBSCRIBE_TO_TASK, params, params.id)
+        return stream.resume_after(last_event_id, params.id)
 
     async def create_task_push_notification_config(
         self, config: TaskPushNotificationConfig

@@ -107,8 +107,13 @@ class EventStream:
         method: Method[Any, StreamResponse],
         request_id: int,
         max_event_bytes: int,
+        expected_task: str = "",
     ) -> None:
-        """Prepare a stream; nothing is sent until it is entered or iterated."""
+        """Prepare a stream; nothing is sent until it is entered or iterated.
+
+        ``expected_task`` is the task the request names, whose update may open the stream
+        (:class:`~a2a_wire.client._results.StreamTracker`).
+        """
         self._opener = opener
         self._method = method
         self._rid = request_id
@@ -120,7 +125,9 @@ class EventStream:
         self._done = False
         self._replay_floor: int | None = None
         self._extra_headers: dict[str, str] = {}
-        self.tracker = StreamTracker(allow_message=method.name != "SubscribeToTask")
+        self.tracker = StreamTracker(
+            allow_message=method.name != "SubscribeToTask", expected_task=expected_task
+        )
         #: The SSE ``id`` of the last event read (or the one this stream resumes after).
         self.last_event_id: str | None = None
         #: Whether the server answered with a stream (``False`` until then, or if it refused).
