@@ -16,7 +16,7 @@ from typing import Any
 
 import pytest
 from aiohttp import web
-from client_fake import FakeAgent, artifact_update, status_update
+from client_fake import FakeAgent, artifact_update, sse, status_update
 
 from a2a_wire import codec, errors
 from a2a_wire.client import A2AClient
@@ -268,3 +268,57 @@ async def test_without_last_event_id_an_update_of_another_task_first_is_still_in
     with pytest.raises(errors.InvalidAgentResponseError, match="not a Task or Message"):
         async with client.subscribe_to_task(request) as stream:
             _ = [event async for event in stream]
+
+
+def _held_stream(agent: FakeAgent, first: list[Body], after: list[Body]) -> dict[str, bool]:
+    """SendStreamingMessage answered with ``first``, held open on ``agent.release``, then ``after``."""
+    seen = {"held": False, "finished": False}
+
+    async def handler(request: web.Request, body: Body) -> web.StreamResponse:
+        resp = web.StreamResponse(headers={"Content-Type": "text/event-stream"})
+        await resp.prepare(request)
+        for result in first:
+            await resp.write(sse({"jsonrpc": "2.0", "id": body["id"], "result": result}))
+        seen["held"] = True
+        await agent.release.wait()  # the agent keeps its stream open after asking
+        for result in after:
+            await resp.write(sse({"jsonrpc": "2.0", "id": body["id"], "result": result}))
+        seen["finished"] = True
+        return resp
+
+    agent.on("SendStreamingMessage", handler)
+    return seen
+
+
+@pytest.mark.parametrize("state", ["TASK_STATE_INPUT_REQUIRED", "TASK_STATE_AUTH_REQUIRED"])
+async def test_the_turn_ends_at_an_interrupted_state_on_an_open_stream(
+    client: A2AClient, agent: FakeAgent, state: str
+) -> None:
+    asked = [LOG[0], status_update(state)]
+    seen = _held_stream(agent, asked, [status_update("TASK_STATE_COMPLETED")])
+    stream = client.resumable(client.send_streaming_message(A2AClient.text_request("go")))
+    async with stream:
+        events = [event async for event in stream]  # returns although the stream is open
+    assert [e.which_payload() for e in events] == ["task", "status_update"]
+    assert stream.turn_ended and stream.state == TaskState(state)
+    assert seen == {"held": True, "finished": False}
+    assert stream.resubscribes == 0
+
+
+async def test_without_end_of_turn_the_next_turn_is_read_on_the_same_stream(
+    client: A2AClient, agent: FakeAgent
+) -> None:
+    asked = [LOG[0], status_update("TASK_STATE_INPUT_REQUIRED")]
+    _held_stream(agent, asked, [status_update("TASK_STATE_WORKING"), LOG[-1]])
+    stream = client.resumable(
+        client.send_streaming_message(A2AClient.text_request("go")), end_of_turn=False
+    )
+    states = []
+    async with stream:
+        async for event in stream:
+            assert event.task is not None or event.status_update is not None
+            states.append(stream.state)
+            if stream.state is TaskState.INPUT_REQUIRED:
+                agent.release.set()  # the next turn comes on the same stream
+    assert states[1:] == [TaskState.INPUT_REQUIRED, TaskState.WORKING, TaskState.COMPLETED]
+    assert not stream.turn_ended

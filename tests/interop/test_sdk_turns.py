@@ -6,6 +6,7 @@ client and ``a2a-wire send --stream`` saw of each turn against the task the SDK 
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 import pytest
@@ -73,9 +74,13 @@ def test_streamed_follow_ups_through_the_client(
 def test_follow_ups_through_the_cli(cells: dict[str, Any], interop_table: InteropTable) -> None:
     cell = cells["cli"]
     first, second, third = cell["runs"]
-    assert [run["code"] for run in cell["runs"]] == [0, 0, 0], [r["err"] for r in cell["runs"]]
+    assert [run["code"] for run in cell["runs"]] == [8, 9, 0], [r["err"] for r in cell["runs"]]
     assert "What is your name?" in first["out"]
+    ended = json.loads(first["err"].splitlines()[-1])["turnEnded"]
+    assert (ended["taskId"], ended["question"]) == (cell["task_id"], "What is your name?")
     assert "auth-required Please sign in to go on." in second["out"]
+    assert "the agent needs authentication: Please sign in to go on." in second["err"]
+    assert f"--task-id {cell['task_id']}" in second["err"]
     assert "completed done" in third["out"] and "hello, Ada" in third["out"]
     for run in (second, third):
         assert run["err"].count("not the Task (spec 3.1.2)") == 1
@@ -84,6 +89,7 @@ def test_follow_ups_through_the_cli(cells: dict[str, Any], interop_table: Intero
     record(
         interop_table,
         2,
-        "pass: each turn printed and exit 0; the streams that begin with an update are read, "
-        "with one warning line on stderr",
+        "pass: each turn printed; exit 8 (needs input), 9 (needs authentication), 0, the "
+        "question and the `--task-id` answer on stderr; the streams that begin with an update "
+        "are read, with one warning line on stderr",
     )

@@ -500,6 +500,7 @@ class A2AClient:
         max_resubscribes: int = 3,
         retry_delay: float = 0.5,
         on_resume: Callable[[Resubscription], None] | None = None,
+        end_of_turn: bool = True,
     ) -> ResumableStream:
         """Wrap a stream so that a drop re-subscribes with ``Last-Event-ID`` and carries on.
 
@@ -513,6 +514,9 @@ class A2AClient:
             retry_delay: Pause before the first re-subscription after a drop (doubled for each
                 next one).
             on_resume: Called with a :class:`Resubscription` before each re-subscription.
+            end_of_turn: End after the event that leaves the task INPUT_REQUIRED or
+                AUTH_REQUIRED, even if the agent keeps the stream open (spec 11.7); ``False``
+                reads on into the next turn.
 
         Returns:
             An async iterator (and context manager) over the events of all the streams.
@@ -524,4 +528,5 @@ class A2AClient:
             max_resubscribes=max_resubscribes,
             retry_delay=retry_delay,
             on_resume=on_resume,
+            end_of_turn=end_of_turn,
         )

@@ -44,7 +44,7 @@ from typing import Any, NoReturn, Protocol
 from a2a_wire import codec, errors
 from a2a_wire._protocol import jsonrpc as _jsonrpc
 from a2a_wire._protocol.sse import SSEDecoder, SSEEvent, SSEProtocolError
-from a2a_wire._protocol.states import is_settled
+from a2a_wire._protocol.states import is_interrupted, is_settled
 from a2a_wire._protocol.wire import JSON_MEDIA_TYPES, LAST_EVENT_ID_HEADER, SSE_MEDIA_TYPE
 from a2a_wire.client._errors import (
     IncompleteStreamError,
@@ -342,6 +342,11 @@ class ResumableStream:
     or from a re-subscription refused with HTTP 503, re-subscribes too, after its
     ``retry_after`` seconds; drops and these share the ``max_resubscribes`` budget. Before each
     re-subscription ``on_resume`` (if given) is called with a :class:`Resubscription`.
+
+    End of a turn (spec 11.7): with ``end_of_turn`` (the default) the events end after the one
+    that leaves the task INPUT_REQUIRED or AUTH_REQUIRED, even when the agent keeps the stream
+    open; the stream is then closed. Without it they go on into the next turn, until the task is
+    terminal or the server ends the stream.
     """
 
     def __init__(
@@ -353,6 +358,7 @@ class ResumableStream:
         max_resubscribes: int,
         retry_delay: float,
         on_resume: Callable[[Resubscription], None] | None = None,
+        end_of_turn: bool = True,
     ) -> None:
         """Wrap ``first``; ``subscribe`` and ``get_task`` call the agent (the client's methods)."""
         self._current = first
@@ -361,6 +367,7 @@ class ResumableStream:
         self._max = max_resubscribes
         self._delay = retry_delay
         self._on_resume = on_resume
+        self._end_of_turn = end_of_turn
         self._task_id = ""
         self._done = False
         self.resubscribes = 0
@@ -399,7 +406,18 @@ class ResumableStream:
         self._done = True
         await self._current.aclose()
 
+    @property
+    def turn_ended(self) -> bool:
+        """Whether, with ``end_of_turn``, the last event left the task waiting for the client.
+
+        The events end there (see the class docstring).
+        """
+        state = self._current.state
+        return self._end_of_turn and state is not None and is_interrupted(state)
+
     async def __anext__(self) -> StreamResponse:
+        if not self._done and self.turn_ended:
+            await self.aclose()  # the agent's turn is over, whether or not its stream is
         while not self._done:
             try:
                 return await self._current.__anext__()
