@@ -10,16 +10,17 @@ fold is the same task.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from collections.abc import Sequence
 from typing import Any
 
 import pytest
 from aiohttp import web
-from client_fake import FakeAgent, artifact_update, sse, status_update
+from client_fake import LOCAL, FakeAgent, artifact_update, sse, status_update
 
 from a2a_wire import codec, errors
-from a2a_wire.client import A2AClient
+from a2a_wire.client import A2AClient, ClientSettings, IncompleteStreamError, Resubscription
 from a2a_wire.types import StreamResponse, SubscribeToTaskRequest, TaskState
 
 Body = dict[str, Any]
@@ -322,3 +323,56 @@ async def test_without_end_of_turn_the_next_turn_is_read_on_the_same_stream(
                 agent.release.set()  # the next turn comes on the same stream
     assert states[1:] == [TaskState.INPUT_REQUIRED, TaskState.WORKING, TaskState.COMPLETED]
     assert not stream.turn_ended
+
+
+def _always_dropping(agent: FakeAgent) -> None:
+    """Every stream sends the Task (SSE id 1), then drops: no update ever comes."""
+
+    async def handler(request: web.Request, body: Body) -> web.StreamResponse:
+        resp = web.StreamResponse(headers={"Content-Type": "text/event-stream"})
+        await resp.prepare(request)
+        event = codec.dumps({"jsonrpc": "2.0", "id": body["id"], "result": LOG[0]})
+        await resp.write(b"id: 1\ndata: " + event + b"\n\n")
+        return resp
+
+    agent.on("SendStreamingMessage", handler)
+    agent.on("SubscribeToTask", handler)
+
+
+async def test_the_pauses_back_off_with_jitter_within_the_budget(agent: FakeAgent) -> None:
+    # Scaled down: 1 ms doubling to 8 ms, 30 ms of pauses in all, 100 attempts at most.
+    settings = dataclasses.replace(
+        LOCAL, resume_delay=0.001, resume_max_delay=0.008, resume_budget=0.03, resume_attempts=100
+    )
+    _always_dropping(agent)
+    notices: list[Resubscription] = []
+    async with A2AClient(agent.url, settings=settings) as client:
+        stream = client.resumable(
+            client.send_streaming_message(A2AClient.text_request("go")), on_resume=notices.append
+        )
+        with pytest.raises(IncompleteStreamError) as caught:
+            _ = [event async for event in stream]
+    pauses = [n.pause for n in notices]
+    steps = [min(0.001 * 2**i, 0.008) for i in range(len(pauses))]
+    assert all(step / 2 <= pause <= step for pause, step in zip(pauses, steps, strict=True))
+    assert sum(pauses) <= 0.03 < sum(pauses) + 0.008  # it stopped where the next could not fit
+    assert [n.attempt for n in notices] == list(range(1, len(notices) + 1))  # Tasks only: in a row
+    assert len(set(pauses)) > 1
+    note = caught.value.__notes__[0]
+    assert note.startswith("gave up re-subscribing to task 't1' (last event id '1') after")
+    assert "budget 0.03 s" in note and caught.value.task_id == "t1"
+
+
+def test_the_default_budget_outlasts_a_restart_of_ten_seconds() -> None:
+    settings = ClientSettings()
+    steps = [
+        min(settings.resume_delay * 2**i, settings.resume_max_delay)
+        for i in range(settings.resume_attempts)
+    ]
+    within: list[float] = []
+    for step in steps:  # the longest pauses jitter can draw: the fewest attempts
+        if sum(within) + step > settings.resume_budget:
+            break
+        within.append(step)
+    assert (settings.resume_budget, len(within), sum(within)) == (30.0, 6, 23.5)
+    assert sum(s / 2 for s in steps[:6]) > 10  # even the shortest draws reach past 10 s

@@ -452,8 +452,13 @@ async def test_resumable_gives_up_after_max_resubscribes(
         max_resubscribes=2,
         retry_delay=0,
     )
-    with pytest.raises(IncompleteStreamError, match="'t1' last seen in state TASK_STATE_WORKING$"):
+    with pytest.raises(IncompleteStreamError) as caught:
         await collect(stream)
+    assert str(caught.value).endswith("'t1' last seen in state TASK_STATE_WORKING")
+    assert caught.value.__notes__ == [
+        "gave up re-subscribing to task 't1' (no event id) after 2 re-subscription(s) in a row"
+        " and 0 s of pauses (max_resubscribes 2, budget 30 s)"
+    ]
     assert [r.method for r in agent.requests].count("SubscribeToTask") == 2
 
 
