@@ -20,7 +20,13 @@ from aiohttp import web
 from client_fake import LOCAL, FakeAgent, artifact_update, sse, status_update
 
 from a2a_wire import codec, errors
-from a2a_wire.client import A2AClient, ClientSettings, IncompleteStreamError, Resubscription
+from a2a_wire.client import (
+    A2AClient,
+    ClientSettings,
+    IncompleteStreamError,
+    Resubscription,
+    TransportError,
+)
 from a2a_wire.types import StreamResponse, SubscribeToTaskRequest, TaskState
 
 Body = dict[str, Any]
@@ -376,3 +382,23 @@ def test_the_default_budget_outlasts_a_restart_of_ten_seconds() -> None:
         within.append(step)
     assert (settings.resume_budget, len(within), sum(within)) == (30.0, 6, 23.5)
     assert sum(s / 2 for s in steps[:6]) > 10  # even the shortest draws reach past 10 s
+
+
+async def test_a_lost_connection_that_outlasts_the_budget_names_the_task(
+    agent: FakeAgent,
+) -> None:
+    agent.stream("SendStreamingMessage", [LOG[0], LOG[1]], cut=True)
+
+    async def hang_up(request: web.Request, body: Body) -> web.StreamResponse:
+        assert request.transport is not None
+        request.transport.close()  # no answer at all: as from a server that went away
+        return web.Response()
+
+    agent.on("SubscribeToTask", hang_up)
+    settings = dataclasses.replace(LOCAL, resume_delay=0.001, resume_attempts=2)
+    async with A2AClient(agent.url, settings=settings) as client:
+        stream = client.resumable(client.send_streaming_message(A2AClient.text_request("go")))
+        with pytest.raises(TransportError) as caught:
+            _ = [event async for event in stream]
+    assert caught.value.task_id == "t1"
+    assert "gave up re-subscribing to task 't1' (no event id)" in caught.value.__notes__[0]

@@ -17,6 +17,7 @@ from typing import Any
 import click
 
 from a2a_wire._protocol.ids import new_uuid
+from a2a_wire._protocol.states import is_settled
 from a2a_wire._protocol.wire import SKILL_ID_KEY
 from a2a_wire.cli._common import (
     EXIT_NEEDS_AUTH,
@@ -26,11 +27,13 @@ from a2a_wire.cli._common import (
     ClientOptions,
     client_command,
     client_options,
+    print_error,
     remember_task,
 )
 from a2a_wire.cli._output import Printer
 from a2a_wire.cli._view import TaskView
 from a2a_wire.client._client import A2AClient, EventStream
+from a2a_wire.errors import ProtocolError
 from a2a_wire.types import (
     CancelTaskRequest,
     GetTaskRequest,
@@ -134,12 +137,19 @@ async def _follow(
     """
     view = TaskView()
     events = client.resumable(stream, on_resume=printer.resuming, end_of_turn=end_of_turn)
-    with printer.streaming(view):
-        async with events:
-            async for event in events:
-                view.apply(event)
-                remember_task(events.task_id)
-                printer.event(event)
+    try:
+        with printer.streaming(view):
+            async with events:
+                async for event in events:
+                    view.apply(event)
+                    remember_task(events.task_id)
+                    printer.event(event)
+    except ProtocolError as exc:  # an error event that ended the stream before the task settled
+        settled = view.state is not None and is_settled(view.state)
+        if view.task is None or view.message is not None or settled:
+            raise
+        print_error(exc, printer.json, url, view.task.id)
+        return EXIT_TASK_UNSETTLED
     if view.task is not None and not view.whole:  # updates only: the task whole for the print
         view.task = await client.get_task(view.task.id)
     printer.stream_result(view)

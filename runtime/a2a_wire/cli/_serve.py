@@ -10,9 +10,9 @@ Stop, on the first SIGTERM or SIGINT:
 1. new requests are refused (the socket is closed; requests on kept-alive connections get
    HTTP 503 with ``Connection: close``);
 2. running requests and agent runs get ``shutdown_grace_seconds`` to finish;
-3. streams still open then get a final error event saying the server is stopping (clients
-   re-subscribe after the restart), agent runs are cancelled and get ``shutdown_grace_seconds``
-   more, and the store is closed;
+3. streams still open then get a final error event saying the server is stopping and what
+   becomes of the task (:func:`stopping_error`), agent runs are cancelled and get
+   ``shutdown_grace_seconds`` more, and the store is closed;
 4. the process exits 0, at once, even when an agent run ignored its cancellation (it is not
    left running against a closed store; the next start marks its task FAILED).
 
@@ -49,10 +49,11 @@ from aiohttp import web
 from a2a_wire.cli._app import build_app
 from a2a_wire.cli._logging import RequestLog
 from a2a_wire.cli.config._load import Config
-from a2a_wire.errors import A2AError, InternalError
+from a2a_wire.errors import A2AError, InternalError, ProtocolError, UnavailableError
+from a2a_wire.server import STORE_KEY
 from a2a_wire.server._app import RUNTIME_KEY
 from a2a_wire.server._health import HEALTH_KEY
-from a2a_wire.server.store import StoreUnavailableError
+from a2a_wire.server.store import SharedTaskStore, StoreUnavailableError
 from a2a_wire.server.store._unavailable import describe
 
 __all__ = [
@@ -64,6 +65,7 @@ __all__ = [
     "listening_url",
     "serve",
     "store_label",
+    "stopping_error",
 ]
 
 log = logging.getLogger("a2a_wire.serve")
@@ -337,6 +339,26 @@ async def serve(config: Config, worker: Worker | None = None) -> int:
     return 0
 
 
+def stopping_error(task_id: str, *, shared: bool) -> ProtocolError:
+    """The last event of a stream still open when the server stops: what becomes of its task.
+
+    On a shared store another process carries the task on, so the error is the retryable
+    -32000 (:class:`~a2a_wire.errors.UnavailableError`, naming the task), which a resumable
+    client follows to that process. On a store of this process alone nobody goes on with it,
+    and the next start marks it FAILED: an -32603 that says so.
+    """
+    if shared:
+        return UnavailableError(
+            "This server process is stopping; another process of the shared store carries"
+            " the task on: subscribe again",
+            metadata={"taskId": task_id},
+        )
+    return InternalError(
+        "The server is stopping with this task unfinished; its store is this process's alone,"
+        " so the task will be FAILED when the server starts again"
+    )
+
+
 async def _stop(
     runner: web.AppRunner, sites: list[web.BaseSite], requests: RequestLog, grace: float
 ) -> None:
@@ -347,7 +369,7 @@ async def _stop(
     for site in sites:
         await site.stop()
     await _drain(app, requests, grace)
-    closing = InternalError("The server is stopping; subscribe again once it is back")
+    shared = isinstance(app[STORE_KEY], SharedTaskStore)
     for hub in list(app[RUNTIME_KEY].hubs.values()):
-        hub.finish_all(closing)
+        hub.finish_all(stopping_error(hub.task_id, shared=shared))
     await runner.cleanup()
