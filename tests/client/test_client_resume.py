@@ -402,3 +402,16 @@ async def test_a_lost_connection_that_outlasts_the_budget_names_the_task(
             _ = [event async for event in stream]
     assert caught.value.task_id == "t1"
     assert "gave up re-subscribing to task 't1' (no event id)" in caught.value.__notes__[0]
+
+
+async def test_the_task_that_opens_a_follow_up_is_no_end_of_turn(
+    client: A2AClient, agent: FakeAgent
+) -> None:
+    # A follow-up's stream opens with the task as it was before the message: still asking.
+    asked = {"task": {**LOG[0]["task"], "status": {"state": "TASK_STATE_INPUT_REQUIRED"}}}
+    agent.stream("SendStreamingMessage", [asked, status_update("TASK_STATE_WORKING"), LOG[-1]])
+    request = A2AClient.text_request("Ada", task_id="t1")
+    stream = client.resumable(client.send_streaming_message(request))
+    async with stream:
+        events = [event async for event in stream]
+    assert len(events) == 3 and stream.state is TaskState.COMPLETED and not stream.turn_ended

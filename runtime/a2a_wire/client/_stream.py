@@ -175,6 +175,11 @@ class EventStream:
         """Whether the stream reached a legitimate end point (Message, terminal or interrupted)."""
         return self.tracker.finished
 
+    @property
+    def subscription(self) -> bool:
+        """Whether this is a SubscribeToTask stream (its Task shows the task as it is now)."""
+        return self._method.name == "SubscribeToTask"
+
     async def __aenter__(self) -> EventStream:
         await self._ensure_open()
         return self
@@ -354,8 +359,9 @@ class ResumableStream:
     logged) that names the task and the last event id received.
 
     End of a turn (spec 11.7): with ``end_of_turn`` (the default) the events end after the one
-    that leaves the task INPUT_REQUIRED or AUTH_REQUIRED, even when the agent keeps the stream
-    open; the stream is then closed. Without it they go on into the next turn, until the task is
+    that reports the task INPUT_REQUIRED or AUTH_REQUIRED (a status update, or the Task of a
+    subscription; not the Task that opens a follow-up's stream, which shows the task as it was
+    before the message), even when the agent keeps the stream open; the stream is then closed. Without it they go on into the next turn, until the task is
     terminal or the server ends the stream.
     """
 
@@ -388,6 +394,7 @@ class ResumableStream:
         self._paused = 0.0
         self._on_resume = on_resume
         self._end_of_turn = end_of_turn
+        self._waiting = False
         self._task_id = ""
         self._done = False
         self.resubscribes = 0
@@ -432,8 +439,20 @@ class ResumableStream:
 
         The events end there (see the class docstring).
         """
+        return self._end_of_turn and self._waiting
+
+    def _note_turn(self, event: StreamResponse) -> None:
+        """Whether ``event`` reports that the agent waits for the client.
+
+        A status update says so; so does a Task snapshot of a subscription. The Task that opens
+        a follow-up's SendStreamingMessage shows the task as it was before the message (still
+        INPUT_REQUIRED): it is no answer yet.
+        """
         state = self._current.state
-        return self._end_of_turn and state is not None and is_interrupted(state)
+        waiting = state is not None and is_interrupted(state)
+        if event.task is not None and not self._current.subscription:
+            waiting = False
+        self._waiting = waiting and (event.status_update is not None or event.task is not None)
 
     async def __anext__(self) -> StreamResponse:
         if not self._done and self.turn_ended:
@@ -451,10 +470,12 @@ class ResumableStream:
             except errors.UnsupportedOperationError as exc:
                 if not self.resubscribes:
                     raise
+                self._waiting = False
                 return await self._final_snapshot(exc)
             else:
                 if event.task is None:  # an update past the snapshot: the stream is back
                     self._in_a_row, self._paused = 0, 0.0
+                self._note_turn(event)
                 return event
         raise StopAsyncIteration
 
