@@ -407,6 +407,7 @@ EXPORTED = {
     ],
     "a2a_wire.client": [
         "BEARER",
+        "DUPLICATE_WINDOW",
         "INTERRUPTED_STATES",
         "TERMINAL_STATES",
         "WELL_KNOWN_PATH",

@@ -16,8 +16,8 @@ def _task(state: str) -> dict[str, Any]:
     ("state", "args", "code"),
     [
         ("TASK_STATE_COMPLETED", (), 0),
-        ("TASK_STATE_INPUT_REQUIRED", (), 0),
-        ("TASK_STATE_AUTH_REQUIRED", (), 0),
+        ("TASK_STATE_INPUT_REQUIRED", (), 8),  # the agent needs input (end of its turn)
+        ("TASK_STATE_AUTH_REQUIRED", (), 9),  # the agent needs authentication
         ("TASK_STATE_FAILED", (), 5),
         ("TASK_STATE_REJECTED", (), 5),
         ("TASK_STATE_SUBMITTED", (), 7),  # a blocking call came back before the task settled

@@ -103,8 +103,8 @@ async def test_send_stream_resumes_after_the_outage_ended_its_stream(served: Ser
     events = out.splitlines()[:4]
     assert [e.split()[0] for e in events] == ["task", "working", "artifact", "completed"], out
     ended, refused = _resume_lines(err)  # one line per re-subscription, nothing else
-    assert "-32000 STORE_UNAVAILABLE" in ended and "(1/3) after event id '2'" in ended, err
-    assert "could not be opened" in refused and "(2/3) after event id '2'" in refused
+    assert "-32000 STORE_UNAVAILABLE" in ended and "(1/12) after event id '2'" in ended, err
+    assert "could not be opened" in refused and "(2/12) after event id '2'" in refused
     assert "error" not in err, err
     assert served.resumed == ["2", "2"]
     assert out.count("working") == 1, out  # no event twice
@@ -131,8 +131,8 @@ async def test_subscribe_resumes_after_the_outage_ended_its_stream(served: Serve
     assert events[-1]["statusUpdate"]["status"]["state"] == "TASK_STATE_COMPLETED"
     notes = [json.loads(line)["resubscribing"] for line in err.splitlines()]
     assert [(n["taskId"], n["attempt"], n["limit"]) for n in notes] == [
-        (task_id, 1, 3),
-        (task_id, 2, 3),
+        (task_id, 1, 12),  # the default resume_attempts
+        (task_id, 2, 12),
     ], err
     assert "-32000 STORE_UNAVAILABLE" in notes[0]["line"]
     assert served.resumed == [notes[0]["lastEventId"]] * 2

@@ -10,16 +10,23 @@ fold is the same task.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from collections.abc import Sequence
 from typing import Any
 
 import pytest
 from aiohttp import web
-from client_fake import FakeAgent, artifact_update, status_update
+from client_fake import LOCAL, FakeAgent, artifact_update, sse, status_update
 
 from a2a_wire import codec, errors
-from a2a_wire.client import A2AClient
+from a2a_wire.client import (
+    A2AClient,
+    ClientSettings,
+    IncompleteStreamError,
+    Resubscription,
+    TransportError,
+)
 from a2a_wire.types import StreamResponse, SubscribeToTaskRequest, TaskState
 
 Body = dict[str, Any]
@@ -259,11 +266,152 @@ async def test_a_resumed_stream_still_checks_its_task(client: A2AClient, agent: 
             _ = [event async for event in stream]
 
 
-async def test_without_last_event_id_an_update_first_is_still_invalid(
+async def test_without_last_event_id_an_update_of_another_task_first_is_still_invalid(
     client: A2AClient, agent: FakeAgent
 ) -> None:
+    # An update of the task subscribed to is read with a warning (docs/prose-and-proto.md, 51).
     request = SubscribeToTaskRequest(id="t1")
-    agent.stream("SubscribeToTask", [status_update("TASK_STATE_WORKING")])
+    agent.stream("SubscribeToTask", [status_update("TASK_STATE_WORKING", "t2")])
     with pytest.raises(errors.InvalidAgentResponseError, match="not a Task or Message"):
         async with client.subscribe_to_task(request) as stream:
             _ = [event async for event in stream]
+
+
+def _held_stream(agent: FakeAgent, first: list[Body], after: list[Body]) -> dict[str, bool]:
+    """SendStreamingMessage answered with ``first``, held open on ``agent.release``, then ``after``."""
+    seen = {"held": False, "finished": False}
+
+    async def handler(request: web.Request, body: Body) -> web.StreamResponse:
+        resp = web.StreamResponse(headers={"Content-Type": "text/event-stream"})
+        await resp.prepare(request)
+        for result in first:
+            await resp.write(sse({"jsonrpc": "2.0", "id": body["id"], "result": result}))
+        seen["held"] = True
+        await agent.release.wait()  # the agent keeps its stream open after asking
+        for result in after:
+            await resp.write(sse({"jsonrpc": "2.0", "id": body["id"], "result": result}))
+        seen["finished"] = True
+        return resp
+
+    agent.on("SendStreamingMessage", handler)
+    return seen
+
+
+@pytest.mark.parametrize("state", ["TASK_STATE_INPUT_REQUIRED", "TASK_STATE_AUTH_REQUIRED"])
+async def test_the_turn_ends_at_an_interrupted_state_on_an_open_stream(
+    client: A2AClient, agent: FakeAgent, state: str
+) -> None:
+    asked = [LOG[0], status_update(state)]
+    seen = _held_stream(agent, asked, [status_update("TASK_STATE_COMPLETED")])
+    stream = client.resumable(client.send_streaming_message(A2AClient.text_request("go")))
+    async with stream:
+        events = [event async for event in stream]  # returns although the stream is open
+    assert [e.which_payload() for e in events] == ["task", "status_update"]
+    assert stream.turn_ended and stream.state == TaskState(state)
+    assert seen == {"held": True, "finished": False}
+    assert stream.resubscribes == 0
+
+
+async def test_without_end_of_turn_the_next_turn_is_read_on_the_same_stream(
+    client: A2AClient, agent: FakeAgent
+) -> None:
+    asked = [LOG[0], status_update("TASK_STATE_INPUT_REQUIRED")]
+    _held_stream(agent, asked, [status_update("TASK_STATE_WORKING"), LOG[-1]])
+    stream = client.resumable(
+        client.send_streaming_message(A2AClient.text_request("go")), end_of_turn=False
+    )
+    states = []
+    async with stream:
+        async for event in stream:
+            assert event.task is not None or event.status_update is not None
+            states.append(stream.state)
+            if stream.state is TaskState.INPUT_REQUIRED:
+                agent.release.set()  # the next turn comes on the same stream
+    assert states[1:] == [TaskState.INPUT_REQUIRED, TaskState.WORKING, TaskState.COMPLETED]
+    assert not stream.turn_ended
+
+
+def _always_dropping(agent: FakeAgent) -> None:
+    """Every stream sends the Task (SSE id 1), then drops: no update ever comes."""
+
+    async def handler(request: web.Request, body: Body) -> web.StreamResponse:
+        resp = web.StreamResponse(headers={"Content-Type": "text/event-stream"})
+        await resp.prepare(request)
+        event = codec.dumps({"jsonrpc": "2.0", "id": body["id"], "result": LOG[0]})
+        await resp.write(b"id: 1\ndata: " + event + b"\n\n")
+        return resp
+
+    agent.on("SendStreamingMessage", handler)
+    agent.on("SubscribeToTask", handler)
+
+
+async def test_the_pauses_back_off_with_jitter_within_the_budget(agent: FakeAgent) -> None:
+    # Scaled down: 1 ms doubling to 8 ms, 30 ms of pauses in all, 100 attempts at most.
+    settings = dataclasses.replace(
+        LOCAL, resume_delay=0.001, resume_max_delay=0.008, resume_budget=0.03, resume_attempts=100
+    )
+    _always_dropping(agent)
+    notices: list[Resubscription] = []
+    async with A2AClient(agent.url, settings=settings) as client:
+        stream = client.resumable(
+            client.send_streaming_message(A2AClient.text_request("go")), on_resume=notices.append
+        )
+        with pytest.raises(IncompleteStreamError) as caught:
+            _ = [event async for event in stream]
+    pauses = [n.pause for n in notices]
+    steps = [min(0.001 * 2**i, 0.008) for i in range(len(pauses))]
+    assert all(step / 2 <= pause <= step for pause, step in zip(pauses, steps, strict=True))
+    assert sum(pauses) <= 0.03 < sum(pauses) + 0.008  # it stopped where the next could not fit
+    assert [n.attempt for n in notices] == list(range(1, len(notices) + 1))  # Tasks only: in a row
+    assert len(set(pauses)) > 1
+    note = caught.value.__notes__[0]
+    assert note.startswith("gave up re-subscribing to task 't1' (last event id '1') after")
+    assert "budget 0.03 s" in note and caught.value.task_id == "t1"
+
+
+def test_the_default_budget_outlasts_a_restart_of_ten_seconds() -> None:
+    settings = ClientSettings()
+    steps = [
+        min(settings.resume_delay * 2**i, settings.resume_max_delay)
+        for i in range(settings.resume_attempts)
+    ]
+    within: list[float] = []
+    for step in steps:  # the longest pauses jitter can draw: the fewest attempts
+        if sum(within) + step > settings.resume_budget:
+            break
+        within.append(step)
+    assert (settings.resume_budget, len(within), sum(within)) == (30.0, 6, 23.5)
+    assert sum(s / 2 for s in steps[:6]) > 10  # even the shortest draws reach past 10 s
+
+
+async def test_a_lost_connection_that_outlasts_the_budget_names_the_task(
+    agent: FakeAgent,
+) -> None:
+    agent.stream("SendStreamingMessage", [LOG[0], LOG[1]], cut=True)
+
+    async def hang_up(request: web.Request, body: Body) -> web.StreamResponse:
+        assert request.transport is not None
+        request.transport.close()  # no answer at all: as from a server that went away
+        return web.Response()
+
+    agent.on("SubscribeToTask", hang_up)
+    settings = dataclasses.replace(LOCAL, resume_delay=0.001, resume_attempts=2)
+    async with A2AClient(agent.url, settings=settings) as client:
+        stream = client.resumable(client.send_streaming_message(A2AClient.text_request("go")))
+        with pytest.raises(TransportError) as caught:
+            _ = [event async for event in stream]
+    assert caught.value.task_id == "t1"
+    assert "gave up re-subscribing to task 't1' (no event id)" in caught.value.__notes__[0]
+
+
+async def test_the_task_that_opens_a_follow_up_is_no_end_of_turn(
+    client: A2AClient, agent: FakeAgent
+) -> None:
+    # A follow-up's stream opens with the task as it was before the message: still asking.
+    asked = {"task": {**LOG[0]["task"], "status": {"state": "TASK_STATE_INPUT_REQUIRED"}}}
+    agent.stream("SendStreamingMessage", [asked, status_update("TASK_STATE_WORKING"), LOG[-1]])
+    request = A2AClient.text_request("Ada", task_id="t1")
+    stream = client.resumable(client.send_streaming_message(request))
+    async with stream:
+        events = [event async for event in stream]
+    assert len(events) == 3 and stream.state is TaskState.COMPLETED and not stream.turn_ended

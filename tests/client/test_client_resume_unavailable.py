@@ -90,11 +90,11 @@ async def test_a_stream_ended_by_an_outage_resumes_from_its_last_event(served: S
     assert isinstance(refused.cause, errors.UnavailableError)  # the 503 of the re-subscription
     assert (ended.refused, refused.refused) == (False, True)
     assert "could not be opened: the server is unavailable" in str(refused)
-    assert (ended.attempt, refused.attempt, ended.limit) == (1, 2, 3)
+    assert (ended.attempt, refused.attempt, ended.limit) == (1, 2, 12)  # resume_attempts
     assert ended.pause == refused.pause == 1.0  # the server's retry-after
     assert ended.last_event_id == refused.last_event_id == "2"
     line = str(ended)
-    assert "-32000 STORE_UNAVAILABLE" in line and "re-subscribing in 1 s (1/3)" in line, line
+    assert "-32000 STORE_UNAVAILABLE" in line and "re-subscribing in 1 s (1/12)" in line, line
     assert "after event id '2'" in line and task_id in line
 
 

@@ -311,6 +311,63 @@ async def test_out_of_order_streams_are_invalid(
         await collect(stream)
 
 
+FOLLOW_UP_TURN = [status_update("TASK_STATE_WORKING"), status_update("TASK_STATE_INPUT_REQUIRED")]
+
+
+def _lenient_warnings(caplog: pytest.LogCaptureFixture) -> list[str]:
+    return [r.getMessage() for r in caplog.records if "not the Task (spec 3.1.2)" in r.getMessage()]
+
+
+async def test_a_follow_up_stream_may_start_with_an_update_of_its_task(
+    client: A2AClient, agent: FakeAgent, caplog: pytest.LogCaptureFixture
+) -> None:
+    # The a2a-sdk 1.3.0 server answers a follow-up turn so (docs/prose-and-proto.md, row 51).
+    caplog.set_level(logging.WARNING, logger="a2a_wire.client")
+    agent.stream("SendStreamingMessage", FOLLOW_UP_TURN)
+    stream = client.send_streaming_message(A2AClient.text_request("Ada", task_id="t1"))
+    events = await collect(stream)
+    assert kinds(events) == ["status_update", "status_update"]
+    assert (stream.task_id, stream.state, stream.finished) == ("t1", TaskState.INPUT_REQUIRED, True)
+    assert stream.tracker.task is None  # no Task came: GetTask fetches it whole
+    warnings = _lenient_warnings(caplog)
+    assert len(warnings) == 1 and "'t1'" in warnings[0] and "statusUpdate" in warnings[0]
+
+
+async def test_a_subscription_may_start_with_an_update_of_its_task(
+    client: A2AClient, agent: FakeAgent, caplog: pytest.LogCaptureFixture
+) -> None:
+    caplog.set_level(logging.WARNING, logger="a2a_wire.client")
+    agent.stream("SubscribeToTask", [artifact_update("x"), status_update("TASK_STATE_COMPLETED")])
+    stream = client.subscribe_to_task("t1")
+    assert kinds(await collect(stream)) == ["artifact_update", "status_update"]
+    assert stream.state is TaskState.COMPLETED
+    assert len(_lenient_warnings(caplog)) == 1
+
+
+@pytest.mark.parametrize(
+    ("method", "named", "first"),
+    [
+        ("SendStreamingMessage", "", status_update("TASK_STATE_WORKING")),  # a new task
+        ("SendStreamingMessage", "t1", status_update("TASK_STATE_WORKING", "t2")),
+        ("SendStreamingMessage", "t1", artifact_update("x", "t2")),
+        ("SubscribeToTask", "t1", status_update("TASK_STATE_WORKING", "t2")),
+    ],
+    ids=["new-message", "follow-up-other-task", "follow-up-other-artifact", "subscribe-other"],
+)
+async def test_any_other_first_update_stays_invalid(
+    client: A2AClient, agent: FakeAgent, method: str, named: str, first: dict[str, Any]
+) -> None:
+    agent.stream(method, [first, status_update("TASK_STATE_COMPLETED", "t2")])
+    stream: EventStream = (
+        client.subscribe_to_task(named)
+        if method == "SubscribeToTask"
+        else client.send_streaming_message(A2AClient.text_request("go", task_id=named or None))
+    )
+    with pytest.raises(errors.InvalidAgentResponseError, match="stream starts with") as caught:
+        await collect(stream)
+    assert caught.value.code == -32006
+
+
 async def test_event_that_is_not_json(client: A2AClient, agent: FakeAgent) -> None:
     agent.stream("SendStreamingMessage", [], raw=[b"data: {nope\n\n"])
     with pytest.raises(errors.InvalidAgentResponseError, match="not JSON"):
@@ -395,8 +452,13 @@ async def test_resumable_gives_up_after_max_resubscribes(
         max_resubscribes=2,
         retry_delay=0,
     )
-    with pytest.raises(IncompleteStreamError, match="'t1' last seen in state working$"):
+    with pytest.raises(IncompleteStreamError) as caught:
         await collect(stream)
+    assert str(caught.value).endswith("'t1' last seen in state working")
+    assert caught.value.__notes__ == [
+        "gave up re-subscribing to task 't1' (no event id) after 2 re-subscription(s) in a row"
+        " and 0 s of pauses (max_resubscribes 2, budget 30 s)"
+    ]
     assert [r.method for r in agent.requests].count("SubscribeToTask") == 2
 
 

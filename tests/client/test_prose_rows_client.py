@@ -5,6 +5,7 @@ The client talks to the scripted fake agent of client_fake on 127.0.0.1; each te
 
 from __future__ import annotations
 
+import logging
 from typing import Any
 
 import pytest
@@ -119,3 +120,19 @@ def test_row01_text_request_sends_no_configuration_by_default() -> None:
     request: SendMessageRequest = A2AClient.text_request("hi")
     assert request.configuration is None
     assert "configuration" not in request.to_dict()
+
+
+async def test_row51_a_follow_up_stream_may_start_with_an_update(
+    client: A2AClient, agent: FakeAgent, caplog: pytest.LogCaptureFixture
+) -> None:
+    caplog.set_level(logging.WARNING, logger="a2a_wire.client")
+    update = {"taskId": "t1", "contextId": "c1", "status": {"state": "TASK_STATE_COMPLETED"}}
+    agent.stream("SendStreamingMessage", [{"statusUpdate": update}])
+    async with client.send_streaming_message(client.text_request("Ada", task_id="t1")) as stream:
+        events = [event async for event in stream]
+    assert [e.which_payload() for e in events] == ["status_update"]
+    assert stream.task_id == "t1" and stream.finished
+    assert [r.levelname for r in caplog.records] == ["WARNING"]  # one warning, no more
+    with pytest.raises(errors.InvalidAgentResponseError) as caught:  # a new task: strict
+        await stream_of(client, agent, [{"statusUpdate": update}])
+    assert caught.value.code == -32006

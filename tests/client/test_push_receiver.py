@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 
 from a2a_wire import codec
-from a2a_wire.client import PushReceiver, create_receiver_app
+from a2a_wire.client import DUPLICATE_WINDOW, PushReceiver, create_receiver_app
 from a2a_wire.types import AuthenticationInfo, StreamResponse
 
 TOKEN = "tok"
@@ -154,11 +154,32 @@ async def test_duplicates_are_acknowledged_once(hook: Any, sink: Sink) -> None:
     assert await post(hook, X_A2A_Delivery_Id="d1") == 204
     assert await post(hook, X_A2A_Delivery_Id="d2") == 204
     assert len(sink.events) == 2
-    # Without an id, the body itself identifies the delivery.
-    body = {**STATUS, "statusUpdate": {**STATUS["statusUpdate"], "metadata": {"n": 1}}}
-    assert await post(hook, body) == 204
-    assert await post(hook, body) == 204
+
+
+async def test_equal_bodies_with_other_ids_are_other_events(hook: Any, sink: Sink) -> None:
+    # A task that asks for input twice sends the same WORKING body in each turn.
+    assert await post(hook, X_A2A_Delivery_Id="turn-1") == 204
+    assert await post(hook, X_A2A_Delivery_Id="turn-2") == 204
+    assert [e.to_dict() for e in sink.events] == [STATUS, STATUS]
+
+
+async def test_without_an_id_every_body_is_handed_on(hook: Any, sink: Sink) -> None:
+    for _ in range(3):
+        assert await post(hook) == 204  # no X-A2A-Delivery-Id: nothing tells a repeat
     assert len(sink.events) == 3
+
+
+async def test_an_id_is_remembered_within_the_window(aiohttp_client: Any, sink: Sink) -> None:
+    receiver = PushReceiver(
+        sink, token=TOKEN, authentication=AUTH, expected_task_ids=["t1"], remember=2
+    )
+    hook = await aiohttp_client(create_receiver_app(receiver))
+    for key in ("d1", "d2", "d2", "d3"):
+        assert await post(hook, X_A2A_Delivery_Id=key) == 204
+    assert len(sink.events) == 3  # d2 twice within the window: once
+    assert await post(hook, X_A2A_Delivery_Id="d1") == 204  # d1 has left the window of 2
+    assert len(sink.events) == 4
+    assert DUPLICATE_WINDOW == PushReceiver(sink)._remember == 10_000
 
 
 async def test_a_failing_callback_asks_for_a_retry(hook: Any, sink: Sink) -> None:

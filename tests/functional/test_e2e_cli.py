@@ -280,10 +280,11 @@ def test_sigterm_drains_then_data_survives_restart(server: ServerProcess, tmp_pa
     done = _task(cli("send", url, "keep me", "--json"))
     short = cli_start("send", url, "abcdef", "--skill", "held", "--stream", "--json")
     long = cli_start("send", url, "x" * 40, "--skill", "stuck", "--stream", "--json")
+    ids = []
     try:
         for running in (short, long):  # both are held after their first chunk
             assert running.stdout is not None
-            assert "task" in json.loads(running.stdout.readline())
+            ids.append(json.loads(running.stdout.readline())["task"]["id"])
             assert "statusUpdate" in json.loads(running.stdout.readline())
             assert "artifactUpdate" in json.loads(running.stdout.readline())
         assert server.proc is not None
@@ -301,8 +302,10 @@ def test_sigterm_drains_then_data_survives_restart(server: ServerProcess, tmp_pa
     assert short.returncode == 0  # it finished within the grace period
     final = json_lines(short_out)[-1]
     assert final["statusUpdate"]["status"]["state"] == "TASK_STATE_COMPLETED"
-    assert long.returncode == 4  # its stream ended with the server's final error event
-    assert "The server is stopping" in long_err
+    assert long.returncode == 7  # its stream ended by the server's stop: the task unfinished
+    assert "The server is stopping with this task unfinished" in long_err
+    assert "FAILED when the server starts again" in long_err  # a one-process store
+    assert json.loads(long_err.splitlines()[-1])["error"]["taskId"] == ids[1]
     log = server.log()
     assert "stopping" in log and "stopped" in log
     # The grace period ran out with only the long run and its stream left: the short one was done.

@@ -27,7 +27,15 @@ from store_support import ServerStores
 from a2a_wire import codec
 from a2a_wire.client import A2AClient, ClientSettings, register_webhook, remove_webhook
 from a2a_wire.netguard import AddressPolicy
-from a2a_wire.server import STORE_KEY, ServerSettings, create_app
+from a2a_wire.server import (
+    STORE_KEY,
+    AgentExecutor,
+    EventQueue,
+    RequestContext,
+    ServerSettings,
+    TaskUpdater,
+    create_app,
+)
 from a2a_wire.server.push import PUSH_DELIVERER_KEY, PushSettings, retry_after_seconds
 from a2a_wire.server.store import PostgresTaskStore
 from a2a_wire.types import ListTaskPushNotificationConfigsRequest, TaskPushNotificationConfig
@@ -282,3 +290,46 @@ def test_settings_are_checked(values: dict[str, Any], message: str) -> None:
 def test_https_only_unless_http_is_allowed() -> None:
     assert PushSettings().schemes == {"https"}
     assert PushSettings(allow_http=True).schemes == {"https", "http"}
+
+
+class AsksTwice(AgentExecutor):
+    """Asks for input in its first two turns (the same WORKING and question each time), then ends."""
+
+    def __init__(self) -> None:
+        self.turns: dict[str, int] = {}
+
+    async def execute(self, context: RequestContext, events: EventQueue) -> None:
+        updater = TaskUpdater(events, context)
+        self.turns[context.task_id] = turn = self.turns.get(context.task_id, 0) + 1
+        await updater.start_work()
+        if turn < 3:
+            await updater.require_input("need more")
+        else:
+            await updater.complete()
+
+
+async def test_a_task_that_asks_twice_delivers_every_event_once(
+    aiohttp_client: Any, store_for: ServerStores, aiohttp_server: Any
+) -> None:
+    hook = Hook(expected=None)
+    url = await serve(aiohttp_server, hook)
+    settings = ServerSettings(push=local_settings())
+    app = create_app(
+        make_card(push=True), AsksTwice(), settings=settings, store=store_for(settings)
+    )
+    client = await aiohttp_client(app)
+    streamed = await stream(client, "SendStreamingMessage", send_params("hi", inline(url)))
+    task_id = streamed[0]["result"]["task"]["id"]
+    for text in ("Ada", "again"):
+        params = send_params(text, taskId=task_id)
+        streamed += await stream(client, "SendStreamingMessage", params)
+    updates = [e["result"]["statusUpdate"] for e in streamed if "statusUpdate" in e["result"]]
+    states = [update["status"]["state"] for update in updates]
+    asked = ["TASK_STATE_WORKING", "TASK_STATE_INPUT_REQUIRED"]
+    assert states == [*asked, *asked, "TASK_STATE_WORKING", "TASK_STATE_COMPLETED"]
+    # The follow-ups' streams begin with the Task; only its first one is an event of the log.
+    events = [e["result"] for e in streamed if "task" not in e["result"] or e is streamed[0]]
+    await wait_until(lambda: len(hook.events) >= len(events))
+    assert [e.to_dict() for e in hook.events] == events  # each once, in order
+    ids = [headers["X-A2A-Delivery-Id"] for headers, _ in hook.requests]
+    assert len(ids) == len(set(ids)) == len(events)

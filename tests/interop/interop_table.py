@@ -43,6 +43,12 @@ OPERATIONS = (
     "GetExtendedAgentCard",
 )
 
+TURNS = (
+    "Three turns, blocking: INPUT_REQUIRED, AUTH_REQUIRED, COMPLETED",
+    "Three turns, streamed (follow-up streams begin with a status update)",
+    "Three turns through `a2a-wire send --stream --task-id`",
+)
+
 READING = (
     "Task with fields the proto lacks (v1.1-style `generation`, `status.progressHint`)",
     "SUBMITTED status without timestamp",
@@ -71,6 +77,18 @@ SECTIONS = (
         "Operation",
         ("Outcome",),
         OPERATIONS,
+    ),
+    Section(
+        "sdk-turns",
+        f"Conversations: {OURS} client, {SDK} server",
+        f"An executor of the SDK's kind asks for the user's name (INPUT_REQUIRED), then for a "
+        "sign-in (AUTH_REQUIRED), then answers; as the SDK's executors do, its follow-up turns "
+        "enqueue status and artifact updates only, and the SDK server streams them without the "
+        f"Task that spec 3.1.2 puts first. The {OURS} client reads such a stream with one warning "
+        "(docs/prose-and-proto.md, row 51).",
+        "Conversation",
+        ("Outcome",),
+        TURNS,
     ),
     Section(
         "reading",

@@ -21,4 +21,9 @@ def test_only_the_scenario_scripts_import_the_sdk() -> None:
         for path in HERE.glob("*.py")
         if SDK_IMPORT.search(path.read_text(encoding="utf-8"))
     )
-    assert importing == ["run_sdk_client.py", "run_sdk_reading.py", "run_sdk_server.py"]
+    assert importing == [
+        "run_sdk_client.py",
+        "run_sdk_reading.py",
+        "run_sdk_server.py",
+        "run_sdk_turns.py",
+    ]

@@ -17,18 +17,23 @@ from typing import Any
 import click
 
 from a2a_wire._protocol.ids import new_uuid
+from a2a_wire._protocol.states import is_settled
 from a2a_wire._protocol.wire import SKILL_ID_KEY
 from a2a_wire.cli._common import (
+    EXIT_NEEDS_AUTH,
+    EXIT_NEEDS_INPUT,
     EXIT_TASK_FAILED,
     EXIT_TASK_UNSETTLED,
     ClientOptions,
     client_command,
     client_options,
+    print_error,
     remember_task,
 )
 from a2a_wire.cli._output import Printer
 from a2a_wire.cli._view import TaskView
 from a2a_wire.client import A2AClient, EventStream
+from a2a_wire.errors import ProtocolError
 from a2a_wire.types import (
     CancelTaskRequest,
     GetTaskRequest,
@@ -46,7 +51,7 @@ from a2a_wire.types import (
 __all__ = ["cancel", "card", "get", "list_tasks", "send", "subscribe"]
 
 _FAILED = frozenset({TaskState.FAILED, TaskState.REJECTED, TaskState.CANCELED})
-_SETTLED = frozenset({TaskState.COMPLETED, TaskState.INPUT_REQUIRED, TaskState.AUTH_REQUIRED})
+_NEEDS = {TaskState.INPUT_REQUIRED: EXIT_NEEDS_INPUT, TaskState.AUTH_REQUIRED: EXIT_NEEDS_AUTH}
 _STATE_NAMES = {s.value.removeprefix("TASK_STATE_").lower().replace("_", "-"): s for s in TaskState}
 
 
@@ -62,7 +67,9 @@ def _outcome(state: TaskState | None, *, waited: bool = True) -> int:
     """
     if state in _FAILED:
         return EXIT_TASK_FAILED
-    if state in _SETTLED or not waited:
+    if state is not None and state in _NEEDS:  # the end of the agent's turn (spec 11.7)
+        return _NEEDS[state]
+    if state == TaskState.COMPLETED or not waited:
         return 0
     return EXIT_TASK_UNSETTLED
 
@@ -121,18 +128,36 @@ def _request(
     return SendMessageRequest(message=message, configuration=config)
 
 
-async def _follow(printer: Printer, client: A2AClient, stream: EventStream) -> int:
-    """Print a stream's events and the assembled result; a re-subscription says so on stderr."""
+async def _follow(
+    printer: Printer, client: A2AClient, stream: EventStream, url: str, *, end_of_turn: bool
+) -> int:
+    """Print a stream's events and the assembled result; a re-subscription says so on stderr.
+
+    With ``end_of_turn`` the stream ends at an interrupted state even if the agent keeps it open.
+    """
     view = TaskView()
-    events = client.resumable(stream, on_resume=printer.resuming)
-    with printer.streaming(view):
-        async with events:
-            async for event in events:
-                view.apply(event)
-                remember_task(events.task_id)
-                printer.event(event)
+    events = client.resumable(stream, on_resume=printer.resuming, end_of_turn=end_of_turn)
+    try:
+        with printer.streaming(view):
+            async with events:
+                async for event in events:
+                    view.apply(event)
+                    remember_task(events.task_id)
+                    printer.event(event)
+    except ProtocolError as exc:  # an error event that ended the stream before the task settled
+        settled = view.state is not None and is_settled(view.state)
+        if view.task is None or view.message is not None or settled:
+            raise
+        print_error(exc, printer.json, url, view.task.id)
+        return EXIT_TASK_UNSETTLED
+    if view.task is not None and not view.whole:  # updates only: the task whole for the print
+        view.task = await client.get_task(view.task.id)
     printer.stream_result(view)
-    return 0 if view.message is not None else _outcome(view.state)
+    if view.message is not None:
+        return 0
+    if view.task is not None:
+        printer.turn_over(view.task, url)
+    return _outcome(view.state)
 
 
 @click.command()
@@ -235,7 +260,8 @@ async def send(
     printer = Printer(opts.json)
     async with await opts.connect(url) as client:
         if stream:
-            return await _follow(printer, client, client.send_streaming_message(request))
+            streamed = client.send_streaming_message(request)
+            return await _follow(printer, client, streamed, url, end_of_turn=True)
         with printer.waiting("waiting for the agent"):
             answer = await client.send_message(request)
     if opts.json:
@@ -247,6 +273,7 @@ async def send(
         printer.task(answer.task, history=bool(history))
     if answer.task is None:
         return 0
+    printer.turn_over(answer.task, url)
     status = answer.task.status
     return _outcome(status.state if status is not None else None, waited=not no_wait)
 
@@ -358,12 +385,20 @@ async def cancel(url: str, task_id: str, opts: ClientOptions) -> int:
 @click.command()
 @click.argument("url")
 @click.argument("task_id")
+@click.option(
+    "--turn", is_flag=True, help="Stop at the end of the agent's turn (input- or auth-required)."
+)
 @client_options
 @client_command
-async def subscribe(url: str, task_id: str, opts: ClientOptions) -> int:
-    """Follow the events of the task TASK_ID until it settles."""
+async def subscribe(url: str, task_id: str, turn: bool, opts: ClientOptions) -> int:
+    """Follow the events of the task TASK_ID until its stream ends.
+
+    An agent that keeps the stream open when it asks for input or authentication is followed
+    across turns, until the task ends; ``--turn`` stops at the end of the current turn. (An
+    a2a-wire server ends the stream there itself.)
+    """
     remember_task(task_id)
     printer = Printer(opts.json)
     async with await opts.connect(url) as client:
         stream = client.subscribe_to_task(SubscribeToTaskRequest(id=task_id))
-        return await _follow(printer, client, stream)
+        return await _follow(printer, client, stream, url, end_of_turn=turn)

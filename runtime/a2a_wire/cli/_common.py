@@ -48,6 +48,8 @@ from a2a_wire.errors import A2AError, ProtocolError
 __all__ = [
     "EXIT_CONFIG",
     "EXIT_CONNECTION",
+    "EXIT_NEEDS_AUTH",
+    "EXIT_NEEDS_INPUT",
     "EXIT_PROTOCOL",
     "EXIT_TASK_FAILED",
     "EXIT_TASK_UNSETTLED",
@@ -66,6 +68,8 @@ EXIT_PROTOCOL = 4
 EXIT_TASK_FAILED = 5
 EXIT_CONFIG = 6
 EXIT_TASK_UNSETTLED = 7
+EXIT_NEEDS_INPUT = 8
+EXIT_NEEDS_AUTH = 9
 EXIT_INTERRUPTED = 130
 TOKEN_VARIABLE = "A2A_WIRE_TOKEN"
 
@@ -309,13 +313,15 @@ def _size_message(exc: ResponseTooLargeError) -> str:
     )
 
 
-def print_error(exc: A2AError, json_output: bool, url: str = "") -> None:
+def print_error(exc: A2AError, json_output: bool, url: str = "", task_id: str = "") -> None:
     """Write ``exc`` to stderr: name, JSON-RPC code when it has one, message, and its task.
 
     Args:
         exc: The error.
         json_output: Write one JSON object instead of lines of text.
         url: The agent's URL, for the hint that follows a task the error names.
+        task_id: The task the error left behind when ``exc`` does not name one itself (an
+            error event that ended a stream).
     """
     name = type(exc).__name__
     code = exc.code if isinstance(exc, ProtocolError) else None
@@ -324,8 +330,8 @@ def print_error(exc: A2AError, json_output: bool, url: str = "") -> None:
         message = _guard_message(exc)
     if isinstance(exc, ResponseTooLargeError):
         message = _size_message(exc)
-    task_id = getattr(exc, "task_id", "")
-    task_id = task_id if isinstance(task_id, str) else ""
+    named = getattr(exc, "task_id", "")
+    task_id = named if isinstance(named, str) and named else task_id
     if json_output:
         error: dict[str, Any] = {"name": name, "message": message}
         if code is not None:

@@ -12,6 +12,7 @@ from __future__ import annotations
 import contextlib
 import datetime
 import re
+import shlex
 import sys
 import time
 from collections.abc import Iterator, Sequence
@@ -27,7 +28,7 @@ from rich.text import Text
 from a2a_wire import codec
 from a2a_wire._protocol.states import state_word
 from a2a_wire.cli._view import TaskView
-from a2a_wire.client import Resubscription
+from a2a_wire.client import Resubscription, safe_url
 from a2a_wire.codec import UNSET
 from a2a_wire.types import (
     AgentCard,
@@ -42,7 +43,15 @@ from a2a_wire.types import (
     Timestamp,
 )
 
-__all__ = ["Printer", "clean", "count", "progress_line", "state_name", "state_names_in"]
+__all__ = [
+    "Printer",
+    "answer_command",
+    "clean",
+    "count",
+    "progress_line",
+    "state_name",
+    "state_names_in",
+]
 
 _PIPE_WIDTH = 160
 _CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]")
@@ -210,6 +219,17 @@ def progress_line(view: TaskView, spent: float) -> str:
         return f"waiting for the agent · {spent:.1f}s"
     what = state_name(view.state) if view.state is not None else "answered"
     return f"{what} · {count(view.events, 'event')} · {spent:.1f}s"
+
+
+_NEEDS = {
+    TaskState.INPUT_REQUIRED: "the agent needs input",
+    TaskState.AUTH_REQUIRED: "the agent needs authentication",
+}
+
+
+def answer_command(url: str, task_id: str) -> str:
+    """The command that answers an interrupted task: ``a2a-wire send URL TEXT --task-id ID``."""
+    return f"a2a-wire send {shlex.quote(safe_url(url))} TEXT --task-id {shlex.quote(task_id)}"
 
 
 class Printer:
@@ -380,3 +400,32 @@ class Printer:
         if config.authentication is not None:
             rows.append(("auth", f"{config.authentication.scheme} (credentials hidden)"))
         self.show(_fields(rows))
+
+    def turn_over(self, task: Task, url: str) -> None:
+        """If ``task`` waits for the client, say so on stderr: the question, the task, the answer.
+
+        Nothing is written for a task in another state. With ``--json`` it is one
+        ``{"turnEnded": {...}}`` object.
+        """
+        status = task.status
+        if status is None or status.state not in _NEEDS:
+            return
+        question = _inline(status.message.parts) if status.message is not None else ""
+        task_id = clean(task.id)
+        command = answer_command(url, task_id)
+        if self.json:
+            line = {
+                "turnEnded": {
+                    "taskId": task.id,
+                    "state": status.state.value,
+                    "question": question,
+                    "answer": command,
+                }
+            }
+            sys.stderr.write(codec.dumps(line).decode() + "\n")
+            sys.stderr.flush()
+            return
+        what = _NEEDS[status.state]
+        asks = f": {question}" if question else ""
+        self.err.print(Text(f"{what}{asks}"), soft_wrap=True)
+        self.err.print(Text(f"task {task_id}; answer with: {command}"), soft_wrap=True)

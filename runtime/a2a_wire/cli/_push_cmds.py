@@ -190,7 +190,11 @@ def webhook(
     count: int | None,
     json_output: bool,
 ) -> None:
-    """Receive push notifications on a local port and print each event."""
+    """Receive push notifications on a local port and print each event.
+
+    A redelivery (an ``X-A2A-Delivery-Id`` seen before) is printed once; a POST without the
+    header is always printed, however like an earlier one it is.
+    """
     if not path.startswith("/"):
         raise click.BadParameter("must start with '/'", param_hint="--path")
     printer = Printer(json_output)

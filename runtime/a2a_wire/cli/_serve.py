@@ -2,11 +2,12 @@
 
 Start: the store opens (recovering tasks a dead process left running) before the socket binds.
 Stop, on the first signal: refuse new requests, give running ones and agent runs
-``shutdown_grace_seconds``, end open streams with an error event, cancel the runs (as long
-again), close the store, exit 0 even if a run ignored its cancellation. A second signal exits
-at once with 128 + its number. As a worker of ``serve --workers`` (:class:`Worker`) the process
-is handed its sockets and a channel, and the supervisor's ``stop`` drains it as a first signal
-would without counting as one. In full: docs/internals/cli.md ("Start and stop of serve").
+``shutdown_grace_seconds``, end open streams with an error event that says what becomes of the
+task (:func:`stopping_error`), cancel the runs (as long again), close the store, exit 0 even if
+a run ignored its cancellation. A second signal exits at once with 128 + its number. As a
+worker of ``serve --workers`` (:class:`Worker`) the process is handed its sockets and a
+channel, and the supervisor's ``stop`` drains it as a first signal would without counting as
+one. In full: docs/internals/cli.md ("Start and stop of serve").
 """
 
 from __future__ import annotations
@@ -28,9 +29,9 @@ from aiohttp import web
 from a2a_wire.cli._app import build_app
 from a2a_wire.cli._logging import RequestLog
 from a2a_wire.cli.config._load import Config
-from a2a_wire.errors import A2AError, InternalError
-from a2a_wire.server import HEALTH_KEY, RUNTIME_KEY
-from a2a_wire.server.store import StoreUnavailableError, describe
+from a2a_wire.errors import A2AError, InternalError, ProtocolError, UnavailableError
+from a2a_wire.server import HEALTH_KEY, RUNTIME_KEY, STORE_KEY
+from a2a_wire.server.store import SharedTaskStore, StoreUnavailableError, describe
 
 __all__ = [
     "READY",
@@ -41,6 +42,7 @@ __all__ = [
     "listening_url",
     "serve",
     "store_label",
+    "stopping_error",
 ]
 
 log = logging.getLogger("a2a_wire.serve")
@@ -314,6 +316,26 @@ async def serve(config: Config, worker: Worker | None = None) -> int:
     return 0
 
 
+def stopping_error(task_id: str, *, shared: bool) -> ProtocolError:
+    """The last event of a stream still open when the server stops: what becomes of its task.
+
+    On a shared store another process carries the task on, so the error is the retryable
+    -32000 (:class:`~a2a_wire.errors.UnavailableError`, naming the task), which a resumable
+    client follows to that process. On a store of this process alone nobody goes on with it,
+    and the next start marks it FAILED: an -32603 that says so.
+    """
+    if shared:
+        return UnavailableError(
+            "This server process is stopping; another process of the shared store carries"
+            " the task on: subscribe again",
+            metadata={"taskId": task_id},
+        )
+    return InternalError(
+        "The server is stopping with this task unfinished; its store is this process's alone,"
+        " so the task will be FAILED when the server starts again"
+    )
+
+
 async def _stop(
     runner: web.AppRunner, sites: list[web.BaseSite], requests: RequestLog, grace: float
 ) -> None:
@@ -324,7 +346,7 @@ async def _stop(
     for site in sites:
         await site.stop()
     await _drain(app, requests, grace)
-    closing = InternalError("The server is stopping; subscribe again once it is back")
+    shared = isinstance(app[STORE_KEY], SharedTaskStore)
     for hub in list(app[RUNTIME_KEY].hubs.values()):
-        hub.finish_all(closing)
+        hub.finish_all(stopping_error(hub.task_id, shared=shared))
     await runner.cleanup()

@@ -16,6 +16,8 @@ class TaskView:
         self.task: Task | None = None
         self.message: Message | None = None
         self.events = 0
+        #: Whether a Task snapshot came (a follow-up turn of some peers sends only updates).
+        self.whole = False
 
     @property
     def state(self) -> TaskState | None:
@@ -30,6 +32,7 @@ class TaskView:
         if event.message is not None:
             self.message = event.message
         elif event.task is not None:
+            self.whole = True
             self.task = copy.copy(event.task)
             self.task.artifacts = list(event.task.artifacts)
         elif event.status_update is not None:

@@ -71,6 +71,7 @@ from a2a_wire.client._errors import (
 )
 from a2a_wire.client._observe import ExchangeObserver, ExchangeWatch
 from a2a_wire.client._push_receiver import (
+    DUPLICATE_WINDOW,
     EventCallback,
     PushReceiver,
     create_receiver_app,
@@ -82,6 +83,7 @@ from a2a_wire.client._stream import Resubscription
 
 __all__ = [
     "BEARER",
+    "DUPLICATE_WINDOW",
     "INTERRUPTED_STATES",
     "TERMINAL_STATES",
     "WELL_KNOWN_PATH",

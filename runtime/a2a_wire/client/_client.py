@@ -269,7 +269,9 @@ class A2AClient:
         prepare(result)
         return result
 
-    def _stream(self, method: Method[P, StreamResponse], request: P) -> EventStream:
+    def _stream(
+        self, method: Method[P, StreamResponse], request: P, expected_task: str = ""
+    ) -> EventStream:
         rid = next(self._ids)
         body = _jsonrpc.request(rid, method, with_tenant(_checked(method, request), self.tenant))
 
@@ -285,7 +287,13 @@ class A2AClient:
             return opened
 
         limit = self.settings.max_event_bytes
-        return EventStream(opener, method=method, request_id=rid, max_event_bytes=limit)
+        return EventStream(
+            opener,
+            method=method,
+            request_id=rid,
+            max_event_bytes=limit,
+            expected_task=expected_task,
+        )
 
     # -- operations (spec 3.1.1 - 3.1.11) ---------------------------------------------------
 
@@ -297,8 +305,14 @@ class A2AClient:
         return await self._call(SEND_MESSAGE, request, peek=send_message_task)
 
     def send_streaming_message(self, request: SendMessageRequest) -> EventStream:
-        """SendStreamingMessage (spec 3.1.2): ``async with client.send_streaming_message(r) as s``."""
-        return self._stream(SEND_STREAMING_MESSAGE, request)
+        """SendStreamingMessage (spec 3.1.2): ``async with client.send_streaming_message(r) as s``.
+
+        A follow-up (the message names its ``taskId``) may be answered with a stream that starts
+        with an update of that task, not the Task (docs/client.md, "Stream").
+        """
+        message = request.message if isinstance(request, SendMessageRequest) else None
+        named = message.task_id if message is not None else ""
+        return self._stream(SEND_STREAMING_MESSAGE, request, named)
 
     @overload
     async def get_task(self, request: GetTaskRequest, /) -> Task: ...
@@ -356,7 +370,8 @@ class A2AClient:
             TypeError: Neither a task id nor a SubscribeToTaskRequest.
         """
         params = _by_id(SUBSCRIBE_TO_TASK, request, lambda i: SubscribeToTaskRequest(id=i))
-        return self._stream(SUBSCRIBE_TO_TASK, params).resume_after(last_event_id, params.id)
+        stream = self._stream(SUBSCRIBE_TO_TASK, params, params.id)
+        return stream.resume_after(last_event_id, params.id)
 
     async def create_task_push_notification_config(
         self, config: TaskPushNotificationConfig
@@ -482,31 +497,45 @@ class A2AClient:
         self,
         stream: EventStream,
         *,
-        max_resubscribes: int = 3,
-        retry_delay: float = 0.5,
+        max_resubscribes: int | None = None,
+        retry_delay: float | None = None,
         on_resume: Callable[[Resubscription], None] | None = None,
+        end_of_turn: bool = True,
     ) -> ResumableStream:
         """Wrap a stream so that a drop re-subscribes with ``Last-Event-ID`` and carries on.
 
         So does a -32000 :class:`~a2a_wire.errors.UnavailableError` of the task (an error event,
-        or a re-subscription answered 503), after its ``retry_after``.
+        or a re-subscription answered 503), after its ``retry_after``. The pauses back off
+        exponentially with jitter, within the ``resume_*`` budget of :attr:`settings`.
 
         Args:
             stream: A stream from :meth:`send_streaming_message` or :meth:`subscribe_to_task`.
-            max_resubscribes: How many re-subscriptions to try before giving up (drops and
-                unavailable answers together).
+            max_resubscribes: Most re-subscriptions in a row (drops and unavailable answers
+                together); ``settings.resume_attempts`` when ``None``.
             retry_delay: Pause before the first re-subscription after a drop (doubled for each
-                next one).
+                next one, up to ``settings.resume_max_delay``); ``settings.resume_delay`` when
+                ``None``.
             on_resume: Called with a :class:`Resubscription` before each re-subscription.
+            end_of_turn: End after the event that leaves the task INPUT_REQUIRED or
+                AUTH_REQUIRED, even if the agent keeps the stream open (spec 11.7); ``False``
+                reads on into the next turn.
 
         Returns:
-            An async iterator (and context manager) over the events of all the streams.
+            An async iterator (and context manager) over the events of all the streams; when
+            the budget is spent it raises the last failure, noted with the task and its last
+            event id.
         """
+        settings = self.settings
         return ResumableStream(
             stream,
             subscribe=self.subscribe_to_task,
             get_task=self.get_task,
-            max_resubscribes=max_resubscribes,
-            retry_delay=retry_delay,
+            max_resubscribes=settings.resume_attempts
+            if max_resubscribes is None
+            else max_resubscribes,
+            retry_delay=settings.resume_delay if retry_delay is None else retry_delay,
+            max_delay=settings.resume_max_delay,
+            budget=settings.resume_budget,
             on_resume=on_resume,
+            end_of_turn=end_of_turn,
         )

@@ -72,7 +72,14 @@ def safe_url(url: str | yarl.URL) -> str:
 
 
 class TransportError(ClientError):
-    """The HTTP exchange failed below the protocol: connection refused, reset or closed early."""
+    """The HTTP exchange failed below the protocol: connection refused, reset or closed early.
+
+    Attributes:
+        task_id: The task the exchange was about, when the client knew it (a stream that broke
+            after its Task, a re-subscription that failed); ``""`` otherwise.
+    """
+
+    task_id: str = ""
 
 
 class ConnectError(TransportError):

@@ -2,6 +2,9 @@
 
 :class:`PushReceiver` checks and decodes the POSTs an agent sends to a webhook (spec 4.3.3,
 13.2), drops duplicates by ``X-A2A-Delivery-Id``, and hands each event to an async callback.
+Only the id identifies an event: two equal bodies are two events (a task that asks for input
+twice sends the same WORKING and INPUT_REQUIRED bodies in each turn), so a POST without the
+header is always handed on.
 The status codes it answers are ours (the spec only asks for a 2xx): docs/client.md
 ("Receiving push notifications").
 """
@@ -11,7 +14,6 @@ from __future__ import annotations
 import asyncio
 import collections
 import functools
-import hashlib
 import hmac
 import logging
 from collections.abc import Awaitable, Callable, Iterable
@@ -37,6 +39,7 @@ if TYPE_CHECKING:
     from a2a_wire.client._client import A2AClient
 
 __all__ = [
+    "DUPLICATE_WINDOW",
     "EventCallback",
     "PushReceiver",
     "create_receiver_app",
@@ -49,6 +52,11 @@ log = logging.getLogger("a2a_wire.client.push")
 
 EventCallback = Callable[[StreamResponse], Awaitable[None]]
 """What the receiver calls with each new event."""
+
+DUPLICATE_WINDOW: Final = 10_000
+"""How many of the latest delivery ids a :class:`PushReceiver` keeps by default (``remember``).
+An a2a-wire sender gives up on a delivery after a few minutes of retries; 10,000 ids outlast
+that at well over 30 events a second."""
 
 _MEMBERS: Final = frozenset({"task", "message", "statusUpdate", "artifactUpdate"})
 _MEMBERS_SNAKE: Final = frozenset({"status_update", "artifact_update"})
@@ -80,7 +88,8 @@ class PushReceiver:
         expected_task_ids: Tasks whose events are accepted (add more with :meth:`expect`);
             ``None`` accepts any task, which only suits debugging tools.
         max_body_bytes: Largest body read.
-        remember: How many delivery ids are kept to recognise duplicates.
+        remember: The duplicate window: how many of the latest delivery ids are kept; a
+            repeated ``X-A2A-Delivery-Id`` among them is dropped (:data:`DUPLICATE_WINDOW`).
     """
 
     def __init__(
@@ -91,7 +100,7 @@ class PushReceiver:
         authentication: AuthenticationInfo | None = None,
         expected_task_ids: Iterable[str] | None = (),
         max_body_bytes: int = 10 * 1024 * 1024,
-        remember: int = 10_000,
+        remember: int = DUPLICATE_WINDOW,
     ) -> None:
         self.on_event = on_event
         self.token = token
@@ -101,6 +110,7 @@ class PushReceiver:
         self._remember = remember
         self._seen: collections.OrderedDict[str, None] = collections.OrderedDict()
         self._working: dict[str, asyncio.Future[None]] = {}
+        self._unnamed: set[asyncio.Future[None]] = set()  # callbacks of POSTs without an id
 
     def expect(self, task_id: str) -> None:
         """Accept events of ``task_id`` from now on."""
@@ -167,31 +177,42 @@ class PushReceiver:
         if self.expected_task_ids is not None and task_id not in self.expected_task_ids:
             log.warning("webhook event for unexpected task %r refused", task_id[:100])
             return web.Response(status=403, text="unexpected task")
-        key = request.headers.get(DELIVERY_ID_HEADER) or hashlib.sha256(body).hexdigest()
-        if key in self._seen:
+        key = request.headers.get(DELIVERY_ID_HEADER) or None  # no id: every body is new
+        if key is not None and key in self._seen:
             return web.Response(status=204)
-        if key in self._working:
+        if key is not None and key in self._working:
             return web.Response(status=503, headers={"Retry-After": "1"})
         return await self._deliver(key, event)
 
-    async def _deliver(self, key: str, event: StreamResponse) -> web.StreamResponse:
+    async def _deliver(self, key: str | None, event: StreamResponse) -> web.StreamResponse:
         work = asyncio.ensure_future(self.on_event(event))
-        self._working[key] = work
-        work.add_done_callback(functools.partial(self._settled, key))
+        if key is not None:
+            self._working[key] = work
+            work.add_done_callback(functools.partial(self._settled, key))
+        else:
+            self._unnamed.add(work)
+            work.add_done_callback(self._unnamed.discard)
+            work.add_done_callback(self._log_failure)
         try:
             await asyncio.shield(work)
         except Exception:  # the application's callback is a boundary: the sender retries
             return web.Response(status=500)
         return web.Response(status=204)
 
-    def _settled(self, key: str, work: asyncio.Future[None]) -> None:
-        del self._working[key]
+    def _log_failure(self, work: asyncio.Future[None]) -> bool:
+        """Log a callback that raised; whether it ran to its end without raising."""
         if work.cancelled():
-            return
+            return False
         if (exc := work.exception()) is not None:
             log.error(
                 "webhook callback failed; answered 500 so that the sender retries", exc_info=exc
             )
+            return False
+        return True
+
+    def _settled(self, key: str, work: asyncio.Future[None]) -> None:
+        del self._working[key]
+        if not self._log_failure(work):
             return
         self._seen[key] = None
         while len(self._seen) > self._remember:
@@ -199,7 +220,7 @@ class PushReceiver:
 
     async def close(self) -> None:
         """Cancel the callbacks still running (their deliveries will be sent again)."""
-        running = list(self._working.values())
+        running = [*self._working.values(), *self._unnamed]
         for work in running:
             work.cancel()
         await asyncio.gather(*running, return_exceptions=True)

@@ -154,16 +154,28 @@ def prepare(result: object) -> None:
 class StreamTracker:
     """Follows one stream's events and decides whether its end is legitimate.
 
+    A stream whose request names its task (a follow-up message, a subscription) may begin with
+    an update of that task instead of the Task spec 3.1.2 asks for, as the a2a-sdk 1.3.0 server
+    sends it: the update is read with one warning (docs/prose-and-proto.md, row 51), and
+    :attr:`task` stays ``None`` until a Task arrives (fetch the task with GetTask when it is
+    needed whole). Any other first update is an invalid agent response.
+
     Attributes:
-        task_id: The stream's task (``""`` until a Task arrives).
+        task_id: The stream's task (``""`` until a Task, or an update of the expected task,
+            arrives).
         state: The last task state seen, or ``None``.
         task: The last Task snapshot seen (updates are not merged into it).
         ended_by_message: Whether the stream carried its one Message.
     """
 
-    def __init__(self, *, allow_message: bool) -> None:
-        """Track a stream; ``allow_message`` is false for SubscribeToTask (Task first, always)."""
+    def __init__(self, *, allow_message: bool, expected_task: str = "") -> None:
+        """Track a stream; ``allow_message`` is false for SubscribeToTask (Task first, always).
+
+        ``expected_task`` is the task the request names (``""``: none), whose update may open
+        the stream (see the class docstring).
+        """
         self._allow_message = allow_message
+        self.expected_task = expected_task
         self.task_id = ""
         self.state: TaskState | None = None
         self.task: Task | None = None
@@ -221,7 +233,15 @@ class StreamTracker:
         self, kind: str, event: TaskStatusUpdateEvent | TaskArtifactUpdateEvent
     ) -> None:
         if not self.task_id:
-            raise InvalidAgentResponseError(f"stream starts with {kind}, not a Task or Message")
+            if not self.expected_task or event.task_id != self.expected_task:
+                raise InvalidAgentResponseError(f"stream starts with {kind}, not a Task or Message")
+            logger.warning(
+                "the stream of task %r starts with %s, not the Task (spec 3.1.2); read anyway,"
+                " as the a2a-sdk server sends a follow-up turn",
+                self.expected_task,
+                kind,
+            )
+            self.task_id = self.expected_task
         if event.task_id != self.task_id:
             raise InvalidAgentResponseError(
                 f"{kind} for task {event.task_id!r} in the stream of task {self.task_id!r}"

@@ -61,6 +61,14 @@ class ClientSettings:
             ``("127.0.0.1",)``, ``("10.0.0.0/8", "agents.internal")``.
         allow_private: Turn the address guard off entirely (local development).
         card_default_ttl: Seconds a card without caching headers stays fresh (spec 8.6.2).
+        resume_attempts: Most re-subscriptions in a row of a resumable stream, counted since
+            the last event it received (:meth:`A2AClient.resumable`).
+        resume_delay: Seconds before the first re-subscription after a drop; each next pause
+            doubles, with jitter (between half of it and all of it).
+        resume_max_delay: Longest pause between two re-subscriptions after drops.
+        resume_budget: Seconds of pauses in a row after which a resumable stream gives up
+            (the server's ``retry_after`` counts too). The defaults (12 re-subscriptions,
+            0.5 s doubling to 8 s, 30 s) outlast a restart or a rolling deploy of some seconds.
         extensions: Extension URIs to announce in ``A2A-Extensions`` (spec 3.2.6).
         user_agent: The ``User-Agent`` header.
     """
@@ -76,6 +84,10 @@ class ClientSettings:
     allow: Sequence[str] = ()
     allow_private: bool = False
     card_default_ttl: float = 300.0
+    resume_attempts: int = 12
+    resume_delay: float = 0.5
+    resume_max_delay: float = 8.0
+    resume_budget: float = 30.0
     extensions: Sequence[str] = ()
     user_agent: str = "a2a-wire"
     policy: netguard.AddressPolicy = field(init=False, repr=False, compare=False)
@@ -88,6 +100,9 @@ class ClientSettings:
         for name in ("connect_timeout", "card_timeout", "max_response_bytes", "max_event_bytes"):
             if getattr(self, name) <= 0:
                 raise ValueError(f"{name} must be positive")
+        for name in ("resume_attempts", "resume_delay", "resume_max_delay", "resume_budget"):
+            if getattr(self, name) < 0:
+                raise ValueError(f"{name} must not be negative")
         for name in ("read_timeout", "total_timeout", "stream_idle_timeout", "stream_timeout"):
             value = getattr(self, name)
             if value is not None and not value > 0:

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import random
 from collections import deque
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass
@@ -23,7 +24,7 @@ from typing import Any, NoReturn, Protocol
 from a2a_wire import codec, errors
 from a2a_wire._protocol import jsonrpc as _jsonrpc
 from a2a_wire._protocol.sse import SSEDecoder, SSEEvent, SSEProtocolError
-from a2a_wire._protocol.states import is_settled
+from a2a_wire._protocol.states import is_interrupted, is_settled
 from a2a_wire._protocol.wire import JSON_MEDIA_TYPES, LAST_EVENT_ID_HEADER, SSE_MEDIA_TYPE
 from a2a_wire.client._errors import (
     IncompleteStreamError,
@@ -86,8 +87,13 @@ class EventStream:
         method: Method[Any, StreamResponse],
         request_id: int,
         max_event_bytes: int,
+        expected_task: str = "",
     ) -> None:
-        """Prepare a stream; nothing is sent until it is entered or iterated."""
+        """Prepare a stream; nothing is sent until it is entered or iterated.
+
+        ``expected_task`` is the task the request names, whose update may open the stream
+        (:class:`~a2a_wire.client._results.StreamTracker`).
+        """
         self._opener = opener
         self._method = method
         self._rid = request_id
@@ -99,7 +105,9 @@ class EventStream:
         self._done = False
         self._replay_floor: int | None = None
         self._extra_headers: dict[str, str] = {}
-        self.tracker = StreamTracker(allow_message=method.name != "SubscribeToTask")
+        self.tracker = StreamTracker(
+            allow_message=method.name != "SubscribeToTask", expected_task=expected_task
+        )
         #: The SSE ``id`` of the last event read (or the one this stream resumes after).
         self.last_event_id: str | None = None
         #: Whether the server answered with a stream (``False`` until then, or if it refused).
@@ -145,6 +153,11 @@ class EventStream:
     def finished(self) -> bool:
         """Whether the stream reached a legitimate end point (Message, terminal or interrupted)."""
         return self.tracker.finished
+
+    @property
+    def subscription(self) -> bool:
+        """Whether this is a SubscribeToTask stream (its Task shows the task as it is now)."""
+        return self._method.name == "SubscribeToTask"
 
     async def __aenter__(self) -> EventStream:
         await self._ensure_open()
@@ -262,8 +275,8 @@ class Resubscription:
     Attributes:
         task_id: The task re-subscribed to.
         cause: Why: the drop, or the server's :class:`~a2a_wire.errors.UnavailableError`.
-        attempt: This re-subscription's number (1 for the first).
-        limit: The most re-subscriptions (``max_resubscribes``).
+        attempt: This re-subscription's number in a row (1 for the first since the last event).
+        limit: The most re-subscriptions in a row (``max_resubscribes``).
         pause: Seconds before it is sent.
         last_event_id: The ``Last-Event-ID`` it sends (``None``: none).
         refused: The cause was the server's answer to the request of the stream (an HTTP 503),
@@ -312,8 +325,23 @@ class ResumableStream:
 
     An :class:`~a2a_wire.errors.UnavailableError` (-32000) of a known task, from an error event
     or from a re-subscription refused with HTTP 503, re-subscribes too, after its
-    ``retry_after`` seconds; drops and these share the ``max_resubscribes`` budget. Before each
-    re-subscription ``on_resume`` (if given) is called with a :class:`Resubscription`.
+    ``retry_after`` seconds. Before each re-subscription ``on_resume`` (if given) is called with
+    a :class:`Resubscription`.
+
+    Budget (docs/client.md, "Resuming streams"): after a drop the pause before re-subscription
+    ``n`` is ``retry_delay * 2 ** (n - 1)``, at most ``max_delay``, with jitter (a random
+    value between half of it and all of it); the server's ``retry_after`` is used as it is.
+    Drops and unavailable answers in a row share the budget: at most ``max_resubscribes``
+    re-subscriptions and ``budget`` seconds of pauses; an update received (not a Task snapshot,
+    which every re-subscription may begin with) starts it afresh. When
+    it is spent the stream gives up: it raises the last failure, with a note (and a warning
+    logged) that names the task and the last event id received.
+
+    End of a turn (spec 11.7): with ``end_of_turn`` (the default) the events end after the one
+    that reports the task INPUT_REQUIRED or AUTH_REQUIRED (a status update, or the Task of a
+    subscription; not the Task that opens a follow-up's stream, which shows the task as it was
+    before the message), even when the agent keeps the stream open; the stream is then closed. Without it they go on into the next turn, until the task is
+    terminal or the server ends the stream.
     """
 
     def __init__(
@@ -324,15 +352,28 @@ class ResumableStream:
         get_task: Callable[[str], Awaitable[Task]],
         max_resubscribes: int,
         retry_delay: float,
+        max_delay: float = 8.0,
+        budget: float = 30.0,
         on_resume: Callable[[Resubscription], None] | None = None,
+        end_of_turn: bool = True,
     ) -> None:
-        """Wrap ``first``; ``subscribe`` and ``get_task`` call the agent (the client's methods)."""
+        """Wrap ``first``; ``subscribe`` and ``get_task`` call the agent (the client's methods).
+
+        ``max_resubscribes``, ``retry_delay``, ``max_delay`` and ``budget`` (seconds) bound the
+        re-subscriptions in a row (see the class docstring).
+        """
         self._current = first
         self._subscribe = subscribe
         self._get_task = get_task
         self._max = max_resubscribes
         self._delay = retry_delay
+        self._max_delay = max_delay
+        self._budget = budget
+        self._in_a_row = 0
+        self._paused = 0.0
         self._on_resume = on_resume
+        self._end_of_turn = end_of_turn
+        self._waiting = False
         self._task_id = ""
         self._done = False
         self.resubscribes = 0
@@ -371,10 +412,33 @@ class ResumableStream:
         self._done = True
         await self._current.aclose()
 
+    @property
+    def turn_ended(self) -> bool:
+        """Whether, with ``end_of_turn``, the last event left the task waiting for the client.
+
+        The events end there (see the class docstring).
+        """
+        return self._end_of_turn and self._waiting
+
+    def _note_turn(self, event: StreamResponse) -> None:
+        """Whether ``event`` reports that the agent waits for the client.
+
+        A status update says so; so does a Task snapshot of a subscription. The Task that opens
+        a follow-up's SendStreamingMessage shows the task as it was before the message (still
+        INPUT_REQUIRED): it is no answer yet.
+        """
+        state = self._current.state
+        waiting = state is not None and is_interrupted(state)
+        if event.task is not None and not self._current.subscription:
+            waiting = False
+        self._waiting = waiting and (event.status_update is not None or event.task is not None)
+
     async def __anext__(self) -> StreamResponse:
+        if not self._done and self.turn_ended:
+            await self.aclose()  # the agent's turn is over, whether or not its stream is
         while not self._done:
             try:
-                return await self._current.__anext__()
+                event = await self._current.__anext__()
             except RESUMABLE_ERRORS as exc:
                 if not await self._resubscribe(exc):
                     raise
@@ -385,25 +449,42 @@ class ResumableStream:
             except errors.UnsupportedOperationError as exc:
                 if not self.resubscribes:
                     raise
+                self._waiting = False
                 return await self._final_snapshot(exc)
+            else:
+                if event.task is None:  # an update past the snapshot: the stream is back
+                    self._in_a_row, self._paused = 0, 0.0
+                self._note_turn(event)
+                return event
         raise StopAsyncIteration
 
     async def _resubscribe(
         self, exc: BaseException, pause: float | None = None, named: str = ""
     ) -> bool:
-        """Re-subscribe after ``exc``, ``pause`` seconds later (default: the doubling delay)."""
+        """Re-subscribe after ``exc``, ``pause`` seconds later (default: the backoff's).
+
+        Returns:
+            ``False`` when there is nothing to resume (no task known) or the budget is spent
+            (``exc`` then carries a note naming the task and its last event id).
+        """
         task_id = self.task_id or named
-        if not task_id or self.resubscribes >= self._max:
+        if not task_id:
             return False
-        self.resubscribes += 1
-        self._task_id = task_id
         dropped = self._current
-        await dropped.aclose()
         last = dropped.last_event_id
         if pause is None:
-            pause = self._delay * 2 ** (self.resubscribes - 1)
+            step = min(self._delay * 2**self._in_a_row, self._max_delay)
+            pause = round(step * (0.5 + random.random() / 2), 3)  # noqa: S311 - jitter only
+        if self._in_a_row >= self._max or self._paused + pause > self._budget:
+            self._give_up(exc, task_id, last)
+            return False
+        self._in_a_row += 1
+        self._paused += pause
+        self.resubscribes += 1
+        self._task_id = task_id
+        await dropped.aclose()
         refused = not dropped.opened
-        notice = Resubscription(task_id, exc, self.resubscribes, self._max, pause, last, refused)
+        notice = Resubscription(task_id, exc, self._in_a_row, self._max, pause, last, refused)
         logger.info("%s", notice)
         if self._on_resume is not None:
             self._on_resume(notice)
@@ -412,6 +493,17 @@ class ResumableStream:
         if last is not None:
             self._current.tracker.continue_from(dropped.tracker)
         return True
+
+    def _give_up(self, exc: BaseException, task_id: str, last: str | None) -> None:
+        after = "no event id" if last is None else f"last event id {last!r}"
+        line = (
+            f"gave up re-subscribing to task {task_id!r} ({after}) after"
+            f" {self._in_a_row} re-subscription(s) in a row and {self._paused:g} s of pauses"
+            f" (max_resubscribes {self._max}, budget {self._budget:g} s)"
+        )
+        logger.warning("%s", line)
+        exc.add_note(line)
+        note_task(exc, task_id)
 
     async def _final_snapshot(self, refusal: errors.UnsupportedOperationError) -> StreamResponse:
         task = await self._get_task(self._task_id)

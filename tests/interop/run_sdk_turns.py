@@ -1,0 +1,163 @@
+"""Interop scenario, run in a subprocess: multi-turn exchanges with an a2a-sdk 1.3.0 server.
+
+Usage: ``python tests/interop/run_sdk_turns.py OUT.json``. pytest never imports this file (see
+``run_sdk_client.py``); ``test_sdk_turns.py`` runs it and checks what it wrote.
+
+The SDK's server (``run_sdk_server.sdk_server``) runs :class:`TurnsAgent`, which holds a
+conversation of three turns in the SDK's own idiom: the first turn enqueues the Task and asks
+for the user's name (INPUT_REQUIRED), the second asks the user to sign in (AUTH_REQUIRED), the
+third completes with an artifact; the follow-up turns enqueue status and artifact updates only,
+so their streams begin with an update, not the Task. The a2a-wire client holds the
+conversation blocking, streamed and through ``a2a-wire send --stream``; the output holds what
+each saw, next to the task the SDK stored.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+import os
+import sys
+from collections import Counter
+from pathlib import Path
+from typing import Any
+
+from a2a.helpers.proto_helpers import new_task_from_user_message
+from a2a.server.agent_execution import AgentExecutor, RequestContext
+from a2a.server.events import EventQueue
+from a2a.server.tasks import TaskUpdater
+from a2a.types import a2a_pb2 as pb2
+from interop_support import write_result
+from run_sdk_server import SDK_CONTEXT, pb, sdk_server
+
+from a2a_wire.client import A2AClient, ClientSettings
+
+ALLOW = ClientSettings(allow=("127.0.0.1",))
+QUESTION = "What is your name?"
+SIGN_IN = "Please sign in to go on."
+TURNS = ("hello", "Ada", "signed-in")
+
+
+class TurnsAgent(AgentExecutor):
+    """Asks for input, then for authentication, then answers; follow-ups send updates only."""
+
+    def __init__(self) -> None:
+        self.turns: Counter[str] = Counter()
+
+    async def execute(self, context: RequestContext, event_queue: EventQueue) -> None:
+        assert context.task_id is not None and context.message is not None
+        self.turns[context.task_id] += 1
+        turn = self.turns[context.task_id]
+        current = context.current_task
+        context_id = current.context_id if current is not None else context.context_id
+        assert context_id is not None
+        updater = TaskUpdater(event_queue, context.task_id, context_id)
+        if current is None:
+            await event_queue.enqueue_event(new_task_from_user_message(context.message))
+            await updater.requires_input(updater.new_agent_message([pb2.Part(text=QUESTION)]))
+            return
+        await updater.start_work()
+        if turn == 2:
+            await updater.requires_auth(updater.new_agent_message([pb2.Part(text=SIGN_IN)]))
+            return
+        said = [m.parts[0].text for m in current.history if m.role == pb2.Role.ROLE_USER]
+        name = said[1] if len(said) > 1 else "?"
+        await updater.add_artifact([pb2.Part(text=f"hello, {name}")], name="greeting")
+        await updater.complete(updater.new_agent_message([pb2.Part(text="done")]))
+
+    async def cancel(self, context: RequestContext, event_queue: EventQueue) -> None:
+        raise NotImplementedError
+
+
+class Warnings(logging.Handler):
+    """Counts the client's warnings that a stream began with an update."""
+
+    def __init__(self) -> None:
+        super().__init__(logging.WARNING)
+        self.count = 0
+
+    def emit(self, record: logging.LogRecord) -> None:
+        if "not the Task (spec 3.1.2)" in record.getMessage():
+            self.count += 1
+
+
+async def blocking(client: A2AClient) -> dict[str, Any]:
+    states = []
+    task_id = None
+    for text in TURNS:
+        answer = await client.send_text(text, task_id=task_id)
+        assert answer.task is not None and answer.task.status is not None
+        task_id = answer.task.id
+        states.append(answer.task.status.state.value)
+    assert task_id is not None
+    return {"states": states, "task_id": task_id}
+
+
+async def streamed(client: A2AClient, warnings: Warnings) -> dict[str, Any]:
+    turns = []
+    task_id = None
+    for text in TURNS:
+        before = warnings.count
+        stream = client.send_streaming_message(client.text_request(text, task_id=task_id))
+        async with stream:
+            events = [event.to_dict() async for event in stream]
+        task_id = stream.task_id
+        turns.append(
+            {
+                "events": events,
+                "state": stream.state.value if stream.state is not None else None,
+                "finished": stream.finished,
+                "warnings": warnings.count - before,
+            }
+        )
+    assert task_id is not None
+    whole = await client.get_task(task_id)
+    return {"turns": turns, "task_id": task_id, "fetched": whole.to_dict()}
+
+
+async def cli(base: str, *args: str) -> dict[str, Any]:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("A2A_WIRE_")}
+    proc = await asyncio.create_subprocess_exec(
+        sys.executable,
+        "-m",
+        "a2a_wire",
+        "send",
+        base,
+        *args,
+        stdin=asyncio.subprocess.DEVNULL,
+        stdout=asyncio.subprocess.PIPE,
+        stderr=asyncio.subprocess.PIPE,
+        env=env,
+    )
+    out, err = await asyncio.wait_for(proc.communicate(), 60)
+    return {"code": proc.returncode, "out": out.decode(), "err": err.decode()}
+
+
+async def through_the_cli(base: str) -> dict[str, Any]:
+    first = await cli(base, TURNS[0], "--stream", "--json")
+    task = json.loads(first["out"].splitlines()[0])["task"]["id"]
+    second = await cli(base, TURNS[1], "--task-id", task, "--stream")
+    third = await cli(base, TURNS[2], "--task-id", task, "--stream")
+    return {"task_id": task, "runs": [first, second, third]}
+
+
+async def main(out: Path) -> None:
+    warnings = Warnings()
+    logging.getLogger("a2a_wire.client").addHandler(warnings)
+    result: dict[str, Any] = {}
+    async with sdk_server(TurnsAgent()) as (base, handler):  # type: ignore[arg-type]
+        async with await A2AClient.connect(base, settings=ALLOW) as client:
+            result["blocking"] = await blocking(client)
+            result["streamed"] = await streamed(client, warnings)
+        result["cli"] = await through_the_cli(base)
+        for key in ("blocking", "streamed", "cli"):
+            task_id = result[key]["task_id"]
+            stored = await handler.task_store.get(task_id, SDK_CONTEXT)  # type: ignore[call-arg]
+            assert stored is not None
+            result[key]["stored"] = pb(stored)
+    write_result(out, result)
+
+
+if __name__ == "__main__":
+    asyncio.run(main(Path(sys.argv[1])))
