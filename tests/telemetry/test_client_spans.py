@@ -62,19 +62,51 @@ async def test_a_client_call_continues_the_callers_trace(client: Any, otel: Reco
     assert outgoing.parent.span_id == caller.get_span_context().span_id
 
 
-async def test_a_stream_request_carries_the_callers_trace_context(
-    client: Any, otel: Recorded
-) -> None:
+async def test_a_stream_is_a_client_span_until_it_ends(client: Any, otel: Recorded) -> None:
     tracer = otel.tracer_provider.get_tracer("test")
     async with A2AClient(url(client), settings=LOCAL, telemetry=otel.telemetry) as a2a:
         with tracer.start_as_current_span("caller") as caller:
             request = A2AClient.text_request("echo")
             async with a2a.send_streaming_message(request) as events:
-                seen = [event async for event in events]
+                seen = [await anext(events)]
+                assert not [s for s in otel.spans() if s.kind is SpanKind.CLIENT]  # still open
+                seen += [event async for event in events]
     assert seen
-    incoming = await finished(otel, "SendStreamingMessage")
-    assert incoming.parent is not None
-    assert incoming.parent.span_id == caller.get_span_context().span_id
+    spans = otel.spans("SendStreamingMessage")
+    [outgoing] = [s for s in spans if s.kind is SpanKind.CLIENT]
+    [incoming] = [s for s in spans if s.kind is SpanKind.SERVER]
+    assert outgoing.parent is not None
+    assert outgoing.parent.span_id == caller.get_span_context().span_id
+    assert incoming.parent is not None and incoming.parent.span_id == outgoing.context.span_id
+    assert outgoing.attributes["a2a.stream.event.count"] == len(seen)
+    assert outgoing.attributes["a2a.task.state"] == "TASK_STATE_COMPLETED"
+    assert outgoing.attributes["a2a.task.id"] == seen[0].task.id
+    [point] = [
+        p
+        for p in otel.points("a2a.client.request.duration")
+        if p.attributes["a2a.method.name"] == "SendStreamingMessage"
+    ]
+    assert point.count == 1
+
+
+async def test_a_stream_left_early_ends_its_span(client: Any, otel: Recorded) -> None:
+    async with A2AClient(url(client), settings=LOCAL, telemetry=otel.telemetry) as a2a:
+        async with a2a.send_streaming_message(A2AClient.text_request("echo")) as events:
+            async for _ in events:
+                break
+    [outgoing] = [s for s in otel.spans("SendStreamingMessage") if s.kind is SpanKind.CLIENT]
+    assert outgoing.attributes["a2a.stream.event.count"] == 1
+    assert "error.type" not in outgoing.attributes
+
+
+async def test_a_refused_stream_ends_its_span_with_the_error(client: Any, otel: Recorded) -> None:
+    async with A2AClient(url(client), settings=LOCAL, telemetry=otel.telemetry) as a2a:
+        with pytest.raises(TaskNotFoundError):
+            async with a2a.subscribe_to_task("no-such-task") as events:
+                [event async for event in events]
+    [outgoing] = [s for s in otel.spans("SubscribeToTask") if s.kind is SpanKind.CLIENT]
+    assert outgoing.attributes["error.type"] == "-32001"
+    assert outgoing.status.status_code is StatusCode.ERROR
 
 
 async def test_a_failing_client_call_sets_error_type(client: Any, otel: Recorded) -> None:

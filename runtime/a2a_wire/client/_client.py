@@ -278,22 +278,30 @@ class A2AClient:
         async def opener(extra: Mapping[str, str]) -> StreamConnection:
             headers = await self._headers(method, SSE_MEDIA_TYPE)
             headers.update(extra)
-            self._telemetry.propagate(headers)
             logger.debug("%s id=%d -> %s (stream)", method.name, rid, safe_url(self.url))
-            with about_task(request):
-                opened = await self._transport.open_stream(self.url, body, headers)
-            if isinstance(opened, RawResponse):
-                refuse_non_stream(opened, self.url, rid, method)
+            watch = self._telemetry.call(method.name, request, headers, self.card)
+            try:
+                with about_task(request):
+                    opened = await self._transport.open_stream(self.url, body, headers)
+                if isinstance(opened, RawResponse):
+                    refuse_non_stream(opened, self.url, rid, method)
+            except Exception as exc:
+                if watch is not None:
+                    watch.fail(exc)
+                    watch.end()
+                raise
+            stream.record = watch  # the span lasts until the stream ends
             return opened
 
         limit = self.settings.max_event_bytes
-        return EventStream(
+        stream = EventStream(
             opener,
             method=method,
             request_id=rid,
             max_event_bytes=limit,
             expected_task=expected_task,
         )
+        return stream
 
     # -- operations (spec 3.1.1 - 3.1.11) ---------------------------------------------------
 

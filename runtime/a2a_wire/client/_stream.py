@@ -37,6 +37,8 @@ from a2a_wire.client._errors import (
 from a2a_wire.client._http import RawResponse, StreamConnection, json_body
 from a2a_wire.client._results import StreamTracker, prepare
 from a2a_wire.methods import Method
+from a2a_wire.telemetry._names import STREAM_EVENT_COUNT, TASK_ID, TASK_STATE, Attributes
+from a2a_wire.telemetry._tracing import CallRecord
 from a2a_wire.types import StreamResponse, SubscribeToTaskRequest, Task, TaskState
 
 __all__ = ["EventStream", "ResumableStream", "Resubscription", "refuse_non_stream"]
@@ -112,6 +114,9 @@ class EventStream:
         self.last_event_id: str | None = None
         #: Whether the server answered with a stream (``False`` until then, or if it refused).
         self.opened = False
+        #: The stream's span and duration once it is open (``None`` when telemetry is off).
+        self.record: CallRecord | None = None
+        self._events = 0
 
     def resume_after(self, last_event_id: str | None, task_id: str) -> EventStream:
         """Make this (not yet opened) stream resume after an event of an earlier stream.
@@ -178,11 +183,16 @@ class EventStream:
         if self._done:
             raise StopAsyncIteration
         try:
-            return await self._next()
+            event = await self._next()
         except BaseException as exc:
             note_task(exc, self.task_id)
+            failed = isinstance(exc, Exception) and not isinstance(exc, StopAsyncIteration)
+            if failed and self.record is not None:
+                self.record.fail(exc)
             await self.aclose()
             raise
+        self._events += 1
+        return event
 
     async def aclose(self) -> None:
         """Stop reading and drop the connection."""
@@ -190,6 +200,16 @@ class EventStream:
         if self._conn is not None:
             self._conn.close()
             self._conn = None
+        record, self.record = self.record, None
+        if record is not None:
+            if record.recording:
+                ended: Attributes = {STREAM_EVENT_COUNT: self._events}
+                if self.task_id:
+                    ended[TASK_ID] = self.task_id
+                if self.state is not None:
+                    ended[TASK_STATE] = self.state.value
+                record.add(ended)
+            record.end()
 
     async def _ensure_open(self) -> StreamConnection:
         if self._conn is None:

@@ -1,8 +1,8 @@
 """The client's spans and metrics: a CLIENT span per JSON-RPC call, trace context sent along.
 
 Every request carries the W3C trace context of the call's span (``traceparent``, and
-``tracestate`` and baggage when set); a stream's request carries the caller's current context
-(a stream span of its own is not made yet). Nothing here runs when the
+``tracestate`` and baggage when set); a stream's span lasts until the stream ends
+(:class:`~a2a_wire.client._stream.EventStream` ends it). Nothing here runs when the
 :class:`~a2a_wire.telemetry.Telemetry` finds no provider (docs/observability.md).
 """
 
@@ -82,8 +82,3 @@ class ClientTelemetry:
             inject(headers, span)
         histogram = instruments.client_duration if instruments is not None else None
         return CallRecord(span, histogram, method)
-
-    def propagate(self, headers: MutableMapping[str, str]) -> None:
-        """Put the current trace context into a stream request's ``headers`` (when tracing)."""
-        if self.telemetry.tracer() is not None:
-            inject(headers, None)
