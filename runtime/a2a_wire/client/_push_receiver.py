@@ -28,6 +28,9 @@ from a2a_wire._protocol.wire import (
     PUSH_CONTENT_TYPE,
     TOKEN_HEADER,
 )
+from a2a_wire.client._telemetry import received
+from a2a_wire.telemetry import DEFAULT, Telemetry
+from a2a_wire.telemetry._tracing import activated
 from a2a_wire.types import (
     AuthenticationInfo,
     DeleteTaskPushNotificationConfigRequest,
@@ -90,6 +93,9 @@ class PushReceiver:
         max_body_bytes: Largest body read.
         remember: The duplicate window: how many of the latest delivery ids are kept; a
             repeated ``X-A2A-Delivery-Id`` among them is dropped (:data:`DUPLICATE_WINDOW`).
+        telemetry: Where the span of each POST goes (a child of the sender's span, whose
+            ``traceparent`` the POST carries; ``on_event`` runs inside it); global providers
+            when omitted.
     """
 
     def __init__(
@@ -101,8 +107,10 @@ class PushReceiver:
         expected_task_ids: Iterable[str] | None = (),
         max_body_bytes: int = 10 * 1024 * 1024,
         remember: int = DUPLICATE_WINDOW,
+        telemetry: Telemetry | None = None,
     ) -> None:
         self.on_event = on_event
+        self.telemetry = telemetry if telemetry is not None else DEFAULT
         self.token = token
         self.authentication = authentication
         self.expected_task_ids = None if expected_task_ids is None else set(expected_task_ids)
@@ -182,7 +190,17 @@ class PushReceiver:
             return web.Response(status=204)
         if key is not None and key in self._working:
             return web.Response(status=503, headers={"Retry-After": "1"})
-        return await self._deliver(key, event)
+        record = received(self.telemetry, request.headers, event)
+        if record is None:
+            return await self._deliver(key, event)
+        try:
+            with activated(record):  # the callback's task copies the span's context
+                response = await self._deliver(key, event)
+            if response.status >= 500:  # the callback raised: the sender will retry
+                record.fail_because(str(response.status))
+            return response
+        finally:
+            record.end()
 
     async def _deliver(self, key: str | None, event: StreamResponse) -> web.StreamResponse:
         work = asyncio.ensure_future(self.on_event(event))

@@ -8,7 +8,7 @@ Every request carries the W3C trace context of the call's span (``traceparent``,
 
 from __future__ import annotations
 
-from collections.abc import MutableMapping
+from collections.abc import Mapping, MutableMapping
 
 import yarl
 
@@ -19,13 +19,14 @@ from a2a_wire.telemetry._names import (
     AGENT_NAME,
     METHOD_NAME,
     PROTOCOL_VERSION,
+    PUSH_NOTIFICATION,
     SERVER_ADDRESS,
     SERVER_PORT,
     Attributes,
     message_sizes,
     value_attributes,
 )
-from a2a_wire.telemetry._tracing import CallRecord, inject, start_span
+from a2a_wire.telemetry._tracing import CallRecord, extract, inject, start_span
 from a2a_wire.types import AgentCard
 
 try:  # used once a provider is found, which needs the API
@@ -33,7 +34,7 @@ try:  # used once a provider is found, which needs the API
 except ImportError:  # pragma: no cover - the telemetry extra is not installed
     pass
 
-__all__ = ["ClientTelemetry"]
+__all__ = ["ClientTelemetry", "received"]
 
 
 class ClientTelemetry:
@@ -82,3 +83,16 @@ class ClientTelemetry:
             inject(headers, span)
         histogram = instruments.client_duration if instruments is not None else None
         return CallRecord(span, histogram, method)
+
+
+def received(
+    telemetry: Telemetry, headers: Mapping[str, str], event: ProtoMessage
+) -> CallRecord | None:
+    """The SERVER span of a webhook POST, a child of the sender's (its ``traceparent``)."""
+    tracer = telemetry.tracer()
+    if tracer is None:
+        return None
+    parent = extract(headers)
+    attrs = value_attributes(event, {})
+    span = start_span(tracer, PUSH_NOTIFICATION, SpanKind.SERVER, parent, attrs)
+    return CallRecord(span, None, PUSH_NOTIFICATION, parent)

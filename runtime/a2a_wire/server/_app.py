@@ -69,6 +69,7 @@ from a2a_wire.server._telemetry import (
     observing,
 )
 from a2a_wire.server.push._delivery import PUSH_DELIVERER_KEY, PushDeliverer
+from a2a_wire.server.push._observed import PushTelemetry
 from a2a_wire.server.store import EventLogStore, InMemoryTaskStore
 from a2a_wire.telemetry import DEFAULT, Telemetry
 from a2a_wire.types import AgentCard
@@ -302,11 +303,11 @@ def create_app(
     store = store if store is not None else _memory_store(settings)
     registry = security.registry()
     telemetry = telemetry or DEFAULT
-    agent, skills = _agent(card, executor, security, telemetry)
     observed = ServerTelemetry(telemetry, card.name)
+    agent, skills = _agent(card, executor, security, observed)
     card = public_card(card, registry, skills)
     caps = Capabilities.of(card)
-    deliverer = PushDeliverer(store, settings.push) if caps.push_notifications else None
+    deliverer = _deliverer(store, settings, observed) if caps.push_notifications else None
     on_push = deliverer.wake if deliverer else None
     on_state = observed.transition if telemetry.enabled else None
     runtime = Runtime(agent, store, settings, skills, on_push, on_state)
@@ -361,13 +362,16 @@ def _memory_store(settings: ServerSettings) -> InMemoryTaskStore:
 
 
 def _agent(
-    card: AgentCard, executor: AgentExecutor | None, security: SecurityConfig, telemetry: Telemetry
+    card: AgentCard,
+    executor: AgentExecutor | None,
+    security: SecurityConfig,
+    observed: ServerTelemetry,
 ) -> tuple[AgentExecutor, SkillSet | None]:
     """The executor the runtime calls: ``executor``, or a router over the skills; traced."""
     if not security.skills:
         if executor is None:
             raise ValueError("create_app needs an executor or SecurityConfig.skills")
-        return _traced(executor, card, telemetry), None
+        return _traced(executor, observed), None
     if executor is not None:
         raise ValueError("pass the agent either as executor or through SecurityConfig.skills")
     skills = SkillSet(
@@ -375,12 +379,21 @@ def _agent(
         default_input_modes=card.default_input_modes,
         default_output_modes=card.default_output_modes,
     )
-    return _traced(SkillRouter(skills), card, telemetry), skills
+    return _traced(SkillRouter(skills), observed), skills
 
 
-def _traced(agent: AgentExecutor, card: AgentCard, telemetry: Telemetry) -> AgentExecutor:
+def _deliverer(
+    store: EventLogStore, settings: ServerSettings, observed: ServerTelemetry
+) -> PushDeliverer:
+    """The push delivery worker; its attempts are spans in their tasks' traces when traced."""
+    telemetry = observed.telemetry
+    pushes = PushTelemetry(telemetry, observed.last_run) if telemetry.enabled else None
+    return PushDeliverer(store, settings.push, observed=pushes)
+
+
+def _traced(agent: AgentExecutor, observed: ServerTelemetry) -> AgentExecutor:
     """``agent``, its runs made spans unless telemetry is turned off (or not installed)."""
-    return TracedAgent(agent, card.name, telemetry) if telemetry.enabled else agent
+    return TracedAgent(agent, observed) if observed.telemetry.enabled else agent
 
 
 async def _storage(app: web.Application) -> AsyncIterator[None]:

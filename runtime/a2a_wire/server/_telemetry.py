@@ -152,6 +152,10 @@ def observing(call: ServerCall | None) -> AbstractContextManager[None]:
     return _NULL if call is None else call.active()
 
 
+TURN_LINKS = 10_000
+"""Most tasks whose newest run's span is remembered (follow-up links, push deliveries)."""
+
+
 class ServerTelemetry:
     """Starts the :class:`ServerCall` of each JSON-RPC call of an application.
 
@@ -160,11 +164,24 @@ class ServerTelemetry:
         agent_name: The card's name (``gen_ai.agent.name``).
     """
 
-    __slots__ = ("agent_name", "telemetry")
+    __slots__ = ("_runs", "agent_name", "telemetry")
 
     def __init__(self, telemetry: Telemetry, agent_name: str) -> None:
         self.telemetry = telemetry
         self.agent_name = agent_name
+        self._runs: OrderedDict[str, SpanContext] = OrderedDict()
+
+    def ran(self, task_id: str, span: SpanContext) -> SpanContext | None:
+        """Remember ``span`` as the task's newest run here; return the one it replaces."""
+        before = self._runs.pop(task_id, None)
+        self._runs[task_id] = span
+        if len(self._runs) > TURN_LINKS:
+            self._runs.popitem(last=False)
+        return before
+
+    def last_run(self, task_id: str) -> SpanContext | None:
+        """The span of the task's newest run in this process, if it is remembered."""
+        return self._runs.get(task_id)
 
     def call(self, request: web.Request, call: Call) -> ServerCall | None:
         """The observed call, or ``None`` when telemetry is off."""
@@ -202,10 +219,6 @@ class ServerTelemetry:
             instruments.task_transitions.add(1, {TASK_STATE: state.value})
 
 
-TURN_LINKS = 10_000
-"""Most tasks whose last run's span a follow-up turn's span can link to (the newest kept)."""
-
-
 class TracedAgent(AgentExecutor):
     """An agent whose runs are INTERNAL spans ``invoke_agent {name}``, counted and timed.
 
@@ -214,15 +227,14 @@ class TracedAgent(AgentExecutor):
 
     Args:
         agent: The agent.
-        name: ``gen_ai.agent.name``.
-        telemetry: The providers.
+        observed: The server's telemetry (providers, agent name, the runs' spans).
     """
 
-    def __init__(self, agent: AgentExecutor, name: str, telemetry: Telemetry) -> None:
+    def __init__(self, agent: AgentExecutor, observed: ServerTelemetry) -> None:
         self.agent = agent
-        self.name = name
-        self.telemetry = telemetry
-        self._last_runs: OrderedDict[str, SpanContext] = OrderedDict()
+        self.name = observed.agent_name
+        self.telemetry = observed.telemetry
+        self._observed = observed
 
     async def execute(self, context: RequestContext, events: EventQueue) -> None:
         """Run the agent inside its span (a child of the call that started the run), counted."""
@@ -237,13 +249,11 @@ class TracedAgent(AgentExecutor):
             attrs: Attributes = {OPERATION_NAME: "invoke_agent", AGENT_NAME: self.name}
             attrs[TASK_ID] = context.task_id
             attrs[CONVERSATION_ID] = context.context_id
-            before = self._last_runs.pop(context.task_id, None)
+            before = self._observed.last_run(context.task_id)
             links = [Link(before)] if before is not None and context.task is not None else None
             span = start_span(tracer, name, SpanKind.INTERNAL, None, attrs, links)
             if span is not None:
-                self._last_runs[context.task_id] = span.get_span_context()
-                if len(self._last_runs) > TURN_LINKS:
-                    self._last_runs.popitem(last=False)
+                self._observed.ran(context.task_id, span.get_span_context())
         histogram = instruments.run_duration if instruments is not None else None
         record = CallRecord(span, histogram, name, measured={AGENT_NAME: self.name})
         if instruments is not None:

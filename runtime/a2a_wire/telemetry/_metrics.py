@@ -11,6 +11,9 @@ __all__ = [
     "ACTIVE_RUNS",
     "ACTIVE_STREAMS",
     "CLIENT_DURATION",
+    "PUSH_ATTEMPTS",
+    "PUSH_DURATION",
+    "PUSH_LAG",
     "RUN_DURATION",
     "STREAM_EVENTS",
     "TASK_TRANSITIONS",
@@ -29,6 +32,9 @@ ACTIVE_RUNS = "a2a.server.active_runs"
 RUN_DURATION = "a2a.server.run.duration"
 STREAM_EVENTS = "a2a.server.stream.events"
 TASK_TRANSITIONS = "a2a.server.task.transitions"
+PUSH_ATTEMPTS = "a2a.server.push.attempts"
+PUSH_DURATION = "a2a.server.push.duration"
+PUSH_LAG = "a2a.server.push.lag"
 
 # Bucket bounds of the duration histograms, in seconds: from a fast in-memory GetTask to a
 # blocking SendMessage that waits for its task (OpenTelemetry's default bounds are for ms).
@@ -44,6 +50,9 @@ class Instruments:
         "active_runs",
         "active_streams",
         "client_duration",
+        "push_attempts",
+        "push_duration",
+        "push_lag",
         "run_duration",
         "server_duration",
         "store_unavailable",
@@ -83,6 +92,23 @@ class Instruments:
         )
         self.stream_events = meter.create_counter(
             STREAM_EVENTS, unit="{event}", description="Events written on the server's streams."
+        )
+        self.push_attempts = meter.create_counter(
+            PUSH_ATTEMPTS,
+            unit="{attempt}",
+            description="Push delivery attempts, by outcome (delivered, retry, failed).",
+        )
+        self.push_duration = meter.create_histogram(
+            PUSH_DURATION,
+            unit="s",
+            description="Duration of one push delivery attempt (the POST to the webhook).",
+            explicit_bucket_boundaries_advisory=buckets,
+        )
+        self.push_lag = meter.create_histogram(
+            PUSH_LAG,
+            unit="s",
+            description="From an event's commit to its delivery to a webhook.",
+            explicit_bucket_boundaries_advisory=buckets,
         )
         self.task_transitions = meter.create_counter(
             TASK_TRANSITIONS,

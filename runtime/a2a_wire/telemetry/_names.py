@@ -27,6 +27,10 @@ __all__ = [
     "OPERATION_NAME",
     "OTHER_METHOD",
     "PROTOCOL_VERSION",
+    "PUSH_ATTEMPT",
+    "PUSH_CONFIG_ID",
+    "PUSH_NOTIFICATION",
+    "PUSH_OUTCOME",
     "REFERENCE_TASK_IDS",
     "SERVER_ADDRESS",
     "SERVER_PORT",
@@ -53,6 +57,12 @@ MESSAGE_ID = "a2a.message.id"
 REFERENCE_TASK_IDS = "a2a.message.reference_task_ids"
 MESSAGE_PART_COUNT = "a2a.message.part.count"
 MESSAGE_SIZE = "a2a.message.size"
+PUSH_CONFIG_ID = "a2a.push.config.id"
+PUSH_ATTEMPT = "a2a.push.attempt"
+PUSH_OUTCOME = "a2a.push.outcome"
+
+PUSH_NOTIFICATION = "SendPushNotification"
+"""The span name of a push delivery: the sender's CLIENT span and the webhook's SERVER span."""
 STREAM_EVENT_COUNT = "a2a.stream.event.count"
 CONVERSATION_ID = "gen_ai.conversation.id"
 AGENT_NAME = "gen_ai.agent.name"

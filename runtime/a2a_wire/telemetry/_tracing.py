@@ -99,16 +99,23 @@ class CallRecord:
 
     def fail(self, exc: BaseException) -> None:
         """Mark the call failed: ``error.type`` (the JSON-RPC code) and an ERROR status."""
-        self.error = error_type(exc)
+        self.fail_because(error_type(exc), type(exc).__name__)
+
+    def fail_because(self, reason: str, description: str = "") -> None:
+        """Mark the call failed with ``error.type`` ``reason`` (an HTTP status, say)."""
+        self.error = reason
         if self.recording:
             assert self.span is not None
-            self.span.set_attribute(ERROR_TYPE, self.error)
-            self.span.set_status(Status(StatusCode.ERROR, type(exc).__name__))
+            self.span.set_attribute(ERROR_TYPE, reason)
+            self.span.set_status(Status(StatusCode.ERROR, description or reason))
 
     def end(self) -> None:
         """End the span and record the duration (seconds); once."""
         if self._histogram is not None:
-            attrs: Attributes = dict(self._measured or {METHOD_NAME: self.method})
+            measured = self._measured
+            attrs: Attributes = (
+                dict(measured) if measured is not None else {METHOD_NAME: self.method}
+            )
             if self.error is not None:
                 attrs[ERROR_TYPE] = self.error
             self._histogram.record(time.perf_counter() - self._start, attrs)

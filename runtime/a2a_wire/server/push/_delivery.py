@@ -17,6 +17,7 @@ from aiohttp import web
 from a2a_wire import __version__, netguard
 from a2a_wire.server.push._claimed import ClaimReader
 from a2a_wire.server.push._lanes import LaneReader
+from a2a_wire.server.push._observed import PushTelemetry
 from a2a_wire.server.push._sender import Sender
 from a2a_wire.server.push._settings import PushSettings
 from a2a_wire.server.store import PushClaims, PushStore
@@ -32,6 +33,7 @@ class PushDeliverer:
         settings: Timeouts, retry policy, address allowlist, concurrency and the claim poll.
         session: An aiohttp session to use instead of an owned, address-guarded one (tests);
             the caller closes it, and only its own connector guards addresses then.
+        observed: Spans and metrics of the attempts; none when omitted.
     """
 
     def __init__(
@@ -40,11 +42,12 @@ class PushDeliverer:
         settings: PushSettings,
         *,
         session: aiohttp.ClientSession | None = None,
+        observed: PushTelemetry | None = None,
     ) -> None:
         self._settings = settings
         self._session = session
         self._owns_session = session is None
-        self._sender = Sender(store, settings)
+        self._sender = Sender(store, settings, observed)
         limit = settings.max_concurrent
         self._worker: LaneReader | ClaimReader
         if isinstance(store, PushClaims):

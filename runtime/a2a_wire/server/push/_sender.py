@@ -19,6 +19,7 @@ import yarl
 
 from a2a_wire import netguard
 from a2a_wire._protocol.wire import DELIVERY_ID_HEADER, PUSH_CONTENT_TYPE, TOKEN_HEADER
+from a2a_wire.server.push._observed import PushTelemetry
 from a2a_wire.server.push._settings import PushSettings
 from a2a_wire.server.store import Delivery, PushClaims, PushStore
 
@@ -31,12 +32,22 @@ _RETRY_STATUSES: Final = frozenset({408, 429})
 
 @dataclass(frozen=True, slots=True)
 class Outcome:
-    """What one attempt came to: delivered, to be retried (maybe after ``retry_after``), or not."""
+    """What one attempt came to: delivered, to be retried (maybe after ``retry_after``), or not.
+
+    ``reason`` is the short form of ``error`` that telemetry records (``error.type``): the HTTP
+    status, the exception's class, or what refused the URL.
+    """
 
     delivered: bool = False
     retry: bool = False
     error: str = ""
     retry_after: float | None = None
+    reason: str = ""
+
+    @property
+    def kind(self) -> str:
+        """``delivered``, ``retry`` or ``failed`` (not worth retrying)."""
+        return "delivered" if self.delivered else "retry" if self.retry else "failed"
 
 
 def _where(url: str) -> str:
@@ -70,8 +81,11 @@ class Sender:
         settings: Timeouts, retry policy and address allowlist.
     """
 
-    def __init__(self, store: PushStore, settings: PushSettings) -> None:
+    def __init__(
+        self, store: PushStore, settings: PushSettings, observed: PushTelemetry | None = None
+    ) -> None:
         self._store = store
+        self._observed = observed
         self._claims = store if isinstance(store, PushClaims) else None
         self._settings = settings
         self.session: aiohttp.ClientSession | None = None
@@ -79,6 +93,14 @@ class Sender:
 
     async def attempt(self, delivery: Delivery) -> Outcome:
         """POST the delivery once; never raises for what the webhook or the network does."""
+        headers = self._headers(delivery)
+        record = self._observed.attempt(delivery, headers) if self._observed else None
+        outcome = await self._post(delivery, headers)
+        if record is not None and self._observed is not None:
+            self._observed.ended(record, delivery, outcome.kind, outcome.reason)
+        return outcome
+
+    async def _post(self, delivery: Delivery, headers: dict[str, str]) -> Outcome:
         session = self.session
         assert session is not None, "start() the deliverer first"
         url = delivery.config.url
@@ -86,27 +108,30 @@ class Sender:
         try:
             parsed = yarl.URL(url)
             if parsed.scheme not in self._settings.schemes:
-                return Outcome(error=f"scheme {parsed.scheme!r} is not allowed")
+                return Outcome(error=f"scheme {parsed.scheme!r} is not allowed", reason="scheme")
             netguard.check_url(parsed, self._settings.allowlist)
             async with session.post(
                 parsed,
                 data=delivery.body,
-                headers=self._headers(delivery),
+                headers=headers,
                 allow_redirects=False,
                 timeout=timeout,
             ) as response:
                 status = response.status
                 retry_after = retry_after_seconds(response.headers.get("Retry-After"), time.time())
         except netguard.AddressGuardError as exc:
-            return Outcome(error=f"refused by the address guard: {exc}")
+            return Outcome(error=f"refused by the address guard: {exc}", reason="address_guard")
         except ValueError as exc:  # yarl or aiohttp refusing the URL
-            return Outcome(error=f"invalid URL: {exc}")
+            return Outcome(error=f"invalid URL: {exc}", reason="invalid_url")
         except (aiohttp.ClientError, TimeoutError, OSError) as exc:
-            return Outcome(retry=True, error=f"{type(exc).__name__}: {exc}"[:500])
+            name = type(exc).__name__
+            return Outcome(retry=True, error=f"{name}: {exc}"[:500], reason=name)
         if 200 <= status < 300:
             return Outcome(delivered=True)
         retry = status >= 500 or status in _RETRY_STATUSES
-        return Outcome(retry=retry, error=f"HTTP {status}", retry_after=retry_after)
+        return Outcome(
+            retry=retry, error=f"HTTP {status}", retry_after=retry_after, reason=str(status)
+        )
 
     async def record(self, delivery: Delivery, outcome: Outcome) -> float | None:
         """Store the outcome of an attempt on ``delivery``: done, retry later, or given up.
