@@ -236,6 +236,8 @@ EXPORTED = {
         "SkillRouter",
         "SkillSet",
         "TaskUpdater",
+        "TokenIssuer",
+        "TokenSettings",
         "agent_message",
         "create_app",
         "generate_token",

@@ -40,6 +40,7 @@ from a2a_wire.server._executor import (
     TaskUpdater,
     agent_message,
 )
+from a2a_wire.server._oauth import TokenIssuer, TokenSettings
 from a2a_wire.server._settings import ServerSettings
 from a2a_wire.server._skills import SKILL_ID_KEY, Skill, SkillRouter, SkillSet, media_matches
 from a2a_wire.server.push._settings import PushSettings
@@ -71,6 +72,8 @@ __all__ = [
     "SkillRouter",
     "SkillSet",
     "TaskUpdater",
+    "TokenIssuer",
+    "TokenSettings",
     "agent_message",
     "create_app",
     "generate_token",

@@ -18,7 +18,11 @@ from a2a_wire._protocol.wire import EXTENSIONS_HEADER, join_extensions, parse_ex
 from a2a_wire.server._auth import ANONYMOUS, AuthFailure, ClientRegistry, Principal, owner_key
 from a2a_wire.server._call_info import CallInfo
 from a2a_wire.server._card import CardPublisher
-from a2a_wire.server._errors import RateLimitedError, UnauthenticatedError
+from a2a_wire.server._errors import (
+    InsufficientScopeError,
+    RateLimitedError,
+    UnauthenticatedError,
+)
 from a2a_wire.server._limits import RateLimiter, StreamCounter
 from a2a_wire.server._settings import ServerSettings
 from a2a_wire.server._skills import SkillSet
@@ -58,6 +62,10 @@ class Admission:
         self.requests = RateLimiter(settings.requests_per_second, settings.request_burst)
         self.streams = StreamCounter(settings.max_streams_per_client)
 
+    async def close(self, app: web.Application) -> None:
+        """``on_cleanup``: release what the registry holds (the token issuers' key fetches)."""
+        await self.registry.close()
+
     def _origin(self, request: web.Request) -> str:
         if self.settings.public_url:
             return self.settings.public_url.rstrip("/")
@@ -80,8 +88,10 @@ class Admission:
             raise RateLimitedError("failed authentications from this address", wait)
         result = await self.registry.authenticate(request.headers)
         if isinstance(result, AuthFailure):
-            self.failures.take(source)
             log.warning("authentication refused from %s: %s", source or "?", result.reason)
+            if result.bearer_error == "insufficient_scope":  # a valid token: not a failure
+                raise InsufficientScopeError(self.registry.challenges(result))
+            self.failures.take(source)
             raise UnauthenticatedError(self.registry.challenges(result))
         return result
 
@@ -96,6 +106,7 @@ class Admission:
 
         Raises:
             UnauthenticatedError: Clients are registered and the credentials do not match one.
+            InsufficientScopeError: A valid access token lacks a required scope.
             RateLimitedError: Over the failed-authentication or the request rate.
         """
         principal = await self._principal(request)

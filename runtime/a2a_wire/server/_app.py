@@ -331,10 +331,11 @@ def _add_routes(
     publisher: CardPublisher,
     endpoint: _RPCEndpoint,
 ) -> None:
-    """The card, the JSON-RPC endpoint and, when origins are configured, CORS."""
+    """The card, the JSON-RPC endpoint (closed at cleanup) and, when origins are configured, CORS."""
     app.router.add_get(WELL_KNOWN_PATH, publisher.handle)
     app.on_response_prepare.append(echo_extensions)
     app.router.add_post(settings.rpc_path, endpoint.handle)
+    app.on_cleanup.append(endpoint.admission.close)
     if settings.cors_origins:
         Cors(settings.cors_origins, security.api_key_header).install(app, settings.rpc_path)
 
