@@ -29,14 +29,20 @@ from server_support import ScriptedAgent, envelope, make_card, post, send_params
 
 from a2a_wire.netguard import AddressPolicy
 from a2a_wire.server import (
+    AgentExecutor,
+    EventQueue,
     RegisteredClient,
+    RequestContext,
     SecurityConfig,
     ServerSettings,
+    Skill,
+    TaskUpdater,
     TokenIssuer,
     TokenSettings,
     create_app,
     hash_secret,
 )
+from a2a_wire.types import AgentSkill
 
 INVALID = 'Bearer realm="a2a", error="invalid_token"'
 STATIC_TOKEN = "static-token-of-alice-5d1c"
@@ -408,7 +414,135 @@ async def test_http_issuer_urls_need_allow_http(
     assert provider.discovery_hits == 0
 
 
-# -- the public card --------------------------------------------------------------------------
+# -- the card says it -------------------------------------------------------------------------
+
+
+class Named(AgentExecutor):
+    """Answers with an artifact naming its skill."""
+
+    def __init__(self, name: str) -> None:
+        self.name = name
+
+    async def execute(self, context: RequestContext, events: EventQueue) -> None:
+        updater = TaskUpdater(events, context)
+        await updater.add_artifact(self.name)
+        await updater.complete()
+
+    async def cancel(self, context: RequestContext, events: EventQueue) -> None:
+        pass
+
+
+def skill(skill_id: str, **kwargs: Any) -> Skill:
+    card = AgentSkill(id=skill_id, name=skill_id, description=skill_id, tags=["t"])
+    return Skill(card, Named(skill_id), **kwargs)
+
+
+@pytest.fixture
+def skills_app(provider: Provider, clock: Clock) -> web.Application:
+    """Two issuers (one OAuth 2.0 with a token URL, one OpenID Connect), a static client, and
+    skills opened by scopes."""
+    oauth2 = TokenIssuer(
+        provider.issuer,
+        AUDIENCE,
+        required_scopes=("a2a",),
+        skills_by_scope={"a2a.search": ("search",), "a2a.admin": ("*",)},
+        token_url=provider.token_url,
+        description="client credentials at the test provider",
+    )
+    oidc = TokenIssuer("https://accounts.example.com", AUDIENCE, scheme_name="google")
+    alice = RegisteredClient("alice", token_hash=hash_secret(STATIC_TOKEN, log2_n=4))
+    config = SecurityConfig(
+        clients=[alice],
+        oauth2=[oauth2, oidc],
+        tokens=token_settings(clock),
+        skills=[skill("search", default=True), skill("report"), skill("secret", public=False)],
+        extended_card=True,
+    )
+    return create_app(make_card(extended=True), security=config, settings=SETTINGS)
+
+
+async def test_the_card_advertises_the_issuers(
+    aiohttp_client: Any, skills_app: Any, provider: Provider
+) -> None:
+    client = await aiohttp_client(skills_app)
+    card = await (await client.get("/.well-known/agent-card.json")).json()
+    assert card["securitySchemes"] == {
+        "oauth2": {
+            "oauth2SecurityScheme": {
+                "description": "client credentials at the test provider",
+                "flows": {
+                    "clientCredentials": {
+                        "tokenUrl": provider.token_url,
+                        "scopes": {
+                            "a2a": "a2a",
+                            "a2a.search": "a2a.search",
+                            "a2a.admin": "a2a.admin",
+                        },
+                    }
+                },
+                "oauth2MetadataUrl": provider.issuer + "/.well-known/openid-configuration",
+            }
+        },
+        "google": {
+            "openIdConnectSecurityScheme": {
+                "openIdConnectUrl": "https://accounts.example.com/.well-known/openid-configuration"
+            }
+        },
+        "bearer": {"httpAuthSecurityScheme": {"scheme": "Bearer", "description": "Bearer token"}},
+    }
+    assert card["securityRequirements"] == [
+        {"schemes": {"oauth2": {"list": ["a2a"]}}},
+        {"schemes": {"google": {}}},
+        {"schemes": {"bearer": {}}},
+    ]
+    by_id = {s["id"]: s for s in card["skills"]}
+    assert set(by_id) == {"search", "report"}
+    assert by_id["search"]["securityRequirements"] == [
+        {"schemes": {"oauth2": {"list": ["a2a", "a2a.search"]}}},
+        {"schemes": {"oauth2": {"list": ["a2a", "a2a.admin"]}}},
+        {"schemes": {"google": {}}},
+        {"schemes": {"bearer": {}}},
+    ]
+    assert by_id["report"]["securityRequirements"] == [
+        {"schemes": {"oauth2": {"list": ["a2a", "a2a.admin"]}}},
+        {"schemes": {"google": {}}},
+        {"schemes": {"bearer": {}}},
+    ]
+
+
+async def test_scopes_open_skills_and_the_extended_card_lists_them(
+    aiohttp_client: Any, skills_app: Any, provider: Provider
+) -> None:
+    client = await aiohttp_client(skills_app)
+    provider.add_client("searcher", "searcher-secret", "a2a", "a2a.search")
+    provider.add_client("admin", "admin-secret", "a2a", "a2a.admin")
+    searcher = bearer(await fetch_token_scoped(provider, "searcher", "a2a a2a.search"))
+    admin = bearer(await fetch_token_scoped(provider, "admin", "a2a a2a.admin"))
+    for headers, allowed in ((searcher, {"search"}), (admin, {"search", "report", "secret"})):
+        for name in ("search", "report", "secret"):
+            params = send_params("x", metadata={"skillId": name})
+            answer = await (
+                await post(client, envelope("SendMessage", params), headers=headers)
+            ).json()
+            if name in allowed:
+                assert answer["result"]["task"]["artifacts"][0]["parts"][0]["text"] == name
+            else:
+                assert answer["error"]["code"] == -32602
+        extended = await (
+            await post(client, envelope("GetExtendedAgentCard"), headers=headers)
+        ).json()
+        assert {s["id"] for s in extended["result"]["skills"]} == allowed
+
+
+async def fetch_token_scoped(provider: Provider, client_id: str, scope: str) -> str:
+    form = {"grant_type": "client_credentials", "scope": scope}
+    headers = {"Authorization": aiohttp.encode_basic_auth(client_id, f"{client_id}-secret")}
+    async with (
+        aiohttp.ClientSession() as session,
+        session.post(provider.token_url, data=form, headers=headers) as response,
+    ):
+        assert response.status == 200
+        return str((await response.json())["access_token"])
 
 
 async def test_the_card_stays_public(client: Any) -> None:

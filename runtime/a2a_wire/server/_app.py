@@ -37,7 +37,7 @@ from a2a_wire.errors import (
 from a2a_wire.server._admission import (
     Admission,
     echo_extensions,
-    extended_card_builder,
+    extended_card,
     public_card,
 )
 from a2a_wire.server._auth import SecurityConfig
@@ -303,7 +303,7 @@ def create_app(
     deliverer = PushDeliverer(store, settings.push) if caps.push_notifications else None
     runtime = Runtime(agent, store, settings, skills, deliverer.wake if deliverer else None)
     publisher = CardPublisher(card, settings, security.card_signer)
-    extended = extended_card_builder(publisher, skills) if security.extended_card else None
+    extended = extended_card(publisher, skills, registry) if security.extended_card else None
     services = Services(runtime, store, settings, caps.push_notifications, extended)
     admission = Admission(registry, settings, skills, caps.extensions)
     endpoint = _RPCEndpoint(services, caps, admission, telemetry or DEFAULT, card.name)

@@ -298,6 +298,28 @@ class ClientRegistry:
             SecurityRequirement(schemes={name: scopes(name)}) for name in self.security_schemes()
         ]
 
+    def skill_requirements(self, skill_id: str) -> list[SecurityRequirement]:
+        """A skill's own ``securityRequirements`` (spec 4.4.5) when issuers map scopes to skills.
+
+        For an issuer with ``skills_by_scope``, one requirement per scope opening the skill
+        (with the required scopes); the other schemes as on the card. Empty when no issuer maps
+        scopes: the card's requirements hold for every skill.
+        """
+        if not any(issuer.skills_by_scope for issuer in self.issuers.values()):
+            return []
+        out: list[SecurityRequirement] = []
+        for requirement in self.security_requirements():
+            (name,) = requirement.schemes
+            issuer = self.issuers.get(name)
+            if issuer is None or not issuer.skills_by_scope:
+                out.append(requirement)
+                continue
+            for scope, ids in issuer.skills_by_scope.items():
+                if skill_id in ids or "*" in ids:
+                    scopes = list(dict.fromkeys((*issuer.required_scopes, scope)))
+                    out.append(SecurityRequirement(schemes={name: StringList(list_=scopes)}))
+        return out
+
     def challenges(self, failure: AuthFailure | None = None) -> list[str]:
         """``WWW-Authenticate`` values for a 401 answer (one per scheme in use)."""
         out: list[str] = []
