@@ -295,6 +295,7 @@ EXPORTED = {
         "CachedCard",
         "CardCache",
         "CardResolver",
+        "ClientCredentials",
         "ClientError",
         "ClientSettings",
         "ClientTimeoutError",

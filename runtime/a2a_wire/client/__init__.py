@@ -68,6 +68,7 @@ from a2a_wire.client._errors import (
     WaitTimeoutError,
     safe_url,
 )
+from a2a_wire.client._oauth import ClientCredentials
 from a2a_wire.client._observe import ExchangeObserver, ExchangeWatch
 from a2a_wire.client._push_receiver import (
     EventCallback,
@@ -90,6 +91,7 @@ __all__ = [
     "CachedCard",
     "CardCache",
     "CardResolver",
+    "ClientCredentials",
     "ClientError",
     "ClientSettings",
     "ClientTimeoutError",
