@@ -103,7 +103,6 @@ async def test_a_token_from_the_cards_scheme_is_fetched_once_and_reused(
             await client.send_message(hello())
             assert provider.token_hits == 2
     finally:
-        await credentials.close()
         await server.close()
 
 
@@ -120,7 +119,6 @@ async def test_the_openid_connect_scheme_leads_to_the_token_endpoint(
         assert provider.token_hits == 1
         assert provider.discovery_hits == 2  # the server's key lookup and the client's
     finally:
-        await credentials.close()
         await server.close()
 
 
@@ -137,7 +135,6 @@ async def test_a_401_invalid_token_refreshes_once_and_retries_once(
             assert (await client.send_message(hello())).task is not None  # no failed call
             assert provider.token_hits == 2
     finally:
-        await credentials.close()
         await server.close()
 
 
@@ -154,7 +151,6 @@ async def test_a_token_the_server_keeps_refusing_is_retried_only_once(
         assert info.value.status == 401 and "invalid_token" in info.value.challenge
         assert provider.token_hits == 2
     finally:
-        await credentials.close()
         await server.close()
 
 
@@ -174,7 +170,6 @@ async def test_a_wrong_secret_is_a_credentials_error_without_the_secret(
         ours = [r for r in caplog.records if not r.name.startswith("authlib")]  # not the provider's
         assert all(wrong not in record.getMessage() for record in ours)
     finally:
-        await credentials.close()
         await server.close()
 
 
@@ -193,7 +188,6 @@ async def test_neither_secret_nor_token_is_logged(
         assert SECRET not in logged and token not in logged
         assert SECRET not in repr(credentials)
     finally:
-        await credentials.close()
         await server.close()
 
 
@@ -208,7 +202,6 @@ async def test_the_token_endpoint_is_behind_the_address_guard(
                 await client.send_message(hello())
         assert provider.token_hits == 0
     finally:
-        await credentials.close()
         await server.close()
 
 

@@ -47,7 +47,8 @@ class ClientCredentials:
             ``token_endpoint`` of the OpenID Connect discovery document it names).
         scopes: The scopes to ask for; ``None``: those the card's requirements name for the
             scheme.
-        settings: The address guard (``allow``, ``allow_private``) and ``connect_timeout``.
+        settings: The address guard (``allow``, ``allow_private``); ``card_timeout`` bounds each
+            token or discovery request.
         refresh_margin_seconds: A token is replaced this long before it expires.
         default_lifetime_seconds: How long a token without ``expires_in`` is kept.
         clock: Monotonic seconds (tests pass their own).
@@ -85,7 +86,6 @@ class ClientCredentials:
         self.clock = clock
         self._tokens: dict[str, tuple[Secret, float]] = {}  # by token URL and scopes
         self._lock = asyncio.Lock()
-        self._session: aiohttp.ClientSession | None = None
         self.fetches = 0
 
     def __repr__(self) -> str:
@@ -120,12 +120,6 @@ class ClientCredentials:
         key, _, _ = await self._target(request.card)
         self._tokens.pop(key, None)
         return True
-
-    async def close(self) -> None:
-        """Close the HTTP session of the token requests."""
-        if self._session is not None:
-            await self._session.close()
-            self._session = None
 
     async def _target(self, card: AgentCard | None) -> tuple[str, str, tuple[str, ...]]:
         url, scopes = self.token_url, self.scopes
@@ -185,22 +179,20 @@ class ClientCredentials:
         log.debug("access token for %s from %s, %g s", self.client_id, url, seconds)
         return Secret(token), self.clock() + max(seconds - self.margin, 0.0)
 
-    def _http(self) -> aiohttp.ClientSession:
-        if self._session is None or self._session.closed:
-            connector = netguard.GuardedConnector(self.settings.policy)
-            timeout = aiohttp.ClientTimeout(total=self.settings.connect_timeout * 2)
-            self._session = aiohttp.ClientSession(
-                connector=connector, timeout=timeout, trust_env=False
-            )
-        return self._session
-
     async def _json(
         self, verb: str, url: str, form: dict[str, str] | None, headers: dict[str, str]
     ) -> dict[str, Any]:
         parsed = yarl.URL(url)
         headers = {"Accept": "application/json", "User-Agent": f"a2a-wire/{__version__}", **headers}
-        try:
-            async with self._http().request(verb, parsed, data=form, headers=headers) as response:
+        connector = netguard.GuardedConnector(self.settings.policy)
+        timeout = aiohttp.ClientTimeout(total=self.settings.card_timeout)
+        try:  # a session per request: tokens are fetched rarely, and nothing is left to close
+            async with (
+                aiohttp.ClientSession(
+                    connector=connector, timeout=timeout, trust_env=False
+                ) as http,
+                http.request(verb, parsed, data=form, headers=headers) as response,
+            ):
                 body = await response.content.read(_MAX_ANSWER_BYTES + 1)
                 status = response.status
         except netguard.AddressGuardError as exc:
