@@ -441,7 +441,5 @@ def _verifier(issuers: Sequence[TokenIssuer], tokens: TokenSettings) -> TokenVer
     try:
         from a2a_wire.server._oauth._verify import TokenVerifier
     except ImportError:
-        raise ValueError(
-            "JWT access tokens need the oauth extra: pip install 'a2a-wire[oauth]'"
-        ) from None
+        raise ValueError("JWT access tokens need the oauth extra (jwcrypto)") from None
     return TokenVerifier(issuers, tokens)

@@ -9,8 +9,10 @@ needs the issuers' public keys, which it fetches.
 from __future__ import annotations
 
 import dataclasses
+import importlib.util
 from collections.abc import Collection
 
+from a2a_wire.cli._install import install_command
 from a2a_wire.cli.config._limits import _build, _scalar_fields
 from a2a_wire.cli.config._schema import Table, allow_list
 from a2a_wire.netguard import AddressPolicy
@@ -48,6 +50,9 @@ def _skills_by_scope(table: Table, skill_ids: Collection[str]) -> dict[str, tupl
 def read_issuers(tables: list[Table], skill_ids: Collection[str]) -> tuple[TokenIssuer, ...]:
     """``[[security.oauth2]]``: one trusted issuer per table."""
     issuers: list[TokenIssuer] = []
+    if tables and importlib.util.find_spec("jwcrypto") is None:
+        tables[0].problem((), f"JWT access tokens need the oauth extra: {install_command('oauth')}")
+        return ()
     for table in tables:
         texts = {name: table.text(name) for name in _TEXTS if name in table.data}
         try:
