@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import base64
+import dataclasses
 import hashlib
 import hmac
 import json
@@ -548,3 +549,67 @@ async def fetch_token_scoped(provider: Provider, client_id: str, scope: str) -> 
 async def test_the_card_stays_public(client: Any) -> None:
     response = await client.get("/.well-known/agent-card.json")
     assert response.status == 200
+
+
+# -- the verified-token cache -----------------------------------------------------------------
+
+
+@pytest.fixture
+def signature_checks(monkeypatch: pytest.MonkeyPatch) -> list[str]:
+    """Counts jwcrypto's signature checks."""
+    from jwcrypto import jws
+
+    checks: list[str] = []
+    original = jws.JWS.verify
+
+    def counted(self: Any, key: Any, alg: Any = None, detached_payload: Any = None) -> None:
+        checks.append(alg)
+        original(self, key, alg, detached_payload)
+
+    monkeypatch.setattr(jws.JWS, "verify", counted)
+    return checks
+
+
+async def test_a_callers_later_requests_skip_the_signature_check(
+    client: Any, provider: Provider, clock: Clock, signature_checks: list[str]
+) -> None:
+    token = await fetch_token(provider, "orders-agent", "orders-secret")
+    for _ in range(5):
+        assert (await send(client, token)).status == 200
+    assert signature_checks == ["RS256"]
+    clock.advance(400)  # past the JWKS's max-age: the keys are stale, so the whole check again
+    assert (await send(client, token)).status == 200
+    assert signature_checks == ["RS256", "RS256"] and provider.jwks_hits == 2
+
+
+async def test_a_remembered_token_still_expires(
+    client: Any, provider: Provider, agent: ScriptedAgent, clock: Clock
+) -> None:
+    token = provider.mint(lifetime=100)
+    assert (await send(client, token)).status == 200
+    clock.advance(100 + TokenSettings().leeway_seconds)
+    response = await send(client, token)
+    assert response.status == 401
+    assert response.headers.getall("WWW-Authenticate")[0] == INVALID
+
+
+async def test_without_the_cache_every_request_is_checked(
+    agent: ScriptedAgent,
+    provider: Provider,
+    clock: Clock,
+    aiohttp_client: Any,
+    signature_checks: list[str],
+) -> None:
+    config = security(provider, clock)
+    tokens = dataclasses.replace(config.tokens, verified_cache_size=0)
+    app = create_app(
+        make_card(),
+        agent,
+        security=dataclasses.replace(config, tokens=tokens),
+        settings=SETTINGS,
+    )
+    client = await aiohttp_client(app)
+    token = await fetch_token(provider, "orders-agent", "orders-secret")
+    for _ in range(3):
+        assert (await send(client, token)).status == 200
+    assert len(signature_checks) == 3

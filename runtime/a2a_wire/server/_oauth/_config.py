@@ -157,6 +157,9 @@ class TokenSettings:
         jwks_default_cache_seconds: How long keys are kept without cache headers.
         fetch_timeout_seconds: Longest time one fetch of a discovery document or JWKS takes.
         max_document_bytes: Largest discovery document or JWKS read.
+        verified_cache_size: Accepted tokens remembered (by keyed hash, until they expire or
+            their key changes), so that a caller's next requests skip the signature check;
+            ``0`` checks every request.
         allow_http: Accept http:// issuer, discovery and JWKS URLs (https only by default).
         allowlist: Hosts and networks exempt from the outgoing address guard for these fetches.
         clock: Seconds since the epoch (Python only; tests pass their own).
@@ -170,6 +173,7 @@ class TokenSettings:
     jwks_default_cache_seconds: float = 3600.0
     fetch_timeout_seconds: float = 10.0
     max_document_bytes: int = 262144
+    verified_cache_size: int = 4096
     allow_http: bool = False
     allowlist: AddressPolicy = field(default_factory=AddressPolicy)
     clock: Callable[[], float] = field(default=time.time, compare=False, repr=False)
@@ -194,5 +198,7 @@ class TokenSettings:
             raise ValueError("fetch_timeout_seconds must be > 0")
         if self.max_token_bytes < 1 or self.max_document_bytes < 1:
             raise ValueError("max_token_bytes and max_document_bytes must be >= 1")
+        if self.verified_cache_size < 0:
+            raise ValueError("verified_cache_size must be >= 0")
         if self.jwks_min_cache_seconds > self.jwks_max_cache_seconds:
             raise ValueError("jwks_min_cache_seconds must not exceed jwks_max_cache_seconds")

@@ -115,6 +115,10 @@ class IssuerKeys:
                 await self._refresh()
             return self._lookup(kid)
 
+    def still(self, kid: str, key: jwk.JWK) -> bool:
+        """Whether ``key`` is still the fresh key named ``kid`` (no fetch)."""
+        return self._fresh(self.settings.clock()) and self._lookup(kid) is key
+
     def _lookup(self, kid: str) -> jwk.JWK | None:
         if not kid and len(self._keys) == 1:
             return next(iter(self._keys.values()))

@@ -2,12 +2,16 @@
 
 The issuer is chosen by the token's ``iss`` before anything is trusted; from then on only that
 issuer's algorithms and keys count. The signature is jwcrypto's; the claims are checked here.
-Refusals say why in fixed words, never holding the token.
+Refusals say why in fixed words, never holding the token. An accepted token is remembered under
+its keyed hash (up to ``verified_cache_size``) until it expires or its key is no longer the one
+held, so a caller's later requests cost one HMAC, not a signature check.
 """
 
 from __future__ import annotations
 
+from collections import OrderedDict
 from collections.abc import Sequence
+from dataclasses import dataclass
 from typing import Any
 
 import aiohttp
@@ -17,6 +21,7 @@ from jwcrypto.common import JWException
 
 from a2a_wire import netguard
 from a2a_wire.server._auth import AuthFailure, Principal
+from a2a_wire.server._keyring import tag
 from a2a_wire.server._oauth._config import TokenIssuer, TokenSettings
 from a2a_wire.server._oauth._keys import IssuerKeys
 
@@ -56,6 +61,17 @@ def _scopes(value: Any) -> tuple[str, ...]:
     return ()
 
 
+@dataclass(frozen=True, slots=True)
+class _Accepted:
+    """A verified token: whom it names, until when, and the key that verified it."""
+
+    principal: Principal
+    expires: float
+    keys: IssuerKeys
+    kid: str
+    key: jwk.JWK
+
+
 class TokenVerifier:
     """Verifies bearer JWTs of the configured issuers.
 
@@ -78,6 +94,7 @@ class TokenVerifier:
         self.keys = {
             name: IssuerKeys(issuer, settings, self._http) for name, issuer in self.issuers.items()
         }
+        self._accepted: OrderedDict[bytes, _Accepted] = OrderedDict()
 
     def _http(self) -> aiohttp.ClientSession:
         if self._session is None or self._session.closed:
@@ -105,6 +122,10 @@ class TokenVerifier:
         """
         if len(token) > self.settings.max_token_bytes:
             return _invalid("token too long")
+        digest = tag("bearer", token)
+        known = self._remembered(digest)
+        if known is not None:
+            return known
         parsed = jws.JWS()
         try:
             parsed.deserialize(token)
@@ -136,7 +157,30 @@ class TokenVerifier:
             parsed.verify(key, alg=alg)
         except (JWException, ValueError, TypeError):
             return _invalid("bad signature")
-        return self._claims(issuer, claims)
+        found = self._claims(issuer, claims)
+        if isinstance(found, Principal):
+            keys = self.keys[issuer.issuer]
+            self._remember(digest, _Accepted(found, float(claims["exp"]), keys, kid, key))
+        return found
+
+    def _remembered(self, digest: bytes) -> Principal | None:
+        """The caller of a token accepted before, if unexpired and its key still fresh and held."""
+        known = self._accepted.get(digest)
+        if known is None:
+            return None
+        if (
+            self.settings.clock() >= known.expires + self.settings.leeway_seconds
+            or not known.keys.still(known.kid, known.key)  # stale keys: the whole check again
+        ):
+            del self._accepted[digest]
+            return None
+        self._accepted.move_to_end(digest)
+        return known.principal
+
+    def _remember(self, digest: bytes, accepted: _Accepted) -> None:
+        self._accepted[digest] = accepted
+        while len(self._accepted) > self.settings.verified_cache_size:
+            self._accepted.popitem(last=False)
 
     def _claims(self, issuer: TokenIssuer, claims: dict[str, Any]) -> Principal | AuthFailure:
         now, leeway = self.settings.clock(), self.settings.leeway_seconds
