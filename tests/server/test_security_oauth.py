@@ -253,6 +253,8 @@ CASES = {  # case: (token, the reason the server logs)
     "not yet valid": (lambda p: p.mint(nbf=int(time.time()) + 600), "token not yet valid"),
     "wrong issuer": (lambda p: p.mint(iss="https://login.example.org/other"), "unknown issuer"),
     "issuer with a trailing slash": (lambda p: p.mint(iss=p.issuer + "/"), "unknown issuer"),
+    "issuer as a list": (lambda p: p.mint(iss=[p.issuer]), "unknown issuer"),
+    "claims not an object": (lambda p: unsigned({"alg": "RS256"}, [1]), "malformed token"),  # type: ignore[arg-type]
     "wrong audience": (lambda p: p.mint(aud="https://another-agent.example"), "wrong audience"),
     "audience list without ours": (lambda p: p.mint(aud=["a", "b"]), "wrong audience"),
     "no exp": (lambda p: p.mint(exp=None), "token without exp"),

@@ -135,7 +135,8 @@ class TokenVerifier:
             return _invalid("malformed token")
         if not isinstance(header, dict) or not isinstance(claims, dict):
             return _invalid("malformed token")
-        issuer = self.issuers.get(claims.get("iss"))  # type: ignore[arg-type]
+        named = claims.get("iss")
+        issuer = self.issuers.get(named) if isinstance(named, str) else None
         if issuer is None:
             return _invalid("unknown issuer")
         alg = header.get("alg")
