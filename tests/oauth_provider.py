@@ -1,7 +1,8 @@
 """A small OAuth 2.0 / OpenID Connect authorization server on 127.0.0.1 for the JWT tests.
 
 The token endpoint is Authlib's ``AuthorizationServer`` with its client-credentials grant
-(``client_secret_basic`` and ``client_secret_post``) and its RFC 9068 JWT access-token
+(``client_secret_basic``, ``client_secret_post``, and ``private_key_jwt`` by Authlib's RFC 7523
+client assertion) and its RFC 9068 JWT access-token
 generator, behind aiohttp routes; discovery and JWKS are plain routes beside it. The keys are
 joserfc's (Authlib's own JOSE library). A test rotates the keys, makes the JWKS endpoint fail,
 changes the discovery document, mints tokens with the claims it wants, and reads how often each
@@ -20,6 +21,7 @@ from authlib.oauth2 import AuthorizationServer
 from authlib.oauth2.rfc6749 import ClientMixin, OAuth2Request
 from authlib.oauth2.rfc6749.grants import ClientCredentialsGrant
 from authlib.oauth2.rfc6749.requests import BasicOAuth2Payload
+from authlib.oauth2.rfc7523 import JWTBearerClientAssertion
 from authlib.oauth2.rfc9068 import JWTBearerTokenGenerator
 from joserfc import jwt
 from joserfc.jwk import KeySet, RSAKey
@@ -34,7 +36,8 @@ class OAuthClient(ClientMixin):  # type: ignore[misc]
     client_id: str
     secret: str
     scopes: tuple[str, ...] = ("a2a",)
-    methods: tuple[str, ...] = ("client_secret_basic", "client_secret_post")
+    methods: tuple[str, ...] = ("client_secret_basic", "client_secret_post", "private_key_jwt")
+    public_key: Any = None  # for private_key_jwt: the client's public JWK (joserfc)
 
     def get_client_id(self) -> str:
         return self.client_id
@@ -62,7 +65,29 @@ class OAuthClient(ClientMixin):  # type: ignore[misc]
 
 
 class _Grant(ClientCredentialsGrant):  # type: ignore[misc]
-    TOKEN_ENDPOINT_AUTH_METHODS = ["client_secret_basic", "client_secret_post"]
+    TOKEN_ENDPOINT_AUTH_METHODS = ["client_secret_basic", "client_secret_post", "private_key_jwt"]
+
+
+class _Assertion(JWTBearerClientAssertion):  # type: ignore[misc]
+    """``private_key_jwt``: the client's assertion, checked against its registered public key."""
+
+    CLIENT_AUTH_METHOD = "private_key_jwt"
+
+    def __init__(self, provider: Provider) -> None:
+        super().__init__(validate_jti=True)
+        self.provider = provider
+        self.seen: set[str] = set()
+
+    def get_audiences(self) -> list[str]:
+        return [self.provider.token_url]
+
+    def validate_jti(self, claims: Any, jti: str) -> bool:
+        fresh = jti not in self.seen
+        self.seen.add(jti)
+        return fresh
+
+    def resolve_client_public_key(self, client: OAuthClient) -> Any:
+        return client.public_key
 
 
 class _Request(OAuth2Request):  # type: ignore[misc]
@@ -163,6 +188,7 @@ class Provider:
         self.issuer = f"http://{self.host}:{port}"
         self.server = _Server(self)
         self.server.register_grant(_Grant)
+        self.server.register_client_auth_method("private_key_jwt", _Assertion(self))
         self.server.register_token_generator("default", _Tokens(self))
         return self
 
@@ -174,8 +200,10 @@ class Provider:
     def token_url(self) -> str:
         return f"{self.issuer}/token"
 
-    def add_client(self, client_id: str, secret: str, *scopes: str) -> OAuthClient:
-        client = OAuthClient(client_id, secret, scopes or ("a2a",))
+    def add_client(
+        self, client_id: str, secret: str, *scopes: str, public_key: Any = None
+    ) -> OAuthClient:
+        client = OAuthClient(client_id, secret, scopes or ("a2a",), public_key=public_key)
         self.clients[client_id] = client
         return client
 

@@ -17,6 +17,7 @@ from aiohttp.test_utils import TestServer
 from oauth_provider import AUDIENCE, Provider
 from server_support import ScriptedAgent, make_card
 
+from a2a_wire.card_signing import SigningKey
 from a2a_wire.client import (
     A2AClient,
     AuthenticationError,
@@ -208,8 +209,51 @@ async def test_the_token_endpoint_is_behind_the_address_guard(
 def test_a_client_id_and_secret_are_needed_and_the_method_known() -> None:
     with pytest.raises(ValueError, match="client id and a secret"):
         ClientCredentials("x", "")
-    with pytest.raises(ValueError, match="auth_method"):
+    with pytest.raises(ValueError, match="client id and a private key"):
         ClientCredentials("x", "y", auth_method="private_key_jwt")
+    with pytest.raises(ValueError, match="auth_method"):
+        ClientCredentials("x", "y", auth_method="client_secret_jwt")
+
+
+async def test_private_key_jwt_signs_an_assertion_per_token_request(
+    provider: Provider, server_clock: Clock
+) -> None:
+    from joserfc.jwk import import_key
+
+    key = SigningKey.generate("client-key-1", "ES256")
+    provider.add_client("keyed-agent", "", "a2a", public_key=import_key(key.public_jwk()))
+    server = await serve(provider, server_clock)
+    clock = Clock()
+    credentials = ClientCredentials("keyed-agent", private_key=key, settings=LOCAL, clock=clock)
+    assert credentials.auth_method == "private_key_jwt"
+    try:
+        async with await connect(server, credentials) as client:
+            assert (await client.send_message(hello())).task is not None
+            clock.advance(600)  # a new token, so a new assertion (its jti is fresh)
+            assert (await client.send_message(hello())).task is not None
+        assert provider.token_hits == 2
+        assert all(token["access_token"] for token in provider.issued)
+    finally:
+        await server.close()
+
+
+async def test_an_assertion_with_another_key_is_refused(
+    provider: Provider, server_clock: Clock
+) -> None:
+    from joserfc.jwk import import_key
+
+    registered = SigningKey.generate("registered", "ES256")
+    provider.add_client("keyed-agent", "", "a2a", public_key=import_key(registered.public_jwk()))
+    server = await serve(provider, server_clock)
+    other = SigningKey.generate("registered", "ES256")
+    credentials = ClientCredentials("keyed-agent", private_key=other, settings=LOCAL)
+    try:
+        async with await connect(server, credentials) as client:
+            with pytest.raises(CredentialsError, match=r"HTTP 40\d \(invalid_client\)"):
+                await client.send_message(hello())
+        assert provider.token_hits == 0
+    finally:
+        await server.close()
 
 
 async def test_a_card_without_a_client_credentials_scheme_is_refused() -> None:

@@ -14,8 +14,9 @@ import logging
 import math
 import time
 import urllib.parse
+import uuid
 from collections.abc import Callable, Mapping, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import aiohttp
 import orjson
@@ -27,12 +28,17 @@ from a2a_wire.client._errors import CredentialsError
 from a2a_wire.client._settings import ClientSettings
 from a2a_wire.types import AgentCard
 
+if TYPE_CHECKING:
+    from a2a_wire.card_signing import SigningKey
+
 __all__ = ["AUTH_METHODS", "ClientCredentials"]
 
 log = logging.getLogger("a2a_wire.client")
 
-AUTH_METHODS = ("client_secret_basic", "client_secret_post")
-"""How the client authenticates at the token endpoint (RFC 6749 section 2.3.1)."""
+AUTH_METHODS = ("client_secret_basic", "client_secret_post", "private_key_jwt")
+"""How the client authenticates at the token endpoint (RFC 6749 section 2.3.1; RFC 7523)."""
+ASSERTION_TYPE = "urn:ietf:params:oauth:client-assertion-type:jwt-bearer"
+ASSERTION_SECONDS = 60
 _MAX_ANSWER_BYTES = 65536
 
 
@@ -41,8 +47,12 @@ class ClientCredentials:
 
     Args:
         client_id: The client's id at the provider.
-        client_secret: Its secret.
-        auth_method: ``client_secret_basic`` (default) or ``client_secret_post``.
+        client_secret: Its secret (``client_secret_basic``, ``client_secret_post``).
+        private_key: Its signing key for ``private_key_jwt`` (RFC 7523 section 2.2), a
+            :class:`a2a_wire.card_signing.SigningKey` (needs the ``signing`` or ``oauth``
+            extra): each token request carries a fresh assertion signed with it.
+        auth_method: ``client_secret_basic`` (default with a secret), ``client_secret_post``
+            or ``private_key_jwt`` (default with a key).
         token_url: The token endpoint; empty: taken from the card (OAuth 2.0 flow, or the
             ``token_endpoint`` of the OpenID Connect discovery document it names).
         scopes: The scopes to ask for; ``None``: those the card's requirements name for the
@@ -54,15 +64,17 @@ class ClientCredentials:
         clock: Monotonic seconds (tests pass their own).
 
     Raises:
-        ValueError: an empty client id or secret, or an unknown ``auth_method``.
+        ValueError: an empty client id, no secret (or key) for the method, or an unknown
+            ``auth_method``.
     """
 
     def __init__(
         self,
         client_id: str,
-        client_secret: str | Secret,
+        client_secret: str | Secret = "",
         *,
-        auth_method: str = "client_secret_basic",
+        private_key: SigningKey | None = None,
+        auth_method: str = "",
         token_url: str = "",
         scopes: Sequence[str] | None = None,
         settings: ClientSettings | None = None,
@@ -71,12 +83,16 @@ class ClientCredentials:
         clock: Callable[[], float] = time.monotonic,
     ) -> None:
         secret = client_secret if isinstance(client_secret, Secret) else Secret(client_secret)
-        if not client_id or not secret.reveal():
-            raise ValueError("client credentials need a client id and a secret")
+        auth_method = auth_method or ("private_key_jwt" if private_key else "client_secret_basic")
         if auth_method not in AUTH_METHODS:
             raise ValueError(f"auth_method must be one of {', '.join(AUTH_METHODS)}")
+        needed = private_key if auth_method == "private_key_jwt" else secret.reveal()
+        if not client_id or not needed:
+            what = "a private key" if auth_method == "private_key_jwt" else "a secret"
+            raise ValueError(f"client credentials need a client id and {what}")
         self.client_id = client_id
         self._secret = secret
+        self._key = private_key
         self.auth_method = auth_method
         self.token_url = token_url
         self.scopes = None if scopes is None else tuple(scopes)
@@ -162,6 +178,12 @@ class ClientCredentials:
             user = urllib.parse.quote(self.client_id, safe="")
             password = urllib.parse.quote(self._secret.reveal(), safe="")
             headers["Authorization"] = aiohttp.encode_basic_auth(user, password)
+        elif self.auth_method == "private_key_jwt":
+            form |= {
+                "client_id": self.client_id,
+                "client_assertion_type": ASSERTION_TYPE,
+                "client_assertion": self._assertion(url),
+            }
         else:
             form |= {"client_id": self.client_id, "client_secret": self._secret.reveal()}
         self.fetches += 1
@@ -178,6 +200,26 @@ class ClientCredentials:
             seconds = float(lifetime) if math.isfinite(lifetime) else seconds
         log.debug("access token for %s from %s, %g s", self.client_id, url, seconds)
         return Secret(token), self.clock() + max(seconds - self.margin, 0.0)
+
+    def _assertion(self, token_url: str) -> str:
+        """A client assertion for ``token_url`` (RFC 7523 section 3), valid for a minute."""
+        from jwcrypto import jwt
+
+        assert self._key is not None
+        now = int(time.time())
+        claims = {
+            "iss": self.client_id,
+            "sub": self.client_id,
+            "aud": token_url,
+            "jti": uuid.uuid4().hex,
+            "iat": now,
+            "exp": now + ASSERTION_SECONDS,
+        }
+        header = {"alg": self._key.alg, "kid": self._key.kid, "typ": "JWT"}
+        token = jwt.JWT(header=header, claims=claims)
+        token.make_signed_token(self._key.key)
+        signed: str = token.serialize()
+        return signed
 
     async def _json(
         self, verb: str, url: str, form: dict[str, str] | None, headers: dict[str, str]
