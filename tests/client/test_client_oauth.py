@@ -139,6 +139,24 @@ async def test_a_401_invalid_token_refreshes_once_and_retries_once(
         await server.close()
 
 
+async def test_a_stream_opened_with_a_refused_token_is_opened_once_more(
+    provider: Provider, server_clock: Clock
+) -> None:
+    server = await serve(provider, server_clock)
+    credentials = ClientCredentials("orders-agent", SECRET, settings=LOCAL)
+    try:
+        async with await connect(server, credentials) as client:
+            assert (await client.send_message(hello())).task is not None
+            provider.rotate(retire=True)
+            server_clock.advance(301)  # the server refetches the keys: the cached token's is gone
+            async with client.send_streaming_message(hello()) as stream:
+                events = [event async for event in stream]
+            assert events and events[-1].status_update is not None
+            assert provider.token_hits == 2
+    finally:
+        await server.close()
+
+
 async def test_a_token_the_server_keeps_refusing_is_retried_only_once(
     provider: Provider, server_clock: Clock
 ) -> None:

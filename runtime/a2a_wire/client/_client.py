@@ -290,6 +290,14 @@ class A2AClient:
         body = _jsonrpc.request(rid, method, with_tenant(_checked(method, request), self.tenant))
 
         async def opener(extra: Mapping[str, str]) -> StreamConnection:
+            try:
+                return await open_once(extra)
+            except AuthenticationError as exc:  # a token the provider can replace: once more
+                if not await self._rejected(method, exc):
+                    raise
+                return await open_once(extra)
+
+        async def open_once(extra: Mapping[str, str]) -> StreamConnection:
             headers = await self._headers(method, SSE_MEDIA_TYPE)
             headers.update(extra)
             self._telemetry.propagate(headers)
