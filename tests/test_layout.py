@@ -293,6 +293,7 @@ EXPORTED = {
         "AddressNotAllowedError",
         "AuthenticationError",
         "CachedCard",
+        "CardApiKey",
         "CardCache",
         "CardResolver",
         "ClientCredentials",

@@ -16,6 +16,7 @@ from a2a_wire._protocol.states import (
     is_terminal,
 )
 from a2a_wire._protocol.wire import WELL_KNOWN_PATH
+from a2a_wire.client._api_key import CardApiKey
 from a2a_wire.client._card_resolver import (
     CachedCard,
     CardCache,
@@ -89,6 +90,7 @@ __all__ = [
     "AddressNotAllowedError",
     "AuthenticationError",
     "CachedCard",
+    "CardApiKey",
     "CardCache",
     "CardResolver",
     "ClientCredentials",
