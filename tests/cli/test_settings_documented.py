@@ -22,7 +22,7 @@ from a2a_wire.cli.config._parts import AgentEntry, SecuritySection
 from a2a_wire.cli.config._schema import SERVER_FIELDS, CardSection, ExtensionEntry, ServerSection
 from a2a_wire.cli.config._storage import PostgresSection
 from a2a_wire.cli.config._telemetry import TelemetrySection
-from a2a_wire.server import ServerSettings
+from a2a_wire.server import ServerSettings, TokenIssuer, TokenSettings
 from a2a_wire.server.push import PushSettings
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -32,7 +32,7 @@ SCALE_OUT = (ROOT / "docs" / "scale-out.md").read_text(encoding="utf-8")
 KEYS = set(key_lines(EXAMPLE))
 COMMENTED = set(re.findall(r"^# (\w+) = ", EXAMPLE, flags=re.MULTILINE))
 
-PYTHON_ONLY = {(PushSettings, "resolver")}
+PYTHON_ONLY = {(PushSettings, "resolver"), (TokenSettings, "clock")}
 """Fields no TOML value can hold; docs/server.md still names them."""
 FROM_ENVIRONMENT = {(TelemetrySection, "enabled")}
 """Keys whose default depends on the environment: the example names them commented out."""
@@ -50,12 +50,21 @@ def _key(cls: type[Any], name: str) -> tuple[Any, ...] | None:
         return ("postgresql", name)
     if cls is TelemetrySection:
         return ("telemetry", name)
+    if cls is TokenSettings:
+        return ("security", "tokens", "allow" if name == "allowlist" else name)
     return ("server", name)
 
 
 SETTINGS = [
     (cls, spec.name)
-    for cls in (ServerSettings, PushSettings, ServerSection, PostgresSection, TelemetrySection)
+    for cls in (
+        ServerSettings,
+        PushSettings,
+        ServerSection,
+        PostgresSection,
+        TelemetrySection,
+        TokenSettings,
+    )
     for spec in dataclasses.fields(cls)
     if (cls, spec.name) not in PYTHON_ONLY and _key(cls, spec.name) is not None
 ]
@@ -70,7 +79,7 @@ BUILT = {(SkillEntry, "executor")}
 """Fields the configuration builds from other keys (the executor from ``executor`` and ``options``)."""
 SECTIONS = [
     (cls, RENAMED.get(spec.name, spec.name))
-    for cls in (CardSection, ExtensionEntry, SkillEntry, AgentEntry, SecuritySection)
+    for cls in (CardSection, ExtensionEntry, SkillEntry, AgentEntry, SecuritySection, TokenIssuer)
     for spec in dataclasses.fields(cls)
     if (cls, spec.name) not in BUILT
 ]

@@ -41,6 +41,7 @@ OPERATIONS = (
     "GetTask of an unknown task",
     "Push-config methods: Create, Get, List, Delete",
     "GetExtendedAgentCard",
+    "OAuth 2.0 client credentials: a token from a loopback authorization server",
 )
 
 TURNS = (

@@ -48,6 +48,8 @@ from a2a_wire.server import (
     RegisteredClient,
     SecurityConfig,
     ServerSettings,
+    TokenIssuer,
+    TokenSettings,
     create_app,
     hash_secret,
 )
@@ -276,6 +278,47 @@ async def extended_card_cell() -> dict[str, Any]:
     }
 
 
+async def oauth_cell() -> dict[str, Any]:
+    """The SDK client with a client-credentials token of the loopback provider (issue 27)."""
+    sys.path.append(str(Path(__file__).resolve().parents[1]))  # tests/, for the provider
+    from oauth_provider import AUDIENCE, Provider
+
+    provider = await Provider().start()
+    provider.add_client("sdk-client", "sdk-secret", "a2a")
+    trusted = TokenIssuer(
+        provider.issuer, AUDIENCE, required_scopes=("a2a",), token_url=provider.token_url
+    )
+    tokens = TokenSettings(allow_http=True, allowlist=AddressPolicy.from_strings(["127.0.0.1"]))
+    security = SecurityConfig(oauth2=[trusted], tokens=tokens)
+    app = create_app(interop_card(), InteropAgent(), security=security)
+    try:
+        async with httpx.AsyncClient() as plain:
+            answer = await plain.post(
+                provider.token_url,
+                data={"grant_type": "client_credentials", "scope": "a2a"},
+                auth=("sdk-client", "sdk-secret"),
+            )
+            token = answer.json()["access_token"]
+        headers = {"Authorization": f"Bearer {token}"}
+        async with serve(app) as base, httpx.AsyncClient(headers=headers) as http:
+            card = await A2ACardResolver(http, base).get_agent_card()
+            client = ClientFactory(ClientConfig(streaming=False, httpx_client=http)).create(card)
+            events = [pb(event) async for event in client.send_message(request("hello"))]
+            await client.close()
+            body = {"jsonrpc": "2.0", "id": 1, "method": "GetTask", "params": {"id": "x"}}
+            anonymous = await http.post(
+                card.supported_interfaces[0].url, json=body, headers={"Authorization": ""}
+            )
+    finally:
+        await provider.stop()
+    return {
+        "card": pb(card),
+        "events": events,
+        "anonymous_status": anonymous.status_code,
+        "challenge": anonymous.headers.get("WWW-Authenticate", ""),
+    }
+
+
 async def main(out: Path) -> None:
     agent = InteropAgent()
     store = InMemoryTaskStore()
@@ -285,6 +328,7 @@ async def main(out: Path) -> None:
     async with serve(app) as base:
         result = await Scenario(base, store, agent).run()
     result["extended_card"] = await extended_card_cell()
+    result["oauth"] = await oauth_cell()
     write_result(out, result)
 
 

@@ -18,7 +18,7 @@ import asyncio
 import contextlib
 import socket
 import sys
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -35,8 +35,12 @@ from a2a.types import a2a_pb2 as pb2
 from google.protobuf.json_format import MessageToDict
 from interop_support import error_name, write_result
 from starlette.applications import Starlette
+from starlette.middleware import Middleware
+from starlette.middleware.base import BaseHTTPMiddleware
+from starlette.requests import Request
+from starlette.responses import Response
 
-from a2a_wire.client import A2AClient, ClientSettings, EventStream
+from a2a_wire.client import A2AClient, ClientCredentials, ClientSettings, EventStream
 from a2a_wire.types import (
     AuthenticationInfo,
     CancelTaskRequest,
@@ -131,13 +135,23 @@ def sdk_card(base: str, *, name: str = "a2a-sdk interop agent") -> pb2.AgentCard
 
 
 @contextlib.asynccontextmanager
-async def sdk_server(agent: SdkAgent) -> AsyncIterator[tuple[str, DefaultRequestHandler]]:
-    """Run the SDK's JSON-RPC app under uvicorn on 127.0.0.1; yield its base URL and handler."""
+async def sdk_server(
+    agent: SdkAgent,
+    *,
+    secure: Callable[[pb2.AgentCard], None] | None = None,
+    middleware: Sequence[Middleware] = (),
+) -> AsyncIterator[tuple[str, DefaultRequestHandler]]:
+    """Run the SDK's JSON-RPC app under uvicorn on 127.0.0.1; yield its base URL and handler.
+
+    ``secure`` adds security declarations to the card; ``middleware`` wraps the app.
+    """
     sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
     sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
     sock.bind(("127.0.0.1", 0))
     base = f"http://127.0.0.1:{sock.getsockname()[1]}"
     card = sdk_card(base)
+    if secure is not None:
+        secure(card)
     handler = DefaultRequestHandler(
         agent_executor=agent,
         task_store=InMemoryTaskStore(),
@@ -145,7 +159,8 @@ async def sdk_server(agent: SdkAgent) -> AsyncIterator[tuple[str, DefaultRequest
         push_config_store=InMemoryPushNotificationConfigStore(),
         extended_agent_card=sdk_card(base, name="a2a-sdk interop agent (extended)"),
     )
-    app = Starlette(routes=[*create_agent_card_routes(card), *create_jsonrpc_routes(handler, "/")])
+    routes = [*create_agent_card_routes(card), *create_jsonrpc_routes(handler, "/")]
+    app = Starlette(routes=routes, middleware=list(middleware))
     config = uvicorn.Config(app, log_level="warning", lifespan="off", timeout_graceful_shutdown=1)
     server = uvicorn.Server(config)
     serving = asyncio.create_task(server.serve(sockets=[sock]))
@@ -365,10 +380,80 @@ class Scenario:
         self.out["extended_card"] = {"ours": card.to_dict(), "stored": pb(expected)}
 
 
+class BearerCheck(BaseHTTPMiddleware):
+    """The SDK server behind a bearer check: only tokens the provider issued and not revoked."""
+
+    def __init__(self, app: Any, issued: list[dict[str, Any]], revoked: set[str]) -> None:
+        super().__init__(app)
+        self.issued = issued
+        self.revoked = revoked
+        self.refusals = 0
+
+    async def dispatch(self, request: Request, call_next: Any) -> Response:
+        if request.url.path.startswith("/.well-known/"):
+            return await call_next(request)  # type: ignore[no-any-return]
+        scheme, _, token = request.headers.get("Authorization", "").partition(" ")
+        known = {t["access_token"] for t in self.issued} - self.revoked
+        if scheme.lower() != "bearer" or token not in known:
+            self.refusals += 1
+            challenge = 'Bearer realm="sdk", error="invalid_token"'
+            return Response(status_code=401, headers={"WWW-Authenticate": challenge})
+        return await call_next(request)  # type: ignore[no-any-return]
+
+
+def oauth2_card(token_url: str) -> Callable[[pb2.AgentCard], None]:
+    def secure(card: pb2.AgentCard) -> None:
+        flow = pb2.ClientCredentialsOAuthFlow(token_url=token_url, scopes={"a2a": "call the agent"})
+        scheme = pb2.OAuth2SecurityScheme(flows=pb2.OAuthFlows(client_credentials=flow))
+        card.security_schemes["oauth2"].CopyFrom(pb2.SecurityScheme(oauth2_security_scheme=scheme))
+        card.security_requirements.append(
+            pb2.SecurityRequirement(schemes={"oauth2": pb2.StringList(list=["a2a"])})
+        )
+
+    return secure
+
+
+async def oauth_cell() -> dict[str, Any]:
+    """Our client with ClientCredentials against the SDK's server behind a bearer check."""
+    sys.path.append(str(Path(__file__).resolve().parents[1]))  # tests/, for the provider
+    from oauth_provider import Provider
+
+    provider = await Provider().start()
+    provider.add_client("wire-client", "wire-secret", "a2a")
+    revoked: set[str] = set()
+    checks: list[BearerCheck] = []
+
+    class Checked(BearerCheck):
+        def __init__(self, app: Any) -> None:
+            super().__init__(app, provider.issued, revoked)
+            checks.append(self)
+
+    agent = SdkAgent()
+    credentials = ClientCredentials("wire-client", "wire-secret", settings=ALLOW)
+    try:
+        async with (
+            sdk_server(
+                agent, secure=oauth2_card(provider.token_url), middleware=[Middleware(Checked)]
+            ) as (base, _),
+            await A2AClient.connect(base, settings=ALLOW, credentials=credentials) as client,
+        ):
+            first = await client.send_text("complete")
+            revoked.add(provider.issued[-1]["access_token"])  # the agent's side revokes it
+            second = await client.send_text("complete")
+    finally:
+        await provider.stop()
+    return {
+        "states": [answer.to_dict()["task"]["status"]["state"] for answer in (first, second)],
+        "token_requests": provider.token_hits,
+        "refusals": sum(check.refusals for check in checks),
+    }
+
+
 async def main(out: Path) -> None:
     agent = SdkAgent()
     async with sdk_server(agent) as (base, handler):
         result = await Scenario(base, handler, agent).run()
+    result["oauth"] = await oauth_cell()
     write_result(out, result)
 
 

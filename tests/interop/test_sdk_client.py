@@ -190,3 +190,24 @@ def test_extended_card(cells: dict[str, Any], interop_table: InteropTable) -> No
         "pass: with a bearer token the parsed card equals the served extended card; "
         "without one, HTTP 401",
     )
+
+
+def test_a_client_credentials_token_of_the_provider(
+    cells: dict[str, Any], interop_table: InteropTable
+) -> None:
+    """The SDK's client, given a bearer token from the loopback OAuth provider (issue 27)."""
+    cell = cells["oauth"]
+    scheme = cell["card"]["securitySchemes"]["oauth2"]["oauth2SecurityScheme"]
+    assert scheme["flows"]["clientCredentials"]["tokenUrl"].endswith("/token")
+    assert cell["card"]["securityRequirements"] == [{"schemes": {"oauth2": {"list": ["a2a"]}}}]
+    states = [e["task"]["status"]["state"] for e in cell["events"] if "task" in e]
+    assert states[-1] == "TASK_STATE_COMPLETED"
+    assert cell["anonymous_status"] == 401
+    assert cell["challenge"].startswith("Bearer ")
+    record(
+        interop_table,
+        12,
+        "pass: the SDK parses the card's OAuth2 clientCredentials scheme and its requirement; "
+        "with the provider's token its call completes; without one, HTTP 401 with a Bearer "
+        "challenge",
+    )

@@ -214,3 +214,21 @@ def test_missing_version_on_the_sdk_server(
         "-32009 (ErrorInfo VERSION_NOT_SUPPORTED, empty metadata), HTTP 200 JSON",
         f"{SDK} server",
     )
+
+
+def test_client_credentials_against_the_sdk_server_behind_a_bearer_check(
+    cells: dict[str, Any], interop_table: InteropTable
+) -> None:
+    """Our ClientCredentials reads the SDK card's OAuth 2.0 flow, gets a token from the loopback
+    provider, and replaces it once when the bearer check refuses it (issue 27)."""
+    cell = cells["oauth"]
+    assert cell["states"] == ["TASK_STATE_COMPLETED", "TASK_STATE_COMPLETED"]
+    assert cell["token_requests"] == 2  # the first token, then one after the revocation
+    assert cell["refusals"] == 1  # one 401, then the retry passed
+    record(
+        interop_table,
+        12,
+        "pass: behind a bearer check, our ClientCredentials reads the SDK card's clientCredentials "
+        "flow, gets a token, and replaces it once when it is refused (one 401, then the call "
+        "completes)",
+    )

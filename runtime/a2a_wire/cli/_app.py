@@ -237,6 +237,8 @@ def build_security(config: Config) -> SecurityConfig:
         card_signer=security.signer,
         api_key_header=security.api_key_header,
         realm=security.realm,
+        oauth2=security.oauth2,
+        tokens=security.tokens,
     )
 
 

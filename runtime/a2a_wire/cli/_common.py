@@ -21,6 +21,7 @@ import click
 import yarl
 
 from a2a_wire import __version__, codec, netguard
+from a2a_wire.cli._oauth import OAUTH_OPTIONS, OAuthOptions
 from a2a_wire.cli._output import clean, state_names_in
 from a2a_wire.cli._params import ByteSize
 from a2a_wire.client import (
@@ -90,9 +91,13 @@ class ClientOptions:
     allow: tuple[str, ...] = ()
     timeout: float | None = None
     max_response_bytes: int | None = None
+    client: OAuthOptions | None = None
 
-    def credentials(self) -> CredentialProvider | None:
+    def credentials(self, settings: ClientSettings | None = None) -> CredentialProvider | None:
         """The credential provider the options ask for, if any.
+
+        Args:
+            settings: The address guard of the token requests (``--client-id``).
 
         Raises:
             click.UsageError: More than one credential source was given.
@@ -100,6 +105,10 @@ class ClientOptions:
         given = [o for o in (self.token, self.token_env, self.token_file) if o]
         if len(given) > 1:
             raise click.UsageError("give only one of --token, --token-env, --token-file")
+        if self.client is not None:
+            if given:
+                raise click.UsageError("give either --client-id or a --token option")
+            return self.client.credentials(settings)
         scheme = (
             BEARER
             if self.auth_header.lower() == "authorization"
@@ -147,8 +156,9 @@ class ClientOptions:
     async def connect(self, url: str) -> A2AClient:
         """Read the agent card at ``url`` and open a client on its JSON-RPC interface."""
         _check_url(url)
+        settings = self.settings(url)
         return await A2AClient.connect(
-            url, settings=self.settings(url), credentials=self.credentials()
+            url, settings=settings, credentials=self.credentials(settings)
         )
 
 
@@ -210,6 +220,7 @@ _CLIENT_OPTIONS = [
         type=click.Path(dir_okay=False, path_type=Path),
         help="Read the credential from this file.",
     ),
+    *OAUTH_OPTIONS,
     click.option(
         "--auth-header",
         default="Authorization",
@@ -253,9 +264,14 @@ def _shared_options(func: Callable[..., Any], options: list[Any]) -> Callable[..
         allow: tuple[str, ...],
         timeout: float | None,
         max_response_bytes: int | None,
+        client_id: str | None,
+        client_secret_env: str | None,
+        client_secret_file: Path | None,
+        client_auth: str,
         json_output: bool = False,
         **kwargs: Any,
     ) -> Any:
+        client = OAuthOptions.given(client_id, client_secret_env, client_secret_file, client_auth)
         opts = ClientOptions(
             json_output,
             token,
@@ -266,6 +282,7 @@ def _shared_options(func: Callable[..., Any], options: list[Any]) -> Callable[..
             allow,
             timeout,
             max_response_bytes,
+            client,
         )
         return func(opts=opts, **kwargs)
 

@@ -16,6 +16,7 @@ from a2a_wire._protocol.states import (
     is_terminal,
 )
 from a2a_wire._protocol.wire import WELL_KNOWN_PATH
+from a2a_wire.client._api_key import CardApiKey
 from a2a_wire.client._card_resolver import (
     CachedCard,
     CardCache,
@@ -69,6 +70,7 @@ from a2a_wire.client._errors import (
     WaitTimeoutError,
     safe_url,
 )
+from a2a_wire.client._oauth import ClientCredentials
 from a2a_wire.client._observe import ExchangeObserver, ExchangeWatch
 from a2a_wire.client._push_receiver import (
     DUPLICATE_WINDOW,
@@ -91,8 +93,10 @@ __all__ = [
     "AddressNotAllowedError",
     "AuthenticationError",
     "CachedCard",
+    "CardApiKey",
     "CardCache",
     "CardResolver",
+    "ClientCredentials",
     "ClientError",
     "ClientSettings",
     "ClientTimeoutError",

@@ -30,7 +30,7 @@ from a2a_wire.client._card_resolver import (
     select_interface,
 )
 from a2a_wire.client._credentials import CredentialProvider, CredentialRequest, NoCredentials
-from a2a_wire.client._errors import safe_url
+from a2a_wire.client._errors import AuthenticationError, safe_url
 from a2a_wire.client._http import Peek, RawResponse, StreamConnection, Transport, json_body
 from a2a_wire.client._observe import ExchangeObserver
 from a2a_wire.client._peek import send_message_task
@@ -265,9 +265,25 @@ class A2AClient:
     ) -> R:
         with about_task(request):
             raw = await self._transport.request("POST", self.url, body, headers, peek=peek)
-        result = _jsonrpc.read_response(json_body(raw, self.url), rid, method)
+            try:
+                answer = json_body(raw, self.url)
+            except AuthenticationError as exc:  # a token the provider can replace: once more
+                if not await self._rejected(method, exc):
+                    raise
+                headers = await self._headers(method, JSON_MEDIA_TYPE)
+                raw = await self._transport.request("POST", self.url, body, headers, peek=peek)
+                answer = json_body(raw, self.url)
+        result = _jsonrpc.read_response(answer, rid, method)
         prepare(result)
         return result
+
+    async def _rejected(self, method: Method[Any, Any], exc: AuthenticationError) -> bool:
+        """Tell the credentials of a 401; whether they have a new credential to retry with."""
+        rejected = getattr(self.credentials, "rejected", None)
+        if exc.status != 401 or rejected is None:
+            return False
+        told = CredentialRequest(self.url, method.name, self.card)
+        return bool(await rejected(told, exc.challenge))
 
     def _stream(
         self, method: Method[P, StreamResponse], request: P, expected_task: str = ""
@@ -276,6 +292,14 @@ class A2AClient:
         body = _jsonrpc.request(rid, method, with_tenant(_checked(method, request), self.tenant))
 
         async def opener(extra: Mapping[str, str]) -> StreamConnection:
+            try:
+                return await open_once(extra)
+            except AuthenticationError as exc:  # a token the provider can replace: once more
+                if not await self._rejected(method, exc):
+                    raise
+                return await open_once(extra)
+
+        async def open_once(extra: Mapping[str, str]) -> StreamConnection:
             headers = await self._headers(method, SSE_MEDIA_TYPE)
             headers.update(extra)
             logger.debug("%s id=%d -> %s (stream)", method.name, rid, safe_url(self.url))

@@ -82,7 +82,12 @@ class CredentialRequest:
 
 
 class CredentialProvider(Protocol):
-    """Anything that turns a request description into headers to add."""
+    """Anything that turns a request description into headers to add.
+
+    A provider may also have ``async rejected(request, challenge) -> bool``: the client calls it
+    when the agent answers HTTP 401, and repeats the call once with fresh headers when it
+    returns true (:class:`~a2a_wire.client.ClientCredentials` drops an ``invalid_token``).
+    """
 
     async def headers(self, request: CredentialRequest) -> Mapping[str, str]:
         """Return the headers to add to this request (empty for none).

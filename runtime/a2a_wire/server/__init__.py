@@ -43,6 +43,7 @@ from a2a_wire.server._executor import (
     agent_message,
 )
 from a2a_wire.server._health import HEALTH_KEY
+from a2a_wire.server._oauth import TokenIssuer, TokenSettings
 from a2a_wire.server._report import CLIENT_ID_KEY, ERROR_CODES_KEY
 from a2a_wire.server._settings import PROBE_PATHS, ServerSettings
 from a2a_wire.server._skills import SKILL_ID_KEY, Skill, SkillRouter, SkillSet, media_matches
@@ -80,6 +81,8 @@ __all__ = [
     "SkillRouter",
     "SkillSet",
     "TaskUpdater",
+    "TokenIssuer",
+    "TokenSettings",
     "agent_message",
     "create_app",
     "generate_token",

@@ -18,13 +18,23 @@ from a2a_wire._protocol.wire import EXTENSIONS_HEADER, join_extensions, parse_ex
 from a2a_wire.server._auth import ANONYMOUS, AuthFailure, ClientRegistry, Principal, owner_key
 from a2a_wire.server._call_info import CallInfo
 from a2a_wire.server._card import CardPublisher
-from a2a_wire.server._errors import RateLimitedError, UnauthenticatedError
+from a2a_wire.server._errors import (
+    InsufficientScopeError,
+    RateLimitedError,
+    UnauthenticatedError,
+)
 from a2a_wire.server._limits import RateLimiter, StreamCounter
 from a2a_wire.server._settings import ServerSettings
 from a2a_wire.server._skills import SkillSet
-from a2a_wire.types import AgentCard
+from a2a_wire.types import AgentCard, AgentSkill
 
-__all__ = ["APPLIED_EXTENSIONS", "Admission", "extended_card_builder", "public_card"]
+__all__ = [
+    "APPLIED_EXTENSIONS",
+    "Admission",
+    "extended_card",
+    "public_card",
+    "with_requirements",
+]
 
 log = logging.getLogger("a2a_wire.server")
 
@@ -58,6 +68,10 @@ class Admission:
         self.requests = RateLimiter(settings.requests_per_second, settings.request_burst)
         self.streams = StreamCounter(settings.max_streams_per_client)
 
+    async def close(self, app: web.Application) -> None:
+        """``on_cleanup``: release what the registry holds (the token issuers' key fetches)."""
+        await self.registry.close()
+
     def _origin(self, request: web.Request) -> str:
         if self.settings.public_url:
             return self.settings.public_url.rstrip("/")
@@ -80,8 +94,10 @@ class Admission:
             raise RateLimitedError("failed authentications from this address", wait)
         result = await self.registry.authenticate(request.headers)
         if isinstance(result, AuthFailure):
-            self.failures.take(source)
             log.warning("authentication refused from %s: %s", source or "?", result.reason)
+            if result.bearer_error == "insufficient_scope":  # a valid token: not a failure
+                raise InsufficientScopeError(self.registry.challenges(result))
+            self.failures.take(source)
             raise UnauthenticatedError(self.registry.challenges(result))
         return result
 
@@ -96,6 +112,7 @@ class Admission:
 
         Raises:
             UnauthenticatedError: Clients are registered and the credentials do not match one.
+            InsufficientScopeError: A valid access token lacks a required scope.
             RateLimitedError: Over the failed-authentication or the request rate.
         """
         principal = await self._principal(request)
@@ -153,7 +170,7 @@ def public_card(card: AgentCard, registry: ClientRegistry, skills: SkillSet | No
     """
     out = AgentCard.from_dict(card.to_dict())
     if skills is not None:
-        out.skills = skills.card_skills()
+        out.skills = with_requirements(skills.card_skills(), registry)
     if registry.enabled:
         out.security_schemes = {**out.security_schemes, **registry.security_schemes()}
         if not out.security_requirements:
@@ -161,14 +178,27 @@ def public_card(card: AgentCard, registry: ClientRegistry, skills: SkillSet | No
     return out
 
 
-def extended_card_builder(
-    publisher: CardPublisher, skills: SkillSet | None
+def with_requirements(listed: list[AgentSkill], registry: ClientRegistry) -> list[AgentSkill]:
+    """Copies of the card's skills, each with its issuers' scope requirements (if any)."""
+    out = []
+    for skill in listed:
+        own = registry.skill_requirements(skill.id)
+        if own and not skill.security_requirements:
+            skill = AgentSkill.from_dict(skill.to_dict())
+            skill.security_requirements = own
+        out.append(skill)
+    return out
+
+
+def extended_card(
+    publisher: CardPublisher, skills: SkillSet | None, registry: ClientRegistry | None = None
 ) -> Callable[[CallInfo], AgentCard]:
     """The GetExtendedAgentCard answer for a caller: the served card with its skills.
 
     Args:
         publisher: Renders the served card.
         skills: The skill set; without one the extended card lists the card's own skills.
+        registry: Gives each skill its scope requirements (:func:`with_requirements`).
 
     Returns:
         A function of the call info giving the card.
@@ -178,7 +208,10 @@ def extended_card_builder(
         listed = None
         if skills is not None:
             allowed = info.skills if info.skills is not None else frozenset(skills.by_id)
-            listed = [s.to_dict() for s in skills.card_skills(allowed)]
+            chosen = skills.card_skills(allowed)
+            if registry is not None:
+                chosen = with_requirements(chosen, registry)
+            listed = [s.to_dict() for s in chosen]
         return AgentCard.from_dict(publisher.document(info.origin, skills=listed))
 
     return build

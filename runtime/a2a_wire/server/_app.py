@@ -37,7 +37,7 @@ from a2a_wire.errors import (
 from a2a_wire.server._admission import (
     Admission,
     echo_extensions,
-    extended_card_builder,
+    extended_card,
     public_card,
 )
 from a2a_wire.server._auth import SecurityConfig
@@ -312,7 +312,7 @@ def create_app(
     on_state = observed.transition if telemetry.enabled else None
     runtime = Runtime(agent, store, settings, skills, on_push, on_state)
     publisher = CardPublisher(card, settings, security.card_signer)
-    extended = extended_card_builder(publisher, skills) if security.extended_card else None
+    extended = extended_card(publisher, skills, registry) if security.extended_card else None
     services = Services(runtime, store, settings, caps.push_notifications, extended)
     admission = Admission(registry, settings, skills, caps.extensions)
     endpoint = _RPCEndpoint(services, caps, admission, observed)
@@ -347,10 +347,11 @@ def _add_routes(
     publisher: CardPublisher,
     endpoint: _RPCEndpoint,
 ) -> None:
-    """The card, the JSON-RPC endpoint and, when origins are configured, CORS."""
+    """The card, the JSON-RPC endpoint (closed at cleanup) and, when origins are configured, CORS."""
     app.router.add_get(WELL_KNOWN_PATH, publisher.handle)
     app.on_response_prepare.append(echo_extensions)
     app.router.add_post(settings.rpc_path, endpoint.handle)
+    app.on_cleanup.append(endpoint.admission.close)
     if settings.cors_origins:
         Cors(settings.cors_origins, security.api_key_header).install(app, settings.rpc_path)
 

@@ -1,6 +1,7 @@
 """Registered clients, credentials and who owns what (spec 7.3, 7.4, 7.5, 13.1, 13.4).
 
-Without a registered client authentication is off and every caller is anonymous. Credentials are
+Without a registered client or token issuer authentication is off and every caller is
+anonymous. A bearer JWT goes to the issuers (:mod:`a2a_wire.server._oauth`); credentials are
 held as salted scrypt hashes (:func:`hash_secret`); finding the client of a presented value is
 :mod:`._keyring`'s. No message, log line, ``repr`` or exception here holds a presented value.
 The cost rules are in docs/server.md ("Authentication"), the design in docs/internals/server.md.
@@ -11,9 +12,11 @@ from __future__ import annotations
 import re
 from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 from a2a_wire.server._card import Signer
 from a2a_wire.server._keyring import Keyring, Kind, tag
+from a2a_wire.server._oauth import TokenIssuer, TokenSettings, named_issuers, security_scheme
 from a2a_wire.server._scrypt import ScryptHash, generate_token, hash_secret, verify_secret
 from a2a_wire.server._skills import Skill
 from a2a_wire.types import (
@@ -23,6 +26,9 @@ from a2a_wire.types import (
     SecurityScheme,
     StringList,
 )
+
+if TYPE_CHECKING:
+    from a2a_wire.server._oauth._verify import TokenVerifier
 
 __all__ = [
     "ANONYMOUS",
@@ -186,12 +192,15 @@ class AuthFailure:
 
     Attributes:
         reason: Fixed text for logs and the error body.
-        bearer_error: ``"invalid_token"`` when a bearer token was presented and refused
-            (RFC 6750 section 3), else ``""``.
+        bearer_error: ``"invalid_token"`` when a bearer token was presented and refused,
+            ``"insufficient_scope"`` when it lacks a required scope (RFC 6750 section 3.1),
+            else ``""``.
+        scope: The scopes a token needs, with ``insufficient_scope``.
     """
 
     reason: str
     bearer_error: str = ""
+    scope: str = ""
 
 
 class ClientRegistry:
@@ -201,10 +210,13 @@ class ClientRegistry:
         clients: The clients; ids must be unique. None: authentication is off.
         api_key_header: The header carrying API keys.
         realm: The ``realm`` of ``WWW-Authenticate`` challenges.
+        issuers: Trusted JWT issuers (needs the ``oauth`` extra).
+        tokens: Limits of JWT checking.
 
     Raises:
-        ValueError: a repeated client id, two credentials of one kind with the same key id, or
-            an unusable header name.
+        ValueError: a repeated client id, two credentials of one kind with the same key id, an
+            unusable header name, a client id in an issuer's name space, or issuers without
+            the ``oauth`` extra.
     """
 
     def __init__(
@@ -213,6 +225,8 @@ class ClientRegistry:
         *,
         api_key_header: str = DEFAULT_API_KEY_HEADER,
         realm: str = "a2a",
+        issuers: Sequence[TokenIssuer] = (),
+        tokens: TokenSettings | None = None,
     ) -> None:
         if not re.fullmatch(r"[A-Za-z0-9-]+", api_key_header) or api_key_header.lower() in (
             "authorization",
@@ -232,19 +246,37 @@ class ClientRegistry:
             for kind, hashed in client._hashes.items():
                 self._keyring.add(client.id, kind, hashed, client._pins.get(kind))
         self._keyring.warn_about_legacy()
+        self.issuers = named_issuers(issuers)
+        self.tokens = tokens or TokenSettings()
+        self.verifier: TokenVerifier | None = None
+        if issuers:
+            self.verifier = _verifier(issuers, self.tokens)
+            for client_id in self.clients:
+                if any(issuer.owns(client_id) for issuer in issuers):
+                    raise ValueError(f"client id {client_id!r} is in a token issuer's name space")
+        self._max_bearer = MAX_CREDENTIAL_LENGTH
+        if self.verifier is not None:
+            self._max_bearer = max(MAX_CREDENTIAL_LENGTH, self.tokens.max_token_bytes)
+
+    async def close(self) -> None:
+        """Release what the token issuers hold (their key fetches' HTTP session)."""
+        if self.verifier is not None:
+            await self.verifier.close()
 
     @property
     def enabled(self) -> bool:
-        """Whether authentication is on (some client is registered)."""
-        return bool(self.clients)
+        """Whether authentication is on (some client or token issuer is registered)."""
+        return bool(self.clients) or self.verifier is not None
 
     def _uses(self, kind: Kind) -> bool:
+        if kind == "bearer" and self.verifier is not None:
+            return True
         return any(kind in c._hashes for c in self.clients.values())
 
     def security_schemes(self) -> dict[str, SecurityScheme]:
         """The card's ``securitySchemes`` for the credentials in use (spec 4.5)."""
-        schemes: dict[str, SecurityScheme] = {}
-        if self._uses("bearer"):
+        schemes = {name: security_scheme(issuer) for name, issuer in self.issuers.items()}
+        if any("bearer" in c._hashes for c in self.clients.values()):
             http = HTTPAuthSecurityScheme(scheme="Bearer", description="Bearer token")
             schemes[BEARER_SCHEME] = SecurityScheme(http_auth_security_scheme=http)
         if self._uses("api_key"):
@@ -253,16 +285,48 @@ class ClientRegistry:
         return schemes
 
     def security_requirements(self) -> list[SecurityRequirement]:
-        """The card's ``securityRequirements``: any one of the schemes in use."""
+        """The card's ``securityRequirements``: any one of the schemes in use (spec 4.5.7).
+
+        An issuer's entry lists its required scopes.
+        """
+
+        def scopes(name: str) -> StringList:
+            issuer = self.issuers.get(name)
+            return StringList(list_=list(issuer.required_scopes) if issuer else None)
+
         return [
-            SecurityRequirement(schemes={name: StringList()}) for name in self.security_schemes()
+            SecurityRequirement(schemes={name: scopes(name)}) for name in self.security_schemes()
         ]
+
+    def skill_requirements(self, skill_id: str) -> list[SecurityRequirement]:
+        """A skill's own ``securityRequirements`` (spec 4.4.5) when issuers map scopes to skills.
+
+        For an issuer with ``skills_by_scope``, one requirement per scope opening the skill
+        (with the required scopes); the other schemes as on the card. Empty when no issuer maps
+        scopes: the card's requirements hold for every skill.
+        """
+        if not any(issuer.skills_by_scope for issuer in self.issuers.values()):
+            return []
+        out: list[SecurityRequirement] = []
+        for requirement in self.security_requirements():
+            (name,) = requirement.schemes
+            issuer = self.issuers.get(name)
+            if issuer is None or not issuer.skills_by_scope:
+                out.append(requirement)
+                continue
+            for scope, ids in issuer.skills_by_scope.items():
+                if skill_id in ids or "*" in ids:
+                    scopes = list(dict.fromkeys((*issuer.required_scopes, scope)))
+                    out.append(SecurityRequirement(schemes={name: StringList(list_=scopes)}))
+        return out
 
     def challenges(self, failure: AuthFailure | None = None) -> list[str]:
         """``WWW-Authenticate`` values for a 401 answer (one per scheme in use)."""
         out: list[str] = []
         if self._uses("bearer"):
             extra = f', error="{failure.bearer_error}"' if failure and failure.bearer_error else ""
+            if failure and failure.scope:
+                extra += f', scope="{failure.scope}"'
             out.append(f'Bearer realm="{self.realm}"{extra}')
         if self._uses("api_key"):
             out.append(f'ApiKey realm="{self.realm}", header="{self.api_key_header}"')
@@ -289,9 +353,8 @@ class ClientRegistry:
             return self._bounded("api_key", api_key.strip())
         return AuthFailure("no credentials")
 
-    @staticmethod
-    def _bounded(kind: Kind, value: str) -> tuple[Kind, str] | AuthFailure:
-        if len(value) > MAX_CREDENTIAL_LENGTH:
+    def _bounded(self, kind: Kind, value: str) -> tuple[Kind, str] | AuthFailure:
+        if len(value) > (self._max_bearer if kind == "bearer" else MAX_CREDENTIAL_LENGTH):
             return AuthFailure("credential too long", "invalid_token" if kind == "bearer" else "")
         return kind, value
 
@@ -311,6 +374,8 @@ class ClientRegistry:
         if isinstance(credential, AuthFailure):
             return credential
         kind, value = credential
+        if kind == "bearer" and self.verifier is not None and _looks_like_jwt(value):
+            return await self.verifier.verify(value)
         client_id = await self._keyring.find(kind, value)
         if not client_id:
             what = "bearer token" if kind == "bearer" else "API key"
@@ -332,6 +397,9 @@ class SecurityConfig:
             :class:`a2a_wire.card_signing.CardSigner`; needs ``ServerSettings.public_url``.
         api_key_header: The header carrying API keys.
         realm: The ``realm`` of ``WWW-Authenticate`` challenges.
+        oauth2: Issuers whose JWT access tokens are accepted beside the clients' credentials
+            (:class:`~a2a_wire.server._oauth.TokenIssuer`; needs the ``oauth`` extra).
+        tokens: Limits of JWT checking and key fetching.
     """
 
     clients: Sequence[RegisteredClient] = ()
@@ -340,17 +408,38 @@ class SecurityConfig:
     card_signer: Signer | None = None
     api_key_header: str = DEFAULT_API_KEY_HEADER
     realm: str = "a2a"
+    oauth2: Sequence[TokenIssuer] = ()
+    tokens: TokenSettings = field(default_factory=TokenSettings)
 
     def __post_init__(self) -> None:
         """Check that the parts fit together.
 
         Raises:
-            ValueError: an extended card without registered clients (spec 13.3 requires
-                authentication for it).
+            ValueError: an extended card without registered clients or token issuers (spec
+                13.3 requires authentication for it).
         """
-        if self.extended_card and not self.clients:
+        if self.extended_card and not self.clients and not self.oauth2:
             raise ValueError("an extended agent card needs registered clients (spec 13.3)")
 
     def registry(self) -> ClientRegistry:
-        """The :class:`ClientRegistry` of :attr:`clients`."""
-        return ClientRegistry(self.clients, api_key_header=self.api_key_header, realm=self.realm)
+        """The :class:`ClientRegistry` of :attr:`clients` and :attr:`oauth2`."""
+        return ClientRegistry(
+            self.clients,
+            api_key_header=self.api_key_header,
+            realm=self.realm,
+            issuers=self.oauth2,
+            tokens=self.tokens,
+        )
+
+
+def _looks_like_jwt(value: str) -> bool:
+    """Whether a bearer value has the JWS compact form (three parts, a JSON header)."""
+    return value.count(".") == 2 and value.startswith("eyJ")
+
+
+def _verifier(issuers: Sequence[TokenIssuer], tokens: TokenSettings) -> TokenVerifier:
+    try:
+        from a2a_wire.server._oauth._verify import TokenVerifier
+    except ImportError:
+        raise ValueError("JWT access tokens need the oauth extra (jwcrypto)") from None
+    return TokenVerifier(issuers, tokens)

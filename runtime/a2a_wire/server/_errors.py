@@ -26,6 +26,7 @@ __all__ = [
     "DOMAIN",
     "BodyTimeoutError",
     "HTTPRefusalError",
+    "InsufficientScopeError",
     "OriginNotAllowedError",
     "RateLimitedError",
     "RequestTooLargeError",
@@ -52,6 +53,27 @@ class UnauthenticatedError(InvalidRequestError):
     reason = "UNAUTHENTICATED"
     domain = DOMAIN
     http_status = 401
+
+    def __init__(self, challenges: Sequence[str] = ()) -> None:
+        super().__init__()
+        self.challenges = tuple(challenges)
+
+    def http_headers(self) -> list[tuple[str, str]]:
+        """One ``WWW-Authenticate`` header per challenge."""
+        return [("WWW-Authenticate", challenge) for challenge in self.challenges]
+
+
+class InsufficientScopeError(InvalidRequestError):
+    """A valid access token without a scope the server requires: HTTP 403 (RFC 6750 section 3.1).
+
+    Args:
+        challenges: ``WWW-Authenticate`` values, the Bearer one with ``error="insufficient_scope"``.
+    """
+
+    default_message = "The access token lacks a required scope"
+    reason = "INSUFFICIENT_SCOPE"
+    domain = DOMAIN
+    http_status = 403
 
     def __init__(self, challenges: Sequence[str] = ()) -> None:
         super().__init__()

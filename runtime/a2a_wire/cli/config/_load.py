@@ -191,8 +191,9 @@ def load(path: str | os.PathLike[str] | None = None, **overrides: Any) -> Config
     settings = limits.read_settings(root, server_table, server, allow)
     agents = parts.read_agents(root.tables("agents"), base, allow, allow_private)
     skills = _read_skills(root.tables("skills"), agents, issues, base)
-    clients = parts.read_clients(root.tables("clients"), base, {s.id for s in skills})
-    security = parts.read_security(root.table("security"), base, bool(clients))
+    ids = {s.id for s in skills}
+    clients = parts.read_clients(root.tables("clients"), base, ids)
+    security = parts.read_security(root.table("security"), base, bool(clients), allow, ids)
     root.done()
     if issues.items:
         raise ConfigError(source, sorted(issues.items, key=lambda i: (i.line or 0, i.key)))

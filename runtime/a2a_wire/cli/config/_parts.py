@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import os
 import re
-from collections.abc import Mapping
+from collections.abc import Collection, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -21,6 +21,7 @@ import yarl
 
 from a2a_wire import __version__
 from a2a_wire.cli._install import install_command
+from a2a_wire.cli.config._oauth import read_issuers, read_tokens
 from a2a_wire.cli.config._schema import Table, allow_list
 from a2a_wire.client import (
     BEARER,
@@ -29,7 +30,7 @@ from a2a_wire.client import (
     FileCredentials,
     HeaderScheme,
 )
-from a2a_wire.server import DEFAULT_API_KEY_HEADER, RegisteredClient
+from a2a_wire.server import DEFAULT_API_KEY_HEADER, RegisteredClient, TokenIssuer, TokenSettings
 
 if TYPE_CHECKING:
     from a2a_wire.cli._skills import RemoteAgent
@@ -221,12 +222,14 @@ def read_clients(tables: list[Table], base: Path, skill_ids: set[str]) -> list[R
 
 @dataclass(frozen=True)
 class SecuritySection:
-    """``[security]``: the extended card, the API key header, the challenge realm, signing."""
+    """``[security]``: extended card, API key header, realm, signing, JWT issuers and limits."""
 
     extended_card: bool = False
     api_key_header: str = DEFAULT_API_KEY_HEADER
     realm: str = "a2a"
     signer: Signer | None = field(default=None, compare=False)
+    oauth2: tuple[TokenIssuer, ...] = ()
+    tokens: TokenSettings = field(default_factory=TokenSettings)
 
 
 def _signer(tables: list[Table], base: Path) -> Signer | None:
@@ -256,17 +259,25 @@ def _signer(tables: list[Table], base: Path) -> Signer | None:
     return CardSigner(keys) if keys else None
 
 
-def read_security(table: Table, base: Path, has_clients: bool) -> SecuritySection:
-    """Read ``[security]``."""
+def read_security(
+    table: Table,
+    base: Path,
+    has_clients: bool,
+    allow: tuple[str, ...] = (),
+    skill_ids: Collection[str] = (),
+) -> SecuritySection:
+    """Read ``[security]``; ``allow`` is the ``[network]`` allowlist, ``skill_ids`` the skills."""
     section = SecuritySection(
         extended_card=table.flag("extended_card", False),
         api_key_header=table.text("api_key_header", DEFAULT_API_KEY_HEADER),
         realm=table.text("realm", "a2a"),
         signer=_signer(table.tables("signing_keys"), base),
+        oauth2=read_issuers(table.tables("oauth2"), skill_ids),
+        tokens=read_tokens(table.table("tokens"), allow),
     )
     table.done()
-    if section.extended_card and not has_clients:
-        table.problem(("extended_card",), "needs registered [[clients]] (spec 13.3)")
+    if section.extended_card and not has_clients and not section.oauth2:
+        table.problem(("extended_card",), "needs registered [[clients]] or [[security.oauth2]]")
     return section
 
 
