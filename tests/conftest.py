@@ -117,13 +117,12 @@ def _shares_a_fixture(item: pytest.Item) -> bool:
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     """Groups and order for ``-n`` (``make test``; ``--dist loadgroup`` in pyproject.toml).
 
-    The suites that measure latencies under PostgreSQL faults they inject name the group
-    ``heavy`` (the database fault suite, the store's fault tests): they run on one worker, one
-    after the other, since each one's faults would skew the other's figures. A module with a
-    fixture of module scope (a cluster, a benchmark run, a browser) is a group of its own unless
-    it names one, so that the fixture is made once and never beside itself. Then the ``slow``
-    tests, and every group holding one, go first (in their order): started last, they would
-    keep one worker busy after the others are done.
+    The suites that load the machine and measure latencies under faults name the group
+    ``heavy`` (the database fault suite, the scale-out soak, the store's fault tests): they run
+    on one worker, one after the other. A module with a fixture of module scope (a cluster, a built wheel, a benchmark run, a
+    browser) is a group of its own unless it names one, so that the fixture is made once and
+    never beside itself. Then the ``slow`` tests, and every group holding one, go first (in
+    their order): started last, they would keep one worker busy after the others are done.
     ``tryfirst``: pytest-xdist reads the groups in its own hook.
     """
     for item in items:

@@ -73,8 +73,7 @@ readiness_timeout_seconds = {READINESS_SECONDS}
 cancel_grace_seconds = {CANCEL_GRACE_SECONDS}
 """
 
-# With -n, on one worker with the store's fault tests: each measures latencies the other's faults
-# would skew (tests/conftest.py).
+# With -n, on the worker of the other suites that load the machine (tests/conftest.py).
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(600), pytest.mark.xdist_group("heavy")]
 
 

@@ -83,11 +83,11 @@ HEARTBEAT_SECONDS = 0.5
 KILL_EVERY = 2.0  # seconds between a restart and the next kill
 MARGIN = 20.0  # seconds past lease + heartbeat for the last takeover, on a busy machine
 
-# With -n, on any worker, started first (slow, tests/conftest.py); not in the group of the fault
-# suites: it measures no latency, and its bounds (a lease of 4 s, MARGIN) hold on a loaded machine.
+# With -n, on the worker of the other suites that load the machine (tests/conftest.py).
 pytestmark = [
     pytest.mark.slow,
     pytest.mark.timeout(SOAK_SECONDS + 360),
+    pytest.mark.xdist_group("heavy"),
 ]
 
 

@@ -7,7 +7,6 @@ README's tour.
 
 from __future__ import annotations
 
-import fcntl
 import os
 import shlex
 import shutil
@@ -52,32 +51,10 @@ def _run(
     )
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture(scope="module")
 def dist(tmp_path_factory: pytest.TempPathFactory) -> Dist:
-    """The sdist and wheel of a copy of the checkout (what git would commit, nothing built).
-
-    Made once per run: with ``-n``, in the folder the workers' temporary folders share, by the
-    first worker that asks while the others wait on a lock, so that this module's tests spread
-    over the workers instead of keeping one busy (session scope: tests/conftest.py gives a
-    module fixture's tests a worker of their own).
-    """
-    shared = tmp_path_factory.getbasetemp()
-    if os.environ.get("PYTEST_XDIST_WORKER"):
-        shared = shared.parent  # the run's folder, holding each worker's popen-gwN
-    root, done = shared / "release", shared / "release.done"
-    with open(shared / "release.lock", "w") as lock:
-        fcntl.flock(lock, fcntl.LOCK_EX)  # released when the file closes
-        if not done.exists():
-            shutil.rmtree(root, ignore_errors=True)  # what a failed build left
-            _build(root)
-            done.touch()
-    (wheel,) = (root / "dist").glob("a2a_wire-*-py3-none-any.whl")
-    (sdist,) = (root / "dist").glob("a2a_wire-*.tar.gz")
-    return Dist(wheel, sdist)
-
-
-def _build(root: Path) -> None:
-    """Copy the checkout's files into ``root``/src and build them into ``root``/dist."""
+    """The sdist and wheel of a copy of the checkout (what git would commit, nothing built)."""
+    root = tmp_path_factory.mktemp("release")
     source = root / "src"
     listed = _run(
         ["git", "ls-files", "-z", "--cached", "--others", "--exclude-standard"], cwd=PROJECT
@@ -91,6 +68,9 @@ def _build(root: Path) -> None:
         [sys.executable, "-m", "build", "--outdir", str(root / "dist"), str(source)], cwd=root
     )
     assert built.returncode == 0, built.stdout[-3000:] + built.stderr[-3000:]
+    (wheel,) = (root / "dist").glob("a2a_wire-*-py3-none-any.whl")
+    (sdist,) = (root / "dist").glob("a2a_wire-*.tar.gz")
+    return Dist(wheel, sdist)
 
 
 def test_the_sdist_holds_what_the_wheel_is_built_from(dist: Dist) -> None:

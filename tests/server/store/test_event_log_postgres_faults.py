@@ -37,8 +37,8 @@ STATEMENT = 1.0
 SLACK = 1.0
 """What a stalled call may take beyond the statement timeout."""
 
-# With -n, on the worker of the database fault suite: the latencies measured here are not those
-# of a machine that also runs it (tests/conftest.py).
+# With -n, on the worker of the suites that load the machine: the latencies measured here are
+# not those of a machine that also runs the database fault suite (tests/conftest.py).
 pytestmark = pytest.mark.xdist_group("heavy")
 
 DOWN = "PostgreSQL is unavailable"
