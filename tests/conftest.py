@@ -16,6 +16,7 @@ import contextlib
 import os
 import subprocess
 from collections.abc import AsyncIterator, Generator, Iterator
+from typing import Any
 
 import pg_support
 import pytest
@@ -113,8 +114,16 @@ def _shares_a_fixture(item: pytest.Item) -> bool:
     return any(d and d[-1].scope in ("module", "package") for d in defs)
 
 
+SLOW_VARIABLE = "A2A_WIRE_SLOW_TESTS"
+"""Set (or ``CI``, which ``.ci/run`` sets) to run the ``slow`` tests: ``make test`` leaves them out."""
+
+
+def _run_slow() -> bool:
+    return bool(os.environ.get("CI") or os.environ.get(SLOW_VARIABLE))
+
+
 @pytest.hookimpl(tryfirst=True)
-def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     """Groups and order for ``-n`` (``make test``; ``--dist loadgroup`` in pyproject.toml).
 
     The suites that load the machine and measure latencies under faults name the group
@@ -123,14 +132,28 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     browser) is a group of its own unless it names one, so that the fixture is made once and
     never beside itself. Then the ``slow`` tests, and every group holding one, go first (in
     their order): started last, they would keep one worker busy after the others are done.
-    ``tryfirst``: pytest-xdist reads the groups in its own hook.
+    ``tryfirst``: pytest-xdist reads the groups in its own hook. Outside CI the ``slow`` tests
+    are deselected (one summary line says how to run them).
     """
+    if not _run_slow():
+        slow_items = [item for item in items if item.get_closest_marker("slow") is not None]
+        if slow_items:
+            config.hook.pytest_deselected(items=slow_items)
+            items[:] = [item for item in items if item.get_closest_marker("slow") is None]
     for item in items:
         if _group(item) is None and _shares_a_fixture(item):
             item.add_marker(pytest.mark.xdist_group(item.nodeid.split("::")[0]))
     slow = {id(item) for item in items if item.get_closest_marker("slow") is not None}
     first = {_group(item) for item in items if id(item) in slow} - {None}
     items.sort(key=lambda item: not (id(item) in slow or _group(item) in first))
+
+
+def pytest_terminal_summary(terminalreporter: Any) -> None:
+    """One line saying that the slow tests were left out, and how to run them."""
+    if not _run_slow():
+        terminalreporter.write_line(
+            f"the slow tests were left out (CI runs them): set {SLOW_VARIABLE}=1 to run them here"
+        )
 
 
 def pytest_collection_finish(session: pytest.Session) -> None:

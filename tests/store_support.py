@@ -27,6 +27,8 @@ from a2a_wire.server.store import (
 )
 
 BACKENDS = ["memory", "sqlite", "postgresql"]
+MACHINE_BACKENDS = ["memory", "sqlite", pytest.param("postgresql", marks=pytest.mark.slow)]
+"""The backends of the state machine tests: the PostgreSQL run takes minutes, so CI runs it."""
 """Every task store the store suites run on; the one place a new backend is added."""
 
 

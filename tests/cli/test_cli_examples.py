@@ -109,6 +109,7 @@ def test_hash_secret_command() -> None:
     assert verify_secret("s3cret", result.stdout.strip())
 
 
+@pytest.mark.slow
 def test_the_readme_tour_runs(tmp_path: Path) -> None:
     run_tour(tmp_path, PYTHON)
 

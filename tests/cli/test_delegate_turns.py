@@ -111,6 +111,7 @@ async def test_streamed_follow_ups_through_delegate_on_sqlite(tmp_path: Path) ->
         assert remote.turns == FOLLOW_UPS + 1
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("streamed", [False, True], ids=["blocking", "streamed"])
 async def test_follow_ups_through_delegate_across_two_processes(
     postgres_dsn: str, postgres_schema: str, streamed: bool

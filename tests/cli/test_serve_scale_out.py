@@ -30,6 +30,8 @@ from server_support import EventReader, error, open_stream, result, send_params,
 
 from a2a_wire.server.store import PROCESS_LOST_MESSAGE
 
+pytestmark = pytest.mark.slow
+
 LEASE_SECONDS = 5.0
 HEARTBEAT_SECONDS = 0.5
 MARGIN_SECONDS = 10.0

@@ -35,6 +35,8 @@ from a2a_wire.cli._worker_slots import (
     restart_delay,
 )
 
+pytestmark = pytest.mark.slow
+
 MEMORY = """
 [server]
 port = {port}

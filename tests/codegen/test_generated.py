@@ -139,6 +139,7 @@ def _modules() -> list[str]:
     return sorted(set(found))
 
 
+@pytest.mark.slow  # a fresh interpreter per module: minutes of CPU in all
 @pytest.mark.parametrize("module", _modules())
 def test_each_module_imports_on_its_own(module: str) -> None:
     code = f"import {module}, sys; sys.exit(any(m.split('.')[0] in ('codegen', 'jinja2', 'grpc_tools') for m in sys.modules))"

@@ -17,6 +17,8 @@ from typing import Any
 
 import pytest
 
+pytestmark = pytest.mark.slow
+
 ROOT = Path(__file__).resolve().parents[2]
 BENCHMARK = ROOT / "benchmarks" / "stream_chunks.py"
 STORES = ("ours-sqlite", "ours-memory", "sdk-sqlite")

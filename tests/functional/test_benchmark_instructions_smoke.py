@@ -11,6 +11,8 @@ from pathlib import Path
 
 import pytest
 
+pytestmark = pytest.mark.slow
+
 ROOT = Path(__file__).resolve().parents[2]
 BENCHMARK = ROOT / "benchmarks" / "server_instructions.py"
 ROW = re.compile(r"^\| (?P<server>ours-\w+) \| (?P<kind>\w+) \| [\d,]+ \|$")

@@ -18,6 +18,8 @@ from pathlib import Path
 import asyncpg
 import pytest
 
+pytestmark = pytest.mark.slow
+
 ROOT = Path(__file__).resolve().parents[2]
 LATENCY = ROOT / "benchmarks" / "scale_latency.py"
 SEND = ROOT / "benchmarks" / "scale_send.py"

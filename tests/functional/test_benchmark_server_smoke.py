@@ -13,6 +13,8 @@ from typing import Any
 
 import pytest
 
+pytestmark = pytest.mark.slow
+
 ROOT = Path(__file__).resolve().parents[2]
 SERVER = ROOT / "benchmarks" / "server.py"
 MEMORY = ROOT / "benchmarks" / "memory.py"

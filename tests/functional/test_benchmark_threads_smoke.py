@@ -10,6 +10,8 @@ from pathlib import Path
 
 import pytest
 
+pytestmark = pytest.mark.slow
+
 ROOT = Path(__file__).resolve().parents[2]
 BENCHMARK = ROOT / "benchmarks" / "server_threads.py"
 ROW = re.compile(r"^\| 1 \| ours-sqlite \| SendMessage \| (?:[\d,]+\.\d \| ){3}[\d,]+\.\d \|$")

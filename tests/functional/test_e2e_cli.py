@@ -39,7 +39,7 @@ from e2e_support import (
 
 from a2a_wire.server.store import RESTART_MESSAGE
 
-pytestmark = pytest.mark.timeout(90)
+pytestmark = [pytest.mark.slow, pytest.mark.timeout(90)]
 
 CONFIG = """
 [server]

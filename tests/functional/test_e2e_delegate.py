@@ -17,7 +17,7 @@ from typing import Any
 import pytest
 from e2e_support import ServerProcess, cli, environment, free_port, json_lines, write_config
 
-pytestmark = pytest.mark.timeout(90)
+pytestmark = [pytest.mark.slow, pytest.mark.timeout(90)]
 
 REMOTE = """
 [server]

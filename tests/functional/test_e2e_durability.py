@@ -28,7 +28,7 @@ import pytest
 from e2e_support import ServerProcess, free_port, write_config
 from store_support import ServeStorage
 
-pytestmark = pytest.mark.timeout(60)
+pytestmark = [pytest.mark.slow, pytest.mark.timeout(60)]
 
 CONFIG = """
 [server]

@@ -28,7 +28,7 @@ from store_support import ServeStorage
 from a2a_wire.client import A2AClient, ClientError, ClientSettings, EventStream
 from a2a_wire.types import GetTaskRequest, StreamResponse, SubscribeToTaskRequest, Task, TaskState
 
-pytestmark = pytest.mark.timeout(90)
+pytestmark = [pytest.mark.slow, pytest.mark.timeout(90)]
 
 CHUNKS = 5000
 KILL_AFTER = 1000  # chunks each stream must have received before the kill

@@ -31,6 +31,7 @@ from a2a_wire import codec
 from a2a_wire.types import StreamResponse
 
 pytestmark = [
+    pytest.mark.slow,
     pytest.mark.timeout(180),
     pytest.mark.skipif(not Path("/proc/net/tcp").exists(), reason="needs Linux /proc"),
 ]

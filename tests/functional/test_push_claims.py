@@ -33,6 +33,8 @@ from a2a_wire.types import (
     TaskStatusUpdateEvent,
 )
 
+pytestmark = pytest.mark.slow
+
 TASKS = 24
 
 FIRST_TURN = ["task:TASK_STATE_SUBMITTED", "status:TASK_STATE_INPUT_REQUIRED"]

@@ -12,10 +12,13 @@ from pathlib import Path
 from typing import Any
 
 import aiohttp
+import pytest
 from push_support import AUTH, ECHO_EVENTS, TOKEN, Hook, wait_until
 from server_support import V1, envelope, send_params
 
 from a2a_wire import codec
+
+pytestmark = pytest.mark.slow
 
 APP = Path(__file__).with_name("push_server_app.py")
 # The script imports the shared helpers of tests/ (push_support, server_support).

@@ -31,6 +31,8 @@ from a2a_wire.server import (
 from a2a_wire.server.store import SQLiteTaskStore
 from a2a_wire.types import StreamResponse, TaskState
 
+pytestmark = pytest.mark.slow
+
 DOWN_FOR = 10.0  # seconds of the client's pauses while the server is away
 
 

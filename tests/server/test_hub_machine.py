@@ -27,7 +27,7 @@ from hypothesis.stateful import (
     rule,
     run_state_machine_as_test,
 )
-from store_support import BACKENDS, Backend
+from store_support import MACHINE_BACKENDS, Backend
 
 from a2a_wire import codec
 from a2a_wire._protocol.states import is_settled, is_terminal
@@ -265,7 +265,7 @@ def settles_seq(log: list[LogEvent], seq: int) -> bool:
     return any(e.seq == seq and settles(e.body) for e in log)
 
 
-@pytest.mark.parametrize("kind", BACKENDS)
+@pytest.mark.parametrize("kind", MACHINE_BACKENDS)
 def test_hub_machine(
     kind: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, request: pytest.FixtureRequest
 ) -> None:

@@ -383,6 +383,7 @@ async def _follow_ups(client: Any, first: str, *, streamed: bool) -> int:
     return len(refusals)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("first", ["ask", "auth"])
 @pytest.mark.parametrize("streamed", [False, True], ids=["blocking", "streamed"])
 async def test_follow_ups_right_after_the_turn_ends_are_never_refused(

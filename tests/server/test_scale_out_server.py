@@ -50,6 +50,8 @@ from a2a_wire.server.store import (
 )
 from a2a_wire.types import Task, TaskState, TaskStatus, TaskStatusUpdateEvent
 
+pytestmark = pytest.mark.slow
+
 QUIET = 3600.0
 """A keep-alive period no test waits out: streams must be woken by events."""
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import itertools
 import logging
+import weakref
 from collections.abc import Callable, Mapping, Sequence
 from types import TracebackType
 from typing import Any, TypeVar, overload
@@ -314,7 +315,11 @@ class A2AClient:
                     watch.fail(exc)
                     watch.end()
                 raise
-            stream.record = watch  # the span lasts until the stream ends
+            owner = stream_ref()  # a weak reference: a stream left unclosed is freed at once
+            if owner is not None:
+                owner.record = watch  # the span lasts until the stream ends
+            elif watch is not None:
+                watch.end()
             return opened
 
         limit = self.settings.max_event_bytes
@@ -325,6 +330,7 @@ class A2AClient:
             max_event_bytes=limit,
             expected_task=expected_task,
         )
+        stream_ref = weakref.ref(stream)
         return stream
 
     # -- operations (spec 3.1.1 - 3.1.11) ---------------------------------------------------

@@ -21,7 +21,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, invariant, rule, run_state_machine_as_test
-from store_support import Backend
+from store_support import MACHINE_BACKENDS, Backend
 
 from a2a_wire import codec
 from a2a_wire._protocol.states import is_settled
@@ -804,6 +804,7 @@ class LogMachine(RuleBasedStateMachine):
         assert sorted(page.tasks, key=lambda t: t.id) == [self.model(t) for t in sorted(self.logs)]
 
 
+@pytest.mark.parametrize("backend_kind", MACHINE_BACKENDS, indirect=True)
 def test_state_machine(backend_kind: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """Random steps; a small fold threshold makes folds on size happen between reads too."""
     monkeypatch.setattr(_events, "FOLD_MIN_BYTES", 300)

@@ -38,7 +38,7 @@ SLACK = 1.0
 
 # With -n, on the worker of the suites that load the machine: the latencies measured here are
 # not those of a machine that also runs the database fault suite (tests/conftest.py).
-pytestmark = pytest.mark.xdist_group("heavy")
+pytestmark = [pytest.mark.slow, pytest.mark.xdist_group("heavy")]
 
 DOWN = "PostgreSQL is unavailable"
 BACK = "PostgreSQL is available again"
