@@ -18,7 +18,9 @@ from pathlib import Path
 import asyncpg
 import pytest
 
-pytestmark = pytest.mark.slow
+# One worker for the module: each test checks that its benchmark dropped the bench_ schemas it
+# made, which a benchmark of the module running beside it would make meanwhile.
+pytestmark = [pytest.mark.slow, pytest.mark.xdist_group("bench-schemas")]
 
 ROOT = Path(__file__).resolve().parents[2]
 LATENCY = ROOT / "benchmarks" / "scale_latency.py"
