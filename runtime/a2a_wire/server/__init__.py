@@ -19,13 +19,10 @@ from a2a_wire._protocol.states import (
 )
 from a2a_wire.server._app import CALLS_KEY, RUNTIME_KEY, STORE_KEY, TRACE_KEY, create_app
 from a2a_wire.server._auth import (
-    ANONYMOUS,
     API_KEY_SCHEME,
     BEARER_SCHEME,
     DEFAULT_API_KEY_HEADER,
-    AuthFailure,
     ClientRegistry,
-    Principal,
     RegisteredClient,
     SecurityConfig,
     generate_token,
@@ -44,6 +41,7 @@ from a2a_wire.server._executor import (
 )
 from a2a_wire.server._health import HEALTH_KEY
 from a2a_wire.server._oauth import TokenIssuer, TokenSettings
+from a2a_wire.server._principal import ANONYMOUS, AuthFailure, Principal
 from a2a_wire.server._report import CLIENT_ID_KEY, ERROR_CODES_KEY
 from a2a_wire.server._settings import PROBE_PATHS, ServerSettings
 from a2a_wire.server._skills import SKILL_ID_KEY, Skill, SkillRouter, SkillSet, media_matches

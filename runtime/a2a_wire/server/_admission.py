@@ -15,7 +15,7 @@ from collections.abc import Callable
 from aiohttp import hdrs, web
 
 from a2a_wire._protocol.wire import EXTENSIONS_HEADER, join_extensions, parse_extensions
-from a2a_wire.server._auth import ANONYMOUS, AuthFailure, ClientRegistry, Principal, owner_key
+from a2a_wire.server._auth import ClientRegistry, owner_key
 from a2a_wire.server._call_info import CallInfo
 from a2a_wire.server._card import CardPublisher
 from a2a_wire.server._errors import (
@@ -24,6 +24,7 @@ from a2a_wire.server._errors import (
     UnauthenticatedError,
 )
 from a2a_wire.server._limits import RateLimiter, StreamCounter
+from a2a_wire.server._principal import ANONYMOUS, AuthFailure, Principal
 from a2a_wire.server._settings import ServerSettings
 from a2a_wire.server._skills import SkillSet
 from a2a_wire.types import AgentCard, AgentSkill

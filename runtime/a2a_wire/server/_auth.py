@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING
 from a2a_wire.server._card import Signer
 from a2a_wire.server._keyring import Keyring, Kind, tag
 from a2a_wire.server._oauth import TokenIssuer, TokenSettings, named_issuers, security_scheme
+from a2a_wire.server._principal import ANONYMOUS, AuthFailure, Principal
 from a2a_wire.server._scrypt import ScryptHash, generate_token, hash_secret, verify_secret
 from a2a_wire.server._skills import Skill
 from a2a_wire.types import (
@@ -162,45 +163,6 @@ class RegisteredClient:
     def key_ids(self) -> dict[Kind, str]:
         """The key id of each of its credentials that has one (:func:`generate_token`)."""
         return {kind: hashed.kid for kind, hashed in self._hashes.items() if hashed.kid}
-
-
-@dataclass(frozen=True, slots=True)
-class Principal:
-    """Who a request comes from.
-
-    Attributes:
-        client_id: The registered client's id; ``""`` when anonymous.
-        skills: The skill ids it may use (``None``: all).
-    """
-
-    client_id: str = ""
-    skills: frozenset[str] | None = None
-
-    @property
-    def authenticated(self) -> bool:
-        """Whether the caller is a registered client."""
-        return bool(self.client_id)
-
-
-ANONYMOUS = Principal()
-"""The caller of a server without registered clients."""
-
-
-@dataclass(frozen=True, slots=True)
-class AuthFailure:
-    """Why a request was not authenticated; never holds the presented value.
-
-    Attributes:
-        reason: Fixed text for logs and the error body.
-        bearer_error: ``"invalid_token"`` when a bearer token was presented and refused,
-            ``"insufficient_scope"`` when it lacks a required scope (RFC 6750 section 3.1),
-            else ``""``.
-        scope: The scopes a token needs, with ``insufficient_scope``.
-    """
-
-    reason: str
-    bearer_error: str = ""
-    scope: str = ""
 
 
 class ClientRegistry:

@@ -20,10 +20,10 @@ from jwcrypto import jwk, jws
 from jwcrypto.common import JWException
 
 from a2a_wire import netguard
-from a2a_wire.server._auth import AuthFailure, Principal
 from a2a_wire.server._keyring import tag
 from a2a_wire.server._oauth._config import TokenIssuer, TokenSettings
 from a2a_wire.server._oauth._keys import IssuerKeys
+from a2a_wire.server._principal import AuthFailure, Principal
 
 __all__ = ["MAX_CALLER_LENGTH", "TokenVerifier"]
 
