@@ -244,6 +244,24 @@ def test_neither_role_loads_the_cli(client_modules: set[str], server_modules: se
     assert not {m for m in client_modules | server_modules if within(m, "a2a_wire.cli")}
 
 
+@pytest.mark.parametrize(
+    ("module", "commands"),
+    [
+        ("a2a_wire.cli", ()),
+        ("a2a_wire.cli._client_cmds", ("send", "get", "subscribe")),
+        ("a2a_wire.cli._push_cmds", ("push", "webhook")),
+    ],
+)
+def test_a_client_command_loads_no_server(module: str, commands: tuple[str, ...]) -> None:
+    # The command line imports a command's module when that command runs (cli/_lazy_group.py).
+    from a2a_wire.cli import COMMANDS
+
+    assert all(COMMANDS[name].startswith(f"{module}:") for name in commands)
+    modules = ours(loaded(module))
+    assert not {m for m in modules if within(m, "a2a_wire.server")}
+    assert "a2a_wire.cli.config" not in modules
+
+
 def test_package_import_loads_neither_role() -> None:
     assert ours(loaded("a2a_wire")) == {"a2a_wire"}
 

@@ -116,7 +116,10 @@ def test_the_readme_tour_runs(tmp_path: Path) -> None:
 
 def _leaf_commands(group: click.Group, prefix: str = "") -> dict[str, click.Command]:
     leaves: dict[str, click.Command] = {}
-    for name, command in group.commands.items():
+    context = click.Context(group)
+    for name in group.list_commands(context):
+        command = group.get_command(context, name)
+        assert command is not None, name
         if isinstance(command, click.Group):
             leaves.update(_leaf_commands(command, f"{prefix}{name} "))
         elif not command.hidden:
