@@ -1,5 +1,6 @@
 """Metrics: request durations by method and ``error.type`` (seconds), tasks created,
-store-unavailable answers, runs in progress and their durations, stream events."""
+store-unavailable answers, store call durations by operation, runs in progress and their
+durations, stream events, state transitions."""
 
 from __future__ import annotations
 
@@ -13,6 +14,9 @@ from server_support import ScriptedAgent, error, make_card, result, send_params,
 from telemetry_support import Recorded
 
 from a2a_wire.server import create_app
+from a2a_wire.server._store_timing import OPERATIONS
+from a2a_wire.server.store import InMemoryTaskStore
+from a2a_wire.telemetry import Telemetry
 
 
 async def test_server_durations_by_method_and_error_type(client: Any, otel: Recorded) -> None:
@@ -99,3 +103,48 @@ async def test_state_transitions_are_counted_by_the_state_entered(
         "TASK_STATE_WORKING": 1,
         "TASK_STATE_COMPLETED": 1,
     }
+
+
+async def test_store_calls_are_timed_by_operation(
+    aiohttp_client: Any, agent: ScriptedAgent, otel: Recorded
+) -> None:
+    store = FaultyStore()
+    app: web.Application = create_app(make_card(), agent, store=store, telemetry=otel.telemetry)
+    client = await aiohttp_client(app)
+    task = (await result(client, "SendMessage", send_params("echo")))["task"]
+    await result(client, "GetTask", {"id": task["id"]})
+    store.down = True
+    await client.post(
+        "/",
+        json={"jsonrpc": "2.0", "id": 1, "method": "ListTasks", "params": {}},
+        headers={"A2A-Version": "1.0"},
+    )
+    points = {
+        (p.attributes["a2a.store.operation"], p.attributes.get("error.type")): p
+        for p in otel.points("a2a.server.store.duration")
+    }
+    assert {("create", None), ("append", None), ("get", None), ("list", "-32000")} <= set(points)
+    assert all(0 <= p.sum < 60 for p in points.values())  # seconds
+    assert points["get", None].count >= 1
+    assert all(name in OPERATIONS for name, _ in points)
+
+
+async def test_the_store_is_given_its_own_methods_back_at_cleanup(
+    aiohttp_client: Any, agent: ScriptedAgent, otel: Recorded
+) -> None:
+    store = InMemoryTaskStore()
+    app: web.Application = create_app(make_card(), agent, store=store, telemetry=otel.telemetry)
+    client = await aiohttp_client(app)
+    assert "append" in vars(store)  # timed while the app runs
+    await client.close()
+    assert not set(OPERATIONS) & set(vars(store))
+
+
+async def test_metrics_off_leave_the_store_untouched(
+    aiohttp_client: Any, agent: ScriptedAgent
+) -> None:
+    store = InMemoryTaskStore()
+    app = create_app(make_card(), agent, store=store, telemetry=Telemetry(enabled=False))
+    client = await aiohttp_client(app)
+    await result(client, "SendMessage", send_params("echo"))
+    assert not set(OPERATIONS) & set(vars(store))
