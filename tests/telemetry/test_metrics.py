@@ -7,6 +7,7 @@ from __future__ import annotations
 import asyncio
 from typing import Any
 
+import pytest
 from aiohttp import web
 from fault_store import FaultyStore
 from patience import poll
@@ -44,18 +45,26 @@ async def test_tasks_created_counts_new_tasks_only(client: Any, otel: Recorded) 
     assert otel.total("a2a.server.task.created") == 2
 
 
-async def test_store_unavailable_answers_are_counted(
-    aiohttp_client: Any, agent: ScriptedAgent, otel: Recorded
-) -> None:
+@pytest.fixture
+async def faulty(aiohttp_client: Any, agent: ScriptedAgent, otel: Recorded) -> Any:
+    """A client of an app whose store fails on demand, and that store."""
     store = FaultyStore()
     app: web.Application = create_app(make_card(), agent, store=store, telemetry=otel.telemetry)
-    client = await aiohttp_client(app)
-    store.down = True
-    response = await client.post(
+    return await aiohttp_client(app), store
+
+
+async def _list_tasks(client: Any) -> Any:
+    return await client.post(
         "/",
         json={"jsonrpc": "2.0", "id": 1, "method": "ListTasks", "params": {}},
         headers={"A2A-Version": "1.0"},
     )
+
+
+async def test_store_unavailable_answers_are_counted(faulty: Any, otel: Recorded) -> None:
+    client, store = faulty
+    store.down = True
+    response = await _list_tasks(client)
     assert response.status == 503
     assert otel.total("a2a.server.store.unavailable", **{"a2a.method.name": "ListTasks"}) == 1
     [span] = otel.spans("ListTasks")
@@ -105,20 +114,12 @@ async def test_state_transitions_are_counted_by_the_state_entered(
     }
 
 
-async def test_store_calls_are_timed_by_operation(
-    aiohttp_client: Any, agent: ScriptedAgent, otel: Recorded
-) -> None:
-    store = FaultyStore()
-    app: web.Application = create_app(make_card(), agent, store=store, telemetry=otel.telemetry)
-    client = await aiohttp_client(app)
+async def test_store_calls_are_timed_by_operation(faulty: Any, otel: Recorded) -> None:
+    client, store = faulty
     task = (await result(client, "SendMessage", send_params("echo")))["task"]
     await result(client, "GetTask", {"id": task["id"]})
     store.down = True
-    await client.post(
-        "/",
-        json={"jsonrpc": "2.0", "id": 1, "method": "ListTasks", "params": {}},
-        headers={"A2A-Version": "1.0"},
-    )
+    assert (await _list_tasks(client)).status == 503
     points = {
         (p.attributes["a2a.store.operation"], p.attributes.get("error.type")): p
         for p in otel.points("a2a.server.store.duration")

@@ -7,6 +7,7 @@ from __future__ import annotations
 import asyncio
 from typing import Any
 
+import pytest
 from push_support import AUTH, TOKEN, Hook, local_settings, wait_until
 from server_support import ScriptedAgent, make_card, result, send_params
 from telemetry_support import Recorded
@@ -29,10 +30,10 @@ def _gauge(otel: Recorded, metric: str) -> float | None:
     return points[0].value if points else None
 
 
-async def test_an_outage_holds_the_depth_and_ages_the_oldest_delivery(
-    aiohttp_client: Any, aiohttp_server: Any, otel: Recorded
-) -> None:
-    hook = Hook(script=["hang"])  # the first attempt waits for the webhook to come back
+@pytest.fixture
+async def outage(aiohttp_client: Any, aiohttp_server: Any, otel: Recorded) -> Hook:
+    """An echo task sent with a webhook whose first answer hangs until ``released`` is set."""
+    hook = Hook(script=["hang"])
     webhook = await aiohttp_server(hook.app)
     settings = ServerSettings(push=local_settings())
     app = create_app(
@@ -42,6 +43,13 @@ async def test_an_outage_holds_the_depth_and_ages_the_oldest_delivery(
     url = str(webhook.make_url("/webhook"))
     await result(client, "SendMessage", send_params("echo", _inline(url)))
     await wait_until(lambda: len(hook.requests) == 1)  # the first attempt hangs
+    return hook
+
+
+async def test_an_outage_holds_the_depth_and_ages_the_oldest_delivery(
+    outage: Hook, otel: Recorded
+) -> None:
+    hook = outage
 
     # Collected on another thread (as an exporter or a scrape does): a fresh count at once.
     depth = await asyncio.to_thread(_gauge, otel, DEPTH)
@@ -61,18 +69,9 @@ async def test_an_outage_holds_the_depth_and_ages_the_oldest_delivery(
 
 
 async def test_a_collection_on_the_loop_reports_the_count_read_for_it_next(
-    aiohttp_client: Any, aiohttp_server: Any, otel: Recorded
+    outage: Hook, otel: Recorded
 ) -> None:
-    hook = Hook(script=["hang"])
-    webhook = await aiohttp_server(hook.app)
-    settings = ServerSettings(push=local_settings())
-    app = create_app(
-        make_card(push=True), ScriptedAgent(), settings=settings, telemetry=otel.telemetry
-    )
-    client = await aiohttp_client(app)
-    url = str(webhook.make_url("/webhook"))
-    await result(client, "SendMessage", send_params("echo", _inline(url)))
-    await wait_until(lambda: len(hook.requests) == 1)
+    hook = outage
     assert _gauge(otel, DEPTH) is None  # cannot wait on its own loop: a count is asked for
     await wait_until(lambda: _gauge(otel, DEPTH) == 4)
     hook.released.set()
