@@ -59,6 +59,12 @@ async def test_an_outage_holds_the_depth_and_ages_the_oldest_delivery(
     await asyncio.sleep(0.05)
     later_age = await asyncio.to_thread(_gauge, otel, AGE)
     assert later_age is not None and later_age > first_age  # the backlog ages while it waits
+    reads = [  # collected on the loop: the count it asks for is not made yet
+        p.count
+        for p in otel.points("a2a.server.store.duration")
+        if p.attributes["a2a.store.operation"] == "outbox_backlog"
+    ]
+    assert reads == [3]  # one query per collection, not one per gauge
 
     hook.released.set()  # the webhook is back: the hung attempt fails, the retry delivers
     await wait_until(lambda: len(hook.events) == 4)

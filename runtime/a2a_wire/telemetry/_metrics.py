@@ -192,8 +192,8 @@ DURATION_BUCKETS = (
 class Backlog(Protocol):
     """A push outbox as last read: see :class:`a2a_wire.server.push.Backlog`."""
 
-    def observe(self) -> tuple[int, float] | None:
-        """``(depth, age of the oldest row in seconds)`` as last read; asks for a new read."""
+    def observe(self, *, read: bool = True) -> tuple[int, float] | None:
+        """``(depth, age of the oldest row in seconds)``; with ``read``, a new count first."""
         ...
 
 
@@ -240,18 +240,19 @@ class Instruments:
         _make(meter, OUTBOX_DEPTH, self._depths)
         _make(meter, OUTBOX_AGE, self._ages)
 
-    def _observed(self) -> list[tuple[int, float]]:
-        return [seen for b in list(self.backlogs) if (seen := b.observe()) is not None]
+    def _observed(self, read: bool) -> list[tuple[int, float]]:
+        return [seen for b in list(self.backlogs) if (seen := b.observe(read=read)) is not None]
 
     def _depths(self, _options: CallbackOptions) -> Iterable[Observation]:
         from opentelemetry.metrics import Observation
 
-        return [Observation(depth) for depth, _ in self._observed()]
+        return [Observation(depth) for depth, _ in self._observed(read=True)]
 
     def _ages(self, _options: CallbackOptions) -> Iterable[Observation]:
+        """The ages of the counts the depth gauge just read (one query per collection)."""
         from opentelemetry.metrics import Observation
 
-        return [Observation(age) for _, age in self._observed()]
+        return [Observation(age) for _, age in self._observed(read=False)]
 
 
 def _make(meter: Meter, metric: Metric, callback: Any = None) -> Any:

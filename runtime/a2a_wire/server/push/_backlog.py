@@ -50,14 +50,14 @@ class Backlog:
         if reading is not None:
             reading.cancel()
 
-    def observe(self) -> tuple[int, float] | None:
+    def observe(self, *, read: bool = True) -> tuple[int, float] | None:
         """``(depth, age in seconds)``: a fresh count when it can be waited for, else the last.
 
-        ``None`` before the first count (or while the store cannot be read at all). Safe to
-        call from any thread.
+        ``read=False`` skips the count (the age is still measured now). ``None`` before the
+        first count (or while the store cannot be read at all). Safe to call from any thread.
         """
         loop = self._loop
-        if loop is not None and not loop.is_closed():
+        if read and loop is not None and not loop.is_closed():
             try:
                 here = asyncio.get_running_loop() is loop
             except RuntimeError:
