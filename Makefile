@@ -34,7 +34,8 @@ $(INSTALLED): pyproject.toml | $(PY)
 # cli extra, not the test tools) and run `a2a-wire serve` on the embedded default
 # (127.0.0.1:8765), or e.g. `make serve ARGS="--config examples/serve.toml"`. Ctrl-C stops it.
 # EXTRAS adds extras of pyproject.toml beside cli: `make serve EXTRAS=postgresql` (asyncpg, for
-# storage = "postgresql"), `EXTRAS=postgresql,signing`, `EXTRAS=otlp` ([telemetry] export).
+# storage = "postgresql"), `EXTRAS=postgresql,signing`, `EXTRAS=otlp` ([telemetry] export),
+# `EXTRAS=prometheus` ([telemetry] prometheus_port).
 ARGS ?=
 EXTRAS ?= cli
 comma := ,

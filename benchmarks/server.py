@@ -19,7 +19,8 @@ CPU time per request and its CPU and RSS (from /proc), and the load generator's 
 100 % means the client, not the server, set the pace). Then the ratios ours/SDK and ours/ceiling
 (by requests per second and by capacity, see benchmarks/server_report.py) and the issue's targets.
 Any error (a failed request or an answer of the wrong shape) makes the run exit with status 1.
-The codec benchmark (benchmarks/codec.py) runs last, in its own process.
+The codec benchmark (benchmarks/codec.py) runs last, in its own process. What telemetry costs
+(not installed, installed but off, on) is benchmarks/telemetry.py's, on the same load.
 
 The machine may be shared: /proc/stat tells how much of each of the two CPUs went to other
 processes during a cell. A cell where that exceeds ``--max-other`` (10 %) is measured again, up

@@ -39,6 +39,8 @@ def test_an_endpoint_turns_export_on(tmp_path: Path, monkeypatch: pytest.MonkeyP
         ('endpoint = "ftp://collector"', "telemetry.endpoint: must be an http:// or https:// URL"),
         ("export_timeout_seconds = 0", "telemetry.export_timeout_seconds: must be positive"),
         ("exporter = 'grpc'", "telemetry.exporter: unknown key"),
+        ("prometheus_port = 70000", "telemetry.prometheus_port: must be 0..65535, not 70000"),
+        ("prometheus_port = '9464'", "telemetry.prometheus_port: must be an integer"),
     ],
 )
 def test_refused_values_name_their_key(tmp_path: Path, text: str, problem: str) -> None:
@@ -56,3 +58,14 @@ def test_export_without_the_extra_names_the_install_command(
     text = str(info.value)
     assert "telemetry.enabled: [telemetry] enabled needs opentelemetry.exporter" in text
     assert "in the otlp extra: " in text and "pip install" in text and "[otlp]" in text
+
+
+def test_a_scrape_port_without_the_extra_names_the_install_command(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setitem(sys.modules, "opentelemetry.exporter.prometheus", None)
+    with pytest.raises(ConfigError) as info:
+        _load(tmp_path, "[telemetry]\nenabled = false\nprometheus_port = 9464\n")
+    text = str(info.value)
+    assert "telemetry.prometheus_port: [telemetry] prometheus_port needs" in text
+    assert "in the prometheus extra: " in text and "[prometheus]" in text

@@ -13,29 +13,17 @@ from typing import Any
 
 import pytest
 from aiohttp import web
-from opentelemetry.sdk.metrics import MeterProvider
-from opentelemetry.sdk.metrics.export import InMemoryMetricReader
-from opentelemetry.sdk.trace import TracerProvider
-from opentelemetry.sdk.trace.export import SimpleSpanProcessor
-from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 from server_support import ScriptedAgent, make_card
 from telemetry_support import Recorded
 
 from a2a_wire.server import create_app
-from a2a_wire.telemetry import Telemetry
 
 
 @pytest.fixture
 def otel() -> Iterator[Recorded]:
-    exporter = InMemorySpanExporter()
-    tracer_provider = TracerProvider()
-    tracer_provider.add_span_processor(SimpleSpanProcessor(exporter))
-    reader = InMemoryMetricReader()
-    meter_provider = MeterProvider(metric_readers=[reader])
-    telemetry = Telemetry(tracer_provider=tracer_provider, meter_provider=meter_provider)
-    yield Recorded(telemetry, tracer_provider, exporter, reader)
-    tracer_provider.shutdown()
-    meter_provider.shutdown()
+    recorded = Recorded.new()
+    yield recorded
+    recorded.shutdown()
 
 
 @pytest.fixture

@@ -1,10 +1,13 @@
-"""docs/observability.md has a table row for every attribute and metric the code records."""
+"""docs/observability.md has a table row for every attribute the code records, and its metrics
+table lists exactly the instruments of ``a2a_wire.telemetry._metrics.METRICS``, each with its
+instrument kind, unit and attributes as the code declares them."""
 
 from __future__ import annotations
 
 import re
 from pathlib import Path
 
+from a2a_wire.server._store_timing import OPERATIONS
 from a2a_wire.telemetry import _metrics, _names
 
 DOC = Path(__file__).parents[2] / "docs" / "observability.md"
@@ -19,21 +22,36 @@ def _rows() -> set[str]:
     return names
 
 
-def _constants(module: object, prefixes: tuple[str, ...]) -> set[str]:
-    return {
-        value
-        for name, value in vars(module).items()
-        if name.isupper() and isinstance(value, str) and value.startswith(prefixes)
-    }
+def _metric_rows() -> dict[str, tuple[str, str, set[str]]]:
+    """The metrics table: name to (instrument, unit, attributes named in backquotes)."""
+    text = DOC.read_text().split("## Metrics", 1)[1].split("\n## ", 1)[0]
+    rows: dict[str, tuple[str, str, set[str]]] = {}
+    for line in text.splitlines():
+        if line.startswith("| `a2a."):
+            cells = [cell.strip() for cell in line.strip("|").split("|")]
+            name, kind, unit, attributes = cells[0].strip("`"), cells[1], cells[2], cells[3]
+            rows[name] = (kind, unit.strip("`"), set(re.findall(r"`([^`]+)`", attributes)))
+    return rows
 
 
 def test_every_attribute_has_a_row() -> None:
-    attributes = _constants(_names, ("a2a.", "gen_ai.", "error.", "server."))
-    assert len(attributes) >= 12
+    attributes = {
+        value
+        for name, value in vars(_names).items()
+        if name.isupper()
+        and isinstance(value, str)
+        and value.startswith(("a2a.", "gen_ai.", "error.", "server."))
+    }
+    assert len(attributes) >= 14
     assert attributes - _rows() == set()
 
 
-def test_every_metric_has_a_row() -> None:
-    metrics = _constants(_metrics, ("a2a.",))
-    assert len(metrics) == 12
-    assert metrics - _rows() == set()
+def test_the_metrics_table_is_the_code_s() -> None:
+    declared = {m.name: (m.kind, m.unit, set(m.attributes)) for m in _metrics.METRICS}
+    assert len(declared) == 17
+    assert _metric_rows() == declared
+
+
+def test_every_store_operation_is_documented() -> None:
+    text = DOC.read_text()
+    assert all(f"`{name}`" in text for name in OPERATIONS)

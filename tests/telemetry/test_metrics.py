@@ -1,11 +1,13 @@
 """Metrics: request durations by method and ``error.type`` (seconds), tasks created,
-store-unavailable answers, runs in progress and their durations, stream events."""
+store-unavailable answers, store call durations by operation, runs in progress and their
+durations, stream events, state transitions."""
 
 from __future__ import annotations
 
 import asyncio
 from typing import Any
 
+import pytest
 from aiohttp import web
 from fault_store import FaultyStore
 from patience import poll
@@ -13,6 +15,9 @@ from server_support import ScriptedAgent, error, make_card, result, send_params,
 from telemetry_support import Recorded
 
 from a2a_wire.server import create_app
+from a2a_wire.server._store_timing import OPERATIONS
+from a2a_wire.server.store import InMemoryTaskStore
+from a2a_wire.telemetry import Telemetry
 
 
 async def test_server_durations_by_method_and_error_type(client: Any, otel: Recorded) -> None:
@@ -40,18 +45,26 @@ async def test_tasks_created_counts_new_tasks_only(client: Any, otel: Recorded) 
     assert otel.total("a2a.server.task.created") == 2
 
 
-async def test_store_unavailable_answers_are_counted(
-    aiohttp_client: Any, agent: ScriptedAgent, otel: Recorded
-) -> None:
+@pytest.fixture
+async def faulty(aiohttp_client: Any, agent: ScriptedAgent, otel: Recorded) -> Any:
+    """A client of an app whose store fails on demand, and that store."""
     store = FaultyStore()
     app: web.Application = create_app(make_card(), agent, store=store, telemetry=otel.telemetry)
-    client = await aiohttp_client(app)
-    store.down = True
-    response = await client.post(
+    return await aiohttp_client(app), store
+
+
+async def _list_tasks(client: Any) -> Any:
+    return await client.post(
         "/",
         json={"jsonrpc": "2.0", "id": 1, "method": "ListTasks", "params": {}},
         headers={"A2A-Version": "1.0"},
     )
+
+
+async def test_store_unavailable_answers_are_counted(faulty: Any, otel: Recorded) -> None:
+    client, store = faulty
+    store.down = True
+    response = await _list_tasks(client)
     assert response.status == 503
     assert otel.total("a2a.server.store.unavailable", **{"a2a.method.name": "ListTasks"}) == 1
     [span] = otel.spans("ListTasks")
@@ -99,3 +112,40 @@ async def test_state_transitions_are_counted_by_the_state_entered(
         "TASK_STATE_WORKING": 1,
         "TASK_STATE_COMPLETED": 1,
     }
+
+
+async def test_store_calls_are_timed_by_operation(faulty: Any, otel: Recorded) -> None:
+    client, store = faulty
+    task = (await result(client, "SendMessage", send_params("echo")))["task"]
+    await result(client, "GetTask", {"id": task["id"]})
+    store.down = True
+    assert (await _list_tasks(client)).status == 503
+    points = {
+        (p.attributes["a2a.store.operation"], p.attributes.get("error.type")): p
+        for p in otel.points("a2a.server.store.duration")
+    }
+    assert {("create", None), ("append", None), ("get", None), ("list", "-32000")} <= set(points)
+    assert all(0 <= p.sum < 60 for p in points.values())  # seconds
+    assert points["get", None].count >= 1
+    assert all(name in OPERATIONS for name, _ in points)
+
+
+async def test_the_store_is_given_its_own_methods_back_at_cleanup(
+    aiohttp_client: Any, agent: ScriptedAgent, otel: Recorded
+) -> None:
+    store = InMemoryTaskStore()
+    app: web.Application = create_app(make_card(), agent, store=store, telemetry=otel.telemetry)
+    client = await aiohttp_client(app)
+    assert "append" in vars(store)  # timed while the app runs
+    await client.close()
+    assert not set(OPERATIONS) & set(vars(store))
+
+
+async def test_metrics_off_leave_the_store_untouched(
+    aiohttp_client: Any, agent: ScriptedAgent
+) -> None:
+    store = InMemoryTaskStore()
+    app = create_app(make_card(), agent, store=store, telemetry=Telemetry(enabled=False))
+    client = await aiohttp_client(app)
+    await result(client, "SendMessage", send_params("echo"))
+    assert not set(OPERATIONS) & set(vars(store))

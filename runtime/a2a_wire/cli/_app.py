@@ -257,16 +257,18 @@ def build_app(config: Config) -> tuple[web.Application, RequestLog]:
 
     Raises:
         OSError: The data directory cannot be created.
+        ScrapeEndpointError: The Prometheus scrape endpoint cannot listen.
     """
     card = build_card(config)
-    exporting = start_exporting(config.telemetry, card.name) if config.telemetry.enabled else None
+    section = config.telemetry
     app = create_app(
         card,
         store=build_store(config),
         settings=config.settings,
         security=build_security(config),
-        telemetry=Telemetry(record_sizes=config.telemetry.record_sizes) if exporting else None,
+        telemetry=Telemetry(record_sizes=section.record_sizes) if section.active else None,
     )
+    exporting = start_exporting(section, card.name) if section.active else None
     if exporting is not None:  # after the server's own cleanups: the spans of its stop go too
         app.on_cleanup.append(exporting.stop)
     log = RequestLog()

@@ -1,8 +1,9 @@
-"""``serve``'s OpenTelemetry SDK: providers and OTLP/HTTP exporters from ``[telemetry]``.
+"""``serve``'s OpenTelemetry SDK from ``[telemetry]``: providers, exporters, scrape endpoint.
 
 The providers become the process's global ones, so the server and the clients of its skills
 (``delegate``) record into them and one trace crosses agents. Exports run on the SDK's own
-threads; the last one at stop is bounded by ``export_timeout_seconds``.
+threads; the last one at stop is bounded by ``export_timeout_seconds``. Scrapes are answered by
+``prometheus_client``'s HTTP server on a thread of its own, stopped with the application.
 """
 
 from __future__ import annotations
@@ -17,12 +18,23 @@ from aiohttp import web
 
 from a2a_wire import __version__
 from a2a_wire.cli.config._telemetry import TelemetrySection
+from a2a_wire.errors import A2AError
 
 if TYPE_CHECKING:
+    from wsgiref.simple_server import WSGIServer
+
     from opentelemetry.sdk.metrics import MeterProvider
+    from opentelemetry.sdk.metrics.export import MetricReader
+    from opentelemetry.sdk.resources import Resource
     from opentelemetry.sdk.trace import TracerProvider
 
-__all__ = ["EXPORT_LOG_SECONDS", "Exporting", "QuietExports", "start_exporting"]
+__all__ = [
+    "EXPORT_LOG_SECONDS",
+    "Exporting",
+    "QuietExports",
+    "ScrapeEndpointError",
+    "start_exporting",
+]
 
 log = logging.getLogger("a2a_wire.serve")
 
@@ -60,24 +72,38 @@ class QuietExports(logging.Filter):
         return True
 
 
+class ScrapeEndpointError(A2AError):
+    """The Prometheus scrape endpoint could not listen (``[telemetry] prometheus_port``)."""
+
+
 class Exporting:
     """The SDK providers of one ``serve`` process, stopped with its application.
 
     Args:
-        tracer_provider: Where spans go.
+        tracer_provider: Where spans go; ``None`` without OTLP export.
         meter_provider: Where measurements go.
         timeout: ``export_timeout_seconds``.
+        scrapes: The Prometheus scrape server, when one listens.
     """
 
     def __init__(
-        self, tracer_provider: TracerProvider, meter_provider: MeterProvider, timeout: float
+        self,
+        tracer_provider: TracerProvider | None,
+        meter_provider: MeterProvider,
+        timeout: float,
+        scrapes: WSGIServer | None = None,
     ) -> None:
         self.tracer_provider = tracer_provider
         self.meter_provider = meter_provider
         self.timeout = timeout
+        self.scrapes = scrapes
 
     def _shutdown(self) -> None:
-        self.tracer_provider.shutdown()
+        if self.scrapes is not None:  # first: a scrape now would read a stopped provider
+            self.scrapes.shutdown()
+            self.scrapes.server_close()
+        if self.tracer_provider is not None:
+            self.tracer_provider.shutdown()
         self.meter_provider.shutdown(timeout_millis=self.timeout * 1000)
 
     async def stop(self, _app: web.Application | None = None) -> None:
@@ -96,29 +122,75 @@ def _url(base: str, signal: str) -> str | None:
     return f"{base.rstrip('/')}/v1/{signal}" if base else None
 
 
+def _scrape_endpoint(section: TelemetrySection) -> tuple[MetricReader, WSGIServer]:
+    """A Prometheus reader and the server answering ``/metrics`` with what it reads.
+
+    Raises:
+        ScrapeEndpointError: the address cannot be listened on (a port in use, say).
+    """
+    from opentelemetry.exporter.prometheus import PrometheusMetricReader
+    from prometheus_client import CollectorRegistry, start_http_server
+
+    registry = CollectorRegistry()  # the process's own metrics only, never another app's
+    host, port = section.prometheus_host, section.prometheus_port
+    try:
+        server, _thread = start_http_server(port, addr=host, registry=registry)
+    except OSError as exc:
+        raise ScrapeEndpointError(
+            f"cannot listen for Prometheus scrapes on {host}:{port} ([telemetry]"
+            f" prometheus_port, prometheus_host): {exc.strerror or exc}"
+        ) from exc
+    return PrometheusMetricReader(registry=registry), server
+
+
 def start_exporting(section: TelemetrySection, agent_name: str) -> Exporting:
-    """Set global providers that export to ``section``'s collector.
+    """Set global providers that export to ``section``'s collector and answer its scrapes.
 
     Args:
-        section: ``[telemetry]``, with ``enabled`` set (and the ``otlp`` extra installed).
+        section: ``[telemetry]``, with OTLP export or a Prometheus port (and their extras).
         agent_name: The card's name, ``service.name`` unless the section or
             ``OTEL_SERVICE_NAME`` names one.
 
     Returns:
         The providers, to stop at shutdown.
+
+    Raises:
+        ScrapeEndpointError: the scrape endpoint cannot listen; nothing was set.
     """
     from opentelemetry import metrics, trace
+    from opentelemetry.sdk.metrics import MeterProvider
+    from opentelemetry.sdk.resources import SERVICE_NAME, SERVICE_VERSION, Resource
+
+    name = section.service_name or os.environ.get("OTEL_SERVICE_NAME") or agent_name
+    resource = Resource.create({SERVICE_NAME: name, SERVICE_VERSION: __version__})
+    readers: list[MetricReader] = []
+    scrapes = None
+    if section.prometheus_port:
+        reader, scrapes = _scrape_endpoint(section)
+        readers.append(reader)
+    tracer_provider = None
+    if section.enabled:
+        tracer_provider, otlp = _otlp(section, resource)
+        readers.append(otlp)
+        trace.set_tracer_provider(tracer_provider)
+    meter_provider = MeterProvider(resource=resource, metric_readers=readers)
+    metrics.set_meter_provider(meter_provider)
+    quiet = QuietExports()
+    for handler in logging.getLogger().handlers:
+        if not any(isinstance(f, QuietExports) for f in handler.filters):
+            handler.addFilter(quiet)
+    return Exporting(tracer_provider, meter_provider, section.export_timeout_seconds, scrapes)
+
+
+def _otlp(section: TelemetrySection, resource: Resource) -> tuple[TracerProvider, MetricReader]:
+    """The tracer provider exporting over OTLP/HTTP, and the metric reader doing the same."""
     from opentelemetry.exporter.otlp.proto.http.metric_exporter import OTLPMetricExporter
     from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
-    from opentelemetry.sdk.metrics import MeterProvider
     from opentelemetry.sdk.metrics.export import PeriodicExportingMetricReader
-    from opentelemetry.sdk.resources import SERVICE_NAME, SERVICE_VERSION, Resource
     from opentelemetry.sdk.trace import TracerProvider
     from opentelemetry.sdk.trace.export import BatchSpanProcessor
     from opentelemetry.sdk.trace.sampling import ParentBased, TraceIdRatioBased
 
-    name = section.service_name or os.environ.get("OTEL_SERVICE_NAME") or agent_name
-    resource = Resource.create({SERVICE_NAME: name, SERVICE_VERSION: __version__})
     timeout = section.export_timeout_seconds
     millis = timeout * 1000
     tracer_provider = TracerProvider(
@@ -131,11 +203,4 @@ def start_exporting(section: TelemetrySection, agent_name: str) -> Exporting:
         export_interval_millis=section.metrics_interval_seconds * 1000,
         export_timeout_millis=millis,
     )
-    meter_provider = MeterProvider(resource=resource, metric_readers=[reader])
-    trace.set_tracer_provider(tracer_provider)
-    metrics.set_meter_provider(meter_provider)
-    quiet = QuietExports()
-    for handler in logging.getLogger().handlers:
-        if not any(isinstance(f, QuietExports) for f in handler.filters):
-            handler.addFilter(quiet)
-    return Exporting(tracer_provider, meter_provider, timeout)
+    return tracer_provider, reader

@@ -27,6 +27,7 @@ from typing import NoReturn
 from aiohttp import web
 
 from a2a_wire.cli._app import build_app
+from a2a_wire.cli._exporting import ScrapeEndpointError
 from a2a_wire.cli._logging import RequestLog
 from a2a_wire.cli.config._load import Config
 from a2a_wire.errors import A2AError, InternalError, ProtocolError, UnavailableError
@@ -146,6 +147,8 @@ async def _start(
 ) -> tuple[web.AppRunner, list[web.BaseSite], RequestLog]:
     try:
         app, requests = build_app(config)
+    except ScrapeEndpointError as exc:
+        raise StartError(str(exc)) from exc
     except OSError as exc:
         raise StartError(f"cannot use data directory {config.server.data_dir}: {exc}") from exc
     if worker is not None:

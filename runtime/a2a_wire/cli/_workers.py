@@ -44,6 +44,11 @@ def refusal(config: Config, workers: int) -> str | None:
         The message for the command to print (it exits 6), or ``None`` when they can.
     """
     storage = config.server.storage
+    if workers > 1 and config.telemetry.prometheus_port:
+        return (
+            f"--workers {workers} with [telemetry] prometheus_port: one port cannot be scraped"
+            " for every worker. Run one process, or export over OTLP ([telemetry] endpoint)"
+        )
     if workers <= 1 or storage == "postgresql":
         return None
     why = (

@@ -60,6 +60,7 @@ from a2a_wire.server._retention import RETENTION_KEY, Retention
 from a2a_wire.server._runtime import Runtime
 from a2a_wire.server._settings import ServerSettings
 from a2a_wire.server._skills import SkillRouter, SkillSet
+from a2a_wire.server._store_timing import StoreTiming
 from a2a_wire.server._streaming import error_answer, stream_events
 from a2a_wire.server._telemetry import (
     TRACE_KEY,
@@ -83,6 +84,7 @@ RUNTIME_KEY = web.AppKey("a2a_wire.runtime", Runtime)
 STORE_KEY: web.AppKey[EventLogStore] = web.AppKey("a2a_wire.store")
 """The application's task store."""
 _SETTINGS = web.AppKey("a2a_wire.settings", ServerSettings)
+_OBSERVED = web.AppKey("a2a_wire.telemetry", ServerTelemetry)
 CALLS_KEY: web.RequestKey[tuple[tuple[Call, ...], bool]] = web.RequestKey("a2a_wire.calls")
 """On a JSON-RPC request whose body parsed: its calls, and whether the body was a batch.
 
@@ -310,6 +312,7 @@ def create_app(
     deliverer = _deliverer(store, settings, observed) if caps.push_notifications else None
     on_push = deliverer.wake if deliverer else None
     on_state = observed.transition if telemetry.enabled else None
+    observed.watch_leases(store)
     runtime = Runtime(agent, store, settings, skills, on_push, on_state)
     publisher = CardPublisher(card, settings, security.card_signer)
     extended = extended_card(publisher, skills, registry) if security.extended_card else None
@@ -320,6 +323,7 @@ def create_app(
     app[RUNTIME_KEY] = runtime
     app[STORE_KEY] = store
     app[_SETTINGS] = settings
+    app[_OBSERVED] = observed
     app[HEALTH_KEY] = health = Health(store, settings)
     health.install(app)
     _add_routes(app, settings, security, publisher, endpoint)
@@ -400,6 +404,7 @@ def _traced(agent: AgentExecutor, observed: ServerTelemetry) -> AgentExecutor:
 async def _storage(app: web.Application) -> AsyncIterator[None]:
     store = app[STORE_KEY]
     failed = await store.open()
+    timing = StoreTiming.install(store, app[_OBSERVED].telemetry.instruments())
     if failed:
         one = len(failed) == 1
         log.warning(
@@ -414,6 +419,8 @@ async def _storage(app: web.Application) -> AsyncIterator[None]:
         try:
             await app[RUNTIME_KEY].close()
         finally:  # the store closes also when stopping the runtime failed or was cancelled
+            if timing is not None:
+                timing.remove()
             await store.close()
 
 

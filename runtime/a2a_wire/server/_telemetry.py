@@ -21,11 +21,12 @@ from a2a_wire._protocol.wire import VERSION_HEADER
 from a2a_wire.codec import ProtoMessage
 from a2a_wire.server._executor import AgentExecutor, EventQueue, RequestContext
 from a2a_wire.server._subscriber import Frame
-from a2a_wire.server.store import StoreUnavailableError
+from a2a_wire.server.store import StoreUnavailableError, shared_store
 from a2a_wire.telemetry import Telemetry
 from a2a_wire.telemetry._names import (
     AGENT_NAME,
     CONVERSATION_ID,
+    LEASE_OUTCOME,
     METHOD_NAME,
     OPERATION_NAME,
     OTHER_METHOD,
@@ -217,6 +218,25 @@ class ServerTelemetry:
         instruments = self.telemetry.instruments()
         if instruments is not None:
             instruments.task_transitions.add(1, {TASK_STATE: state.value})
+
+    def watch_leases(self, store: object) -> None:
+        """Count a shared store's lost leases and takeovers (nothing for a one-process store)."""
+        shared = shared_store(store)
+        if shared is not None and self.telemetry.enabled:
+            shared.on_lease_lost(self.lease_lost)
+            shared.on_takeover(self.took_over)
+
+    def lease_lost(self, _task_id: str) -> None:
+        """A lease this process held was found gone (a shared store's callback)."""
+        instruments = self.telemetry.instruments()
+        if instruments is not None:
+            instruments.leases_lost.add(1)
+
+    def took_over(self, _task_id: str, failed: bool) -> None:
+        """This process ended another's expired lease (a shared store's callback)."""
+        instruments = self.telemetry.instruments()
+        if instruments is not None:
+            instruments.lease_takeovers.add(1, {LEASE_OUTCOME: "failed" if failed else "released"})
 
 
 class TracedAgent(AgentExecutor):

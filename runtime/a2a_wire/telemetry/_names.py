@@ -20,6 +20,7 @@ __all__ = [
     "CONVERSATION_ID",
     "ERROR_TYPE",
     "INSTRUMENTATION_NAME",
+    "LEASE_OUTCOME",
     "MESSAGE_ID",
     "MESSAGE_PART_COUNT",
     "MESSAGE_SIZE",
@@ -34,6 +35,7 @@ __all__ = [
     "REFERENCE_TASK_IDS",
     "SERVER_ADDRESS",
     "SERVER_PORT",
+    "STORE_OPERATION",
     "STREAM_EVENT_COUNT",
     "TASK_ID",
     "TASK_STATE",
@@ -60,6 +62,8 @@ MESSAGE_SIZE = "a2a.message.size"
 PUSH_CONFIG_ID = "a2a.push.config.id"
 PUSH_ATTEMPT = "a2a.push.attempt"
 PUSH_OUTCOME = "a2a.push.outcome"
+STORE_OPERATION = "a2a.store.operation"
+LEASE_OUTCOME = "a2a.lease.outcome"
 
 PUSH_NOTIFICATION = "SendPushNotification"
 """The span name of a push delivery: the sender's CLIENT span and the webhook's SERVER span."""

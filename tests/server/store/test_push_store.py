@@ -118,6 +118,26 @@ async def test_a_lane_is_served_in_order(store: EventLogStore) -> None:
     )
 
 
+async def test_the_backlog_counts_the_rows_waiting_and_dates_the_oldest(
+    store: EventLogStore,
+) -> None:
+    assert await store.outbox_backlog() == (0, None)
+    await store.create(task(), push_configs=[config("a"), config("b")])
+    await pushed(store, "t1", "first")
+    first = await store.next_delivery("t1", "a")
+    assert first is not None
+    await pushed(store, "t1", "second")
+    assert await store.outbox_backlog() == (4, first.created_at)  # two events, two configs
+    await store.delivery_done(first.seq)
+    retried = await store.next_delivery("t1", "b")
+    assert retried is not None
+    await store.delivery_retry(retried.seq, attempts=1, next_attempt_at=0.0, error="HTTP 503")
+    assert await store.outbox_backlog() == (3, retried.created_at)  # a retry still waits
+    await store.delivery_failed(retried.seq, attempts=2, error="HTTP 404")
+    count, oldest = await store.outbox_backlog()
+    assert count == 2 and oldest is not None and oldest >= first.created_at  # given up: gone
+
+
 async def test_retries_are_recorded(store: EventLogStore) -> None:
     await store.create(task(), push_configs=[config("a")], push=True)
     head = await store.next_delivery("t1", "a")

@@ -1,8 +1,9 @@
-"""``[telemetry]``: whether ``serve`` exports traces and metrics over OTLP, and where.
+"""``[telemetry]``: OTLP export of ``serve``'s traces and metrics, and its scrape endpoint.
 
 The exporters also read the standard ``OTEL_*`` environment variables for what the table leaves
 unset (headers, an endpoint per signal). An endpoint, in the table or in
-``OTEL_EXPORTER_OTLP_ENDPOINT``, turns export on unless the table says ``enabled = false``.
+``OTEL_EXPORTER_OTLP_ENDPOINT``, turns export on unless the table says ``enabled = false``. A
+``prometheus_port`` turns the scrape endpoint on, with or without OTLP export.
 """
 
 from __future__ import annotations
@@ -23,6 +24,9 @@ ENDPOINT_VARIABLE = "OTEL_EXPORTER_OTLP_ENDPOINT"
 EXTRA = "otlp"
 """The extra that brings the OpenTelemetry SDK and its OTLP/HTTP exporters."""
 
+PROMETHEUS_EXTRA = "prometheus"
+"""The extra that brings the SDK and its Prometheus reader (with ``prometheus_client``)."""
+
 
 @dataclass(frozen=True)
 class TelemetrySection:
@@ -42,6 +46,8 @@ class TelemetrySection:
             stop).
         metrics_interval_seconds: Seconds between two metric exports.
         record_sizes: Record each message's part count and size (never its content).
+        prometheus_port: Port of the Prometheus scrape endpoint (``/metrics``); 0: none.
+        prometheus_host: Address the scrape endpoint listens on (loopback by default).
     """
 
     enabled: bool = False
@@ -51,6 +57,13 @@ class TelemetrySection:
     export_timeout_seconds: float = 5.0
     metrics_interval_seconds: float = 60.0
     record_sizes: bool = False
+    prometheus_port: int = 0
+    prometheus_host: str = "127.0.0.1"
+
+    @property
+    def active(self) -> bool:
+        """Whether ``serve`` sets up the SDK at all (OTLP export, a scrape endpoint, or both)."""
+        return self.enabled or self.prometheus_port > 0
 
 
 def read_telemetry(table: Table) -> TelemetrySection:
@@ -76,6 +89,8 @@ def read_telemetry(table: Table) -> TelemetrySection:
             "metrics_interval_seconds", default.metrics_interval_seconds
         ),
         record_sizes=table.flag("record_sizes", default.record_sizes),
+        prometheus_port=table.integer("prometheus_port", default.prometheus_port, 0, 65535),
+        prometheus_host=table.text("prometheus_host", default.prometheus_host),
     )
     table.done()
     if section.sample_ratio > 1:
@@ -88,9 +103,16 @@ def read_telemetry(table: Table) -> TelemetrySection:
         if url is None or url.scheme not in ("http", "https") or not url.host:
             table.problem(("endpoint",), "must be an http:// or https:// URL")
     if section.enabled:
-        for module in ("opentelemetry.sdk", "opentelemetry.exporter.otlp.proto.http"):
-            missing = missing_extra(module, EXTRA, "[telemetry] enabled")
-            if missing is not None:
-                table.problem(("enabled",), missing)
-                break
+        _require(table, "enabled", EXTRA, "opentelemetry.exporter.otlp.proto.http")
+    if section.prometheus_port:
+        _require(table, "prometheus_port", PROMETHEUS_EXTRA, "opentelemetry.exporter.prometheus")
     return section
+
+
+def _require(table: Table, key: str, extra: str, exporter: str) -> None:
+    """Note a problem on ``key`` unless the SDK and ``exporter`` (``extra`` brings them) import."""
+    for module in ("opentelemetry.sdk", exporter):
+        missing = missing_extra(module, extra, f"[telemetry] {key}")
+        if missing is not None:
+            table.problem((key,), missing)
+            return

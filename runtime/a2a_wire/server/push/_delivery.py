@@ -15,6 +15,7 @@ import aiohttp
 from aiohttp import web
 
 from a2a_wire import __version__, netguard
+from a2a_wire.server.push._backlog import Backlog
 from a2a_wire.server.push._claimed import ClaimReader
 from a2a_wire.server.push._lanes import LaneReader
 from a2a_wire.server.push._observed import PushTelemetry
@@ -48,6 +49,8 @@ class PushDeliverer:
         self._session = session
         self._owns_session = session is None
         self._sender = Sender(store, settings, observed)
+        self._observed = observed
+        self._backlog = Backlog(store)
         limit = settings.max_concurrent
         self._worker: LaneReader | ClaimReader
         if isinstance(store, PushClaims):
@@ -82,12 +85,18 @@ class PushDeliverer:
                 headers={"User-Agent": f"a2a-wire/{__version__} push"},
             )
         self._sender.session = self._session
+        if self._observed is not None:
+            self._backlog.start()
+            self._observed.watch(self._backlog)
         self._worker.wake()
         self._reader = asyncio.create_task(self._worker.run(), name="a2a-push-reader")
 
     async def close(self) -> None:
         """Stop the reader and every delivery, and close the owned session; rows stay stored."""
         reader, self._reader = self._reader, None
+        if self._observed is not None:
+            self._observed.watch(None)
+            self._backlog.stop()
         if reader is not None:
             reader.cancel()
             await asyncio.gather(reader, return_exceptions=True)

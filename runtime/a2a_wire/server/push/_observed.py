@@ -2,7 +2,8 @@
 
 An attempt's span is a child of the span of the task's newest run in this process when it is
 remembered (so the webhook's own span, from the ``traceparent`` the attempt sends, joins the
-task's trace), else the root of a trace of its own. Nothing here runs without a provider.
+task's trace), else the root of a trace of its own. The outbox's :class:`Backlog` is given to
+the instruments' gauges once a meter provider is found. Nothing here runs without a provider.
 """
 
 from __future__ import annotations
@@ -13,6 +14,7 @@ from typing import TYPE_CHECKING
 
 import yarl
 
+from a2a_wire.server.push._backlog import Backlog
 from a2a_wire.server.store import Delivery
 from a2a_wire.telemetry import Telemetry
 from a2a_wire.telemetry._names import (
@@ -37,6 +39,8 @@ except ImportError:  # pragma: no cover - the telemetry extra is not installed
 if TYPE_CHECKING:
     from opentelemetry.trace import SpanContext
 
+    from a2a_wire.telemetry._metrics import Instruments
+
 __all__ = ["PushTelemetry"]
 
 
@@ -55,9 +59,28 @@ class PushTelemetry:
     ) -> None:
         self.telemetry = telemetry
         self._last_run = last_run
+        self._backlog: Backlog | None = None
+        self._gauged: Instruments | None = None
+
+    def watch(self, backlog: Backlog | None) -> None:
+        """Report ``backlog`` on the outbox gauges (``None``: stop reporting it)."""
+        if self._gauged is not None and self._backlog in self._gauged.backlogs:
+            self._gauged.backlogs.remove(self._backlog)
+        self._backlog, self._gauged = backlog, None
+        self._gauge()
+
+    def _gauge(self) -> None:
+        """Hand the backlog to the instruments, once they exist (a provider set late)."""
+        if self._backlog is None or self._gauged is not None:
+            return
+        instruments = self.telemetry.instruments()
+        if instruments is not None:
+            instruments.backlogs.append(self._backlog)
+            self._gauged = instruments
 
     def attempt(self, delivery: Delivery, headers: MutableMapping[str, str]) -> CallRecord | None:
         """Start an attempt's record and put its trace context into ``headers``."""
+        self._gauge()
         tracer = self.telemetry.tracer()
         instruments = self.telemetry.instruments()
         if tracer is None and instruments is None:

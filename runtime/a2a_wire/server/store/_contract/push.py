@@ -112,6 +112,14 @@ class PushStore(Protocol):
         """The given-up rows of a task, oldest first."""
         ...
 
+    async def outbox_backlog(self) -> tuple[int, float | None]:
+        """How many rows are neither delivered nor given up, and when the oldest was stored.
+
+        Returns:
+            The count, and the oldest row's ``created_at`` (``None`` when there are none).
+        """
+        ...
+
 
 @runtime_checkable
 class PushClaims(Protocol):

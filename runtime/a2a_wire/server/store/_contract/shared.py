@@ -92,6 +92,14 @@ class SharedTaskStore(Protocol):
         """Call ``callback(task_id)`` when a lease this process held is found gone."""
         ...
 
+    def on_takeover(self, callback: Callable[[str, bool], None]) -> None:
+        """Call ``callback(task_id, failed)`` for each expired lease of another process ended here.
+
+        ``failed``: the task was running and was failed by the restart rule (else it was waiting
+        for the client, and only its lease was removed).
+        """
+        ...
+
     def on_cancel(self, callback: Callable[[CancelRequest], None]) -> None:
         """Call ``callback(request)`` for each cancel request sent to this process."""
         ...

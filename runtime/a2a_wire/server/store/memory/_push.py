@@ -164,6 +164,11 @@ class InMemoryPushStore(PushStore):
                 out.append(_delivery(seq, row, config))
         return out
 
+    async def outbox_backlog(self) -> tuple[int, float | None]:
+        """Rows in lanes, and the oldest lane head's creation time."""
+        heads = [self._outbox[next(iter(seqs))].created_at for seqs in self._lanes.values()]
+        return sum(map(len, self._lanes.values())), min(heads, default=None)
+
 
 def _delivery(seq: int, row: _Row, config: TaskPushNotificationConfig) -> Delivery:
     return Delivery(

@@ -68,6 +68,7 @@ class PostgresLeases(StoreState):
     _leases: LeaseStatements
     _confirmed: dict[str, float]
     _lost_callbacks: builtins.list[Callable[[str], None]]
+    _takeover_callbacks: builtins.list[Callable[[str, bool], None]]
     _beat_deadline: float
     _fence: Fence
 
@@ -86,6 +87,7 @@ class PostgresLeases(StoreState):
         self._held = set()
         self._confirmed = {}
         self._lost_callbacks = []
+        self._takeover_callbacks = []
         self._beat_deadline = beat_deadline
         self._fence = Fence(lease_seconds - beat_deadline, beat_deadline, self._fence_leases)
 
@@ -107,6 +109,10 @@ class PostgresLeases(StoreState):
     def on_lease_lost(self, callback: Callable[[str], None]) -> None:
         """Call ``callback(task_id)`` when a heartbeat finds a lease of this store gone."""
         self._lost_callbacks.append(callback)
+
+    def on_takeover(self, callback: Callable[[str, bool], None]) -> None:
+        """Call ``callback(task_id, failed)`` for each expired lease a takeover scan ends here."""
+        self._takeover_callbacks.append(callback)
 
     async def acquire(self, task_id: str) -> bool:
         """Take the task's lease for this process, or renew it if this process holds it.
@@ -220,6 +226,13 @@ class PostgresLeases(StoreState):
                 except Exception:  # a callback's failure must not stop the heartbeat
                     log.exception("task store: lease-lost callback failed for task %s", task_id)
 
+    def _report_takeover(self, task_id: str, failed: bool) -> None:
+        for callback in self._takeover_callbacks:
+            try:
+                callback(task_id, failed)
+            except Exception:  # a callback's failure must not stop the scan
+                log.exception("task store: takeover callback failed for task %s", task_id)
+
     async def take_over(self, *, limit: int = TAKEOVER_BATCH) -> builtins.list[str]:
         """End expired leases by the restart rule (see "Takeover").
 
@@ -240,6 +253,7 @@ class PostgresLeases(StoreState):
             owner, holder, was_failed = taken
             counts = dead.setdefault(holder, [0, 0])
             counts[0 if was_failed else 1] += 1
+            self._report_takeover(task_id, was_failed)
             if not was_failed:
                 continue
             failed.append(task_id)

@@ -285,3 +285,11 @@ class PostgresPushStore(PushStore, PushClaims):
             task_id,
         )
         return [delivery_of(row) for row in rows]
+
+    async def outbox_backlog(self) -> tuple[int, float | None]:
+        """Rows not delivered nor given up (by every process), and the oldest one's time."""
+        row = await self._pool.fetchrow(
+            f"SELECT count(*), min(created_at) FROM {self._table('push_outbox')} WHERE NOT failed"
+        )
+        assert row is not None  # an aggregate has one row
+        return int(row[0]), row[1]

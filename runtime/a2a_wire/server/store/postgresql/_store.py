@@ -548,3 +548,7 @@ class PostgresTaskStore(PostgresCancels, EventLogStore, PushClaims):
     async def failed_deliveries(self, task_id: str) -> builtins.list[Delivery]:
         """The task's given-up rows."""
         return await self._push.failed_deliveries(task_id)
+
+    async def outbox_backlog(self) -> tuple[int, float | None]:
+        """Rows not delivered nor given up (by every process), and the oldest one's time."""
+        return await self._push.outbox_backlog()

@@ -234,3 +234,9 @@ class SQLitePushStore(PushStore):
         """The task's given-up rows."""
         rows = await self._run(lambda con: con.execute(_FAILED, (task_id,)).fetchall())
         return [delivery_of(row) for row in rows]
+
+    async def outbox_backlog(self) -> tuple[int, float | None]:
+        """Rows not delivered nor given up, and the oldest one's creation time."""
+        sql = "SELECT count(*), min(created_at) FROM push_outbox WHERE failed = 0"
+        count, oldest = await self._run(lambda con: con.execute(sql).fetchone())
+        return int(count), oldest
