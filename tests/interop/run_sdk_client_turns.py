@@ -1,0 +1,67 @@
+"""Interop scenario, run in a subprocess: conversations of the a2a-sdk 1.3.0 client with our server.
+
+Usage: ``python tests/interop/run_sdk_client_turns.py OUT.json``. pytest never imports this file
+(see ``run_sdk_client.py``); ``test_sdk_client_turns.py`` runs it and checks what it wrote.
+
+Our server runs :class:`interop_agents.InteropAgent`, whose ``ask-input`` and ``ask-auth``
+scripts ask twice (INPUT_REQUIRED, or AUTH_REQUIRED) and complete at the third turn. The SDK's
+JSON-RPC client holds each conversation blocking and streamed, each follow-up naming the task and
+its context; for every turn the output holds what the SDK parsed (ProtoJSON) next to the task our
+server stored when the turn ended.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import sys
+from pathlib import Path
+from typing import Any
+
+import httpx
+from a2a.client import A2ACardResolver, Client, ClientConfig, ClientFactory
+from interop_agents import InteropAgent, interop_card
+from interop_support import serve, write_result
+from run_sdk_client import collect, request
+
+from a2a_wire.server import create_app
+from a2a_wire.server.store import InMemoryTaskStore
+
+ANSWERS = ("Ada", "Lovelace")
+
+
+async def conversation(client: Client, store: InMemoryTaskStore, script: str) -> list[Any]:
+    """Three turns: ``script``, then the two answers; what the SDK parsed and what was stored."""
+    turns = []
+    task_id = context_id = ""
+    for text in (script, *ANSWERS):
+        events = await collect(
+            client.send_message(request(text, task_id=task_id, context_id=context_id))
+        )
+        task_id = events[0]["task"]["id"]
+        context_id = events[0]["task"]["contextId"]
+        stored = await store.get(task_id)
+        assert stored is not None, task_id
+        turns.append({"sdk": events, "stored": stored.to_dict()})
+    return turns
+
+
+async def main(out: Path) -> None:
+    store = InMemoryTaskStore()
+    app = create_app(interop_card(), InteropAgent(), store=store)
+    result: dict[str, Any] = {}
+    async with serve(app) as base:
+        async with httpx.AsyncClient() as http:
+            card = await A2ACardResolver(http, base).get_agent_card()
+        for streaming in (False, True):
+            client = ClientFactory(ClientConfig(streaming=streaming)).create(card)
+            try:
+                for script in ("ask-input", "ask-auth"):
+                    key = f"{'streamed' if streaming else 'blocking'} {script}"
+                    result[key] = await conversation(client, store, script)
+            finally:
+                await client.close()
+    write_result(out, result)
+
+
+if __name__ == "__main__":
+    asyncio.run(main(Path(sys.argv[1])))
