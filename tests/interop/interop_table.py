@@ -49,6 +49,7 @@ TURNS = (
     f"{OURS} client, streamed (follow-up streams begin with a status update)",
     "`a2a-wire send --task-id`",
     "`a2a-wire send --stream --task-id`",
+    "`a2a-wire subscribe --turn` after the first question; `a2a-wire subscribe` from there on",
 )
 """How the a2a-wire side holds a conversation with the SDK's server (rows of ``sdk-turns``)."""
 
@@ -62,6 +63,7 @@ ASKED = {  # conversation -> the column of its outcomes
 SDK_TURNS = (
     f"{SDK} client, blocking (`streaming=False`)",
     f"{SDK} client, streamed (`streaming=True`)",
+    f"{SDK} client, SubscribeToTask after the first question, then the answer sent blocking",
 )
 """How the SDK's client holds a conversation with our server (rows of ``sdk-client-turns``)."""
 

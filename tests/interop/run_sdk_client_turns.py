@@ -7,7 +7,8 @@ Our server runs :class:`interop_agents.InteropAgent`, whose ``ask-input`` and ``
 scripts ask twice (INPUT_REQUIRED, or AUTH_REQUIRED) and complete at the third turn. The SDK's
 JSON-RPC client holds each conversation blocking and streamed, each follow-up naming the task and
 its context; for every turn the output holds what the SDK parsed (ProtoJSON) next to the task our
-server stored when the turn ended.
+server stored when the turn ended. A third time, the SDK's client subscribes to the task after the
+first question and answers it with a blocking call: the subscription follows the second turn.
 """
 
 from __future__ import annotations
@@ -19,9 +20,10 @@ from typing import Any
 
 import httpx
 from a2a.client import A2ACardResolver, Client, ClientConfig, ClientFactory
+from a2a.types.a2a_pb2 import SubscribeToTaskRequest
 from interop_agents import InteropAgent, interop_card
 from interop_support import serve, write_result
-from run_sdk_client import collect, request
+from run_sdk_client import collect, pb, request
 
 from a2a_wire.server import create_app
 from a2a_wire.server.store import InMemoryTaskStore
@@ -45,6 +47,22 @@ async def conversation(client: Client, store: InMemoryTaskStore, script: str) ->
     return turns
 
 
+async def subscribed(
+    blocking: Client, streaming: Client, store: InMemoryTaskStore, script: str
+) -> dict[str, Any]:
+    """SubscribeToTask after the first question; the answer sent blocking; what both saw."""
+    [first] = await collect(blocking.send_message(request(script)))
+    task_id, context_id = first["task"]["id"], first["task"]["contextId"]
+    stream = streaming.subscribe(SubscribeToTaskRequest(id=task_id))
+    opened = pb(await anext(stream))  # the server holds the subscription from here on
+    reply = request(ANSWERS[0], task_id=task_id, context_id=context_id)
+    [answered] = await collect(blocking.send_message(reply))
+    events = [opened, *await collect(stream)]
+    stored = await store.get(task_id)
+    assert stored is not None, task_id
+    return {"sdk": events, "answered": answered, "stored": stored.to_dict()}
+
+
 async def main(out: Path) -> None:
     store = InMemoryTaskStore()
     app = create_app(interop_card(), InteropAgent(), store=store)
@@ -52,14 +70,18 @@ async def main(out: Path) -> None:
     async with serve(app) as base:
         async with httpx.AsyncClient() as http:
             card = await A2ACardResolver(http, base).get_agent_card()
-        for streaming in (False, True):
-            client = ClientFactory(ClientConfig(streaming=streaming)).create(card)
-            try:
-                for script in ("ask-input", "ask-auth"):
-                    key = f"{'streamed' if streaming else 'blocking'} {script}"
-                    result[key] = await conversation(client, store, script)
-            finally:
-                await client.close()
+        blocking = ClientFactory(ClientConfig(streaming=False)).create(card)
+        streaming = ClientFactory(ClientConfig(streaming=True)).create(card)
+        try:
+            for script in ("ask-input", "ask-auth"):
+                result[f"blocking {script}"] = await conversation(blocking, store, script)
+                result[f"streamed {script}"] = await conversation(streaming, store, script)
+                result[f"subscribed {script}"] = await subscribed(
+                    blocking, streaming, store, script
+                )
+        finally:
+            await blocking.close()
+            await streaming.close()
     write_result(out, result)
 
 

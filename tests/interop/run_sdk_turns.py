@@ -1,15 +1,17 @@
 """Interop scenario, run in a subprocess: multi-turn exchanges with an a2a-sdk 1.3.0 server.
 
-Usage: ``python tests/interop/run_sdk_turns.py OUT.json``. pytest never imports this file (see
-``run_sdk_client.py``); ``test_sdk_turns.py`` runs it and checks what it wrote.
+Usage: ``python tests/interop/run_sdk_turns.py OUT.json NAME``, NAME a key of
+:data:`CONVERSATIONS`. pytest never imports this file (see ``run_sdk_client.py``);
+``test_sdk_turns.py`` runs it once per conversation and checks what it wrote.
 
 The SDK's server (``run_sdk_server.sdk_server``) runs :class:`TurnsAgent`, which holds
 conversations of three turns in the SDK's own idiom: the first turn enqueues the Task and asks
 (:data:`CONVERSATIONS`: for the user's name then a sign-in, or for a sign-in twice), the second
 asks again, the third completes with an artifact; the follow-up turns enqueue status and
 artifact updates only, so their streams begin with an update, not the Task. The a2a-wire client
-holds each conversation blocking, streamed and through ``a2a-wire send`` (blocking and
-``--stream``); the output holds what each saw, next to the task the SDK stored.
+holds the conversation blocking, streamed and through ``a2a-wire send`` (blocking and
+``--stream``, with ``a2a-wire subscribe`` beside the latter); the output holds what each saw,
+next to the task the SDK stored.
 """
 
 from __future__ import annotations
@@ -131,31 +133,64 @@ async def streamed(client: A2AClient, said: tuple[str, ...], warnings: Warnings)
     return {"turns": turns, "task_id": task_id, "fetched": whole.to_dict()}
 
 
-async def cli(base: str, *args: str) -> dict[str, Any]:
+async def spawn(*args: str) -> asyncio.subprocess.Process:
+    """Start ``a2a-wire ARGS`` without the caller's A2A_WIRE_ settings."""
     env = {k: v for k, v in os.environ.items() if not k.startswith("A2A_WIRE_")}
-    proc = await asyncio.create_subprocess_exec(
+    return await asyncio.create_subprocess_exec(
         sys.executable,
         "-m",
         "a2a_wire",
-        "send",
-        base,
         *args,
         stdin=asyncio.subprocess.DEVNULL,
         stdout=asyncio.subprocess.PIPE,
         stderr=asyncio.subprocess.PIPE,
         env=env,
     )
-    out, err = await asyncio.wait_for(proc.communicate(), 60)
-    return {"code": proc.returncode, "out": out.decode(), "err": err.decode()}
+
+
+async def finish(proc: asyncio.subprocess.Process, before: bytes = b"") -> dict[str, Any]:
+    """Wait for ``proc`` (killed after 60 s); its code and output, ``before`` read already."""
+    try:
+        async with asyncio.timeout(60):
+            out, err = await proc.communicate()
+    finally:
+        if proc.returncode is None:
+            proc.kill()
+            await proc.wait()
+    return {"code": proc.returncode, "out": (before + out).decode(), "err": err.decode()}
+
+
+async def cli(base: str, *args: str) -> dict[str, Any]:
+    return await finish(await spawn("send", base, *args))
 
 
 async def through_the_cli(base: str, said: tuple[str, ...], *stream: str) -> dict[str, Any]:
-    """``a2a-wire send`` for each turn, with ``stream`` (``--stream`` or nothing) as options."""
+    """``a2a-wire send`` for each turn, with ``stream`` (``--stream`` or nothing) as options.
+
+    With ``--stream``, after the first question ``a2a-wire subscribe --turn`` runs, and
+    ``a2a-wire subscribe`` (following across turns) from then until the task completes.
+    """
     first = await cli(base, said[0], *stream, "--json")
     task = json.loads(first["out"].splitlines()[0])["task"]["id"]
-    second = await cli(base, said[1], "--task-id", task, *stream)
-    third = await cli(base, said[2], "--task-id", task, *stream)
-    return {"task_id": task, "runs": [first, second, third]}
+    result: dict[str, Any] = {"task_id": task}
+    if not stream:
+        second = await cli(base, said[1], "--task-id", task)
+        third = await cli(base, said[2], "--task-id", task)
+        return {**result, "runs": [first, second, third]}
+    result["turn"] = await finish(await spawn("subscribe", base, task, "--turn", "--json"))
+    follower = await spawn("subscribe", base, task, "--json", "--timeout", "60")
+    try:
+        assert follower.stdout is not None
+        async with asyncio.timeout(60):
+            opened = await follower.stdout.readline()  # the Task: the SDK holds the stream now
+        second = await cli(base, said[1], "--task-id", task, *stream)
+        third = await cli(base, said[2], "--task-id", task, *stream)
+    except BaseException:
+        follower.kill()
+        await follower.wait()
+        raise
+    result["follow"] = await finish(follower, opened)
+    return {**result, "runs": [first, second, third]}
 
 
 async def conversation(
@@ -175,15 +210,14 @@ async def conversation(
     return result
 
 
-async def main(out: Path) -> None:
+async def main(out: Path, name: str) -> None:
     warnings = Warnings()
     logging.getLogger("a2a_wire.client").addHandler(warnings)
-    result: dict[str, Any] = {}
+    said, _ = CONVERSATIONS[name]
     async with sdk_server(TurnsAgent()) as (base, handler):  # type: ignore[arg-type]
-        for name, (said, _) in CONVERSATIONS.items():
-            result[name] = await conversation(base, handler, said, warnings)
+        result = await conversation(base, handler, said, warnings)
     write_result(out, result)
 
 
 if __name__ == "__main__":
-    asyncio.run(main(Path(sys.argv[1])))
+    asyncio.run(main(Path(sys.argv[1]), sys.argv[2]))

@@ -108,3 +108,28 @@ def test_streamed_conversation(
         "then WORKING and the question, or the artifact and COMPLETED, and ends there; each "
         "replayed equals the stored task",
     )
+
+
+@conversation
+def test_a_subscription_follows_the_next_turn(
+    cells: dict[str, Any], interop_table: InteropTable, script: str
+) -> None:
+    cell = cells[f"subscribed {script}"]
+    asked, questions = ASKS[script]
+    assert [next(iter(event)) for event in cell["sdk"]] == ["task", "statusUpdate", "statusUpdate"]
+    seen = replay(cell["sdk"])
+    stored = task_of(cell["stored"])
+    assert (seen.task_id, seen.status) == (stored.id, stored.status)
+    opened = task_of(cell["sdk"][0]["task"])
+    assert opened.status is not None and opened.status.state == asked
+    assert stored.status is not None and stored.status.state == asked
+    assert stored.status.message is not None and stored.status.message.parts[0].text == questions[1]
+    assert task_of(cell["answered"]["task"]) == stored  # the blocking answer saw the same turn
+    record(
+        interop_table,
+        script,
+        2,
+        "pass: the subscription opens with the Task waiting, follows the turn the blocking "
+        "answer starts (WORKING, the second question) and ends there; replayed, it equals the "
+        "stored task and the blocking call's answer",
+    )

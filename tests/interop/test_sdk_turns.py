@@ -20,6 +20,7 @@ from a2a_wire.types import StreamResponse, Task, TaskState
 
 SECTION = "sdk-turns"
 SIGN_IN = "Please sign in to go on."
+WORKING = "TASK_STATE_WORKING"
 
 
 @dataclass(frozen=True)
@@ -50,14 +51,14 @@ NEEDS = {
     "TASK_STATE_INPUT_REQUIRED": ("input-required", "the agent needs input"),
     "TASK_STATE_AUTH_REQUIRED": ("auth-required", "the agent needs authentication"),
 }
-conversation = pytest.mark.parametrize("name", list(CONVERSATIONS))
 
 
-@pytest.fixture(scope="module")
-def cells() -> dict[str, Any]:
-    # Twelve CLI runs among the calls: more than the default 60 s, within pytest's 120 s.
-    result: dict[str, Any] = run_scenario("run_sdk_turns.py", timeout=100)
-    return result
+@pytest.fixture(scope="module", params=list(CONVERSATIONS))
+def held(request: pytest.FixtureRequest) -> tuple[str, dict[str, Any]]:
+    """One conversation's name and what its scenario wrote (one subprocess per conversation)."""
+    name: str = request.param
+    # Eight CLI runs among the calls: more than the default 60 s, within pytest's 120 s.
+    return name, run_scenario("run_sdk_turns.py", name, timeout=100)
 
 
 def record(table: InteropTable, name: str, index: int, outcome: str) -> None:
@@ -69,11 +70,11 @@ def completed(stored: Task) -> None:
     assert [a.parts[0].text for a in stored.artifacts] == ["hello, Ada"]
 
 
-@conversation
 def test_blocking_follow_ups_through_the_client(
-    cells: dict[str, Any], interop_table: InteropTable, name: str
+    held: tuple[str, dict[str, Any]], interop_table: InteropTable
 ) -> None:
-    cell, expected = cells[name]["blocking"], CONVERSATIONS[name]
+    name, cells = held
+    cell, expected = cells["blocking"], CONVERSATIONS[name]
     assert cell["states"] == list(expected.states)
     assert cell["asked"] == list(expected.asked)
     completed(task_of(cell["stored"]))
@@ -86,11 +87,11 @@ def test_blocking_follow_ups_through_the_client(
     )
 
 
-@conversation
 def test_streamed_follow_ups_through_the_client(
-    cells: dict[str, Any], interop_table: InteropTable, name: str
+    held: tuple[str, dict[str, Any]], interop_table: InteropTable
 ) -> None:
-    cell, expected = cells[name]["streamed"], CONVERSATIONS[name]
+    name, cells = held
+    cell, expected = cells["streamed"], CONVERSATIONS[name]
     turns = cell["turns"]
     kinds = [[next(iter(event)) for event in turn["events"]] for turn in turns]
     assert kinds == [
@@ -120,6 +121,13 @@ def test_streamed_follow_ups_through_the_client(
     )
 
 
+def _state(event: StreamResponse) -> str:
+    """The state a Task or status update event reports."""
+    found = event.task or event.status_update
+    assert found is not None and found.status is not None
+    return found.status.state.value
+
+
 def _check_cli_turns(cell: dict[str, Any], expected: Expected) -> None:
     runs = cell["runs"]
     assert [run["code"] for run in runs] == expected.codes, [r["err"] for r in runs]
@@ -135,11 +143,11 @@ def _check_cli_turns(cell: dict[str, Any], expected: Expected) -> None:
     completed(task_of(cell["stored"]))
 
 
-@conversation
 def test_blocking_follow_ups_through_the_cli(
-    cells: dict[str, Any], interop_table: InteropTable, name: str
+    held: tuple[str, dict[str, Any]], interop_table: InteropTable
 ) -> None:
-    cell, expected = cells[name]["cli blocking"], CONVERSATIONS[name]
+    name, cells = held
+    cell, expected = cells["cli blocking"], CONVERSATIONS[name]
     _check_cli_turns(cell, expected)
     shown, _ = NEEDS[expected.states[1]]
     assert f"state    {shown}" in cell["runs"][1]["out"]
@@ -154,11 +162,11 @@ def test_blocking_follow_ups_through_the_cli(
     )
 
 
-@conversation
 def test_streamed_follow_ups_through_the_cli(
-    cells: dict[str, Any], interop_table: InteropTable, name: str
+    held: tuple[str, dict[str, Any]], interop_table: InteropTable
 ) -> None:
-    cell, expected = cells[name]["cli"], CONVERSATIONS[name]
+    name, cells = held
+    cell, expected = cells["cli"], CONVERSATIONS[name]
     _check_cli_turns(cell, expected)
     second, third = cell["runs"][1:]
     shown, _ = NEEDS[expected.states[1]]
@@ -174,4 +182,33 @@ def test_streamed_follow_ups_through_the_cli(
         f"pass: each turn's events printed; exit {', '.join(map(str, expected.codes))}; the "
         "question and the `--task-id` answer on stderr; the streams that begin with an update "
         "are read, with one warning line on stderr",
+    )
+
+
+def test_subscribe_between_turns(
+    held: tuple[str, dict[str, Any]], interop_table: InteropTable
+) -> None:
+    name, cells = held
+    cell, expected = cells["cli"], CONVERSATIONS[name]
+    turn, follow = cell["turn"], cell["follow"]
+    assert turn["code"] == expected.codes[0], turn["err"]
+    [shown] = [json.loads(line) for line in turn["out"].splitlines()]
+    assert shown["task"]["status"]["state"] == expected.states[0]
+    ended = json.loads(turn["err"].splitlines()[-1])["turnEnded"]
+    assert (ended["taskId"], ended["question"]) == (cell["task_id"], expected.asked[0])
+    assert follow["code"] == 0, follow["err"]
+    lines = follow["out"].splitlines()
+    events = [StreamResponse.from_dict(json.loads(line)) for line in lines]
+    states = [_state(e) for e in events if e.artifact_update is None]
+    first, second, last = expected.states
+    assert states == [first, WORKING, second, WORKING, last]
+    assert [e.which_payload() for e in events].count("artifact_update") == 1
+    assert "turnEnded" not in follow["err"]
+    record(
+        interop_table,
+        name,
+        4,
+        f"pass: after the first question `subscribe --turn` prints the Task and exits "
+        f"{expected.codes[0]}; `subscribe` started there follows the next two turns on the "
+        "stream the SDK server keeps open, and exits 0 at COMPLETED",
     )
