@@ -199,13 +199,22 @@ async def test_a_follow_up_that_asks_again_ends_its_turn(
 
 
 @pytest.mark.parametrize("state", list(NEEDS))
-async def test_subscribe_turn_stops_at_the_end_of_the_turn(agent_url: Any, state: str) -> None:
-    agent = OpenAgent([_task(state)], [_status("TASK_STATE_COMPLETED")])
+@pytest.mark.parametrize("asked_by", ["task", "update"])
+async def test_subscribe_turn_stops_at_the_end_of_the_turn(
+    agent_url: Any, state: str, asked_by: str
+) -> None:
+    # The task waits already (its Task asks), or its turn ends while subscribed (an update).
+    if asked_by == "task":
+        first = [_task(state, QUESTION)]
+    else:
+        first = [_task("TASK_STATE_WORKING"), _status(state, QUESTION)]
+    agent = OpenAgent(first, [_status("TASK_STATE_COMPLETED")])
     url = await agent_url(agent)
     code, out, err = await cli_async("subscribe", url, "t1", "--turn", "--timeout", "60")
     assert code == NEEDS[state][0], err
     assert not agent.gate.is_set()
-    assert "--task-id t1" in err and "completed" not in out
+    assert QUESTION in out and "completed" not in out
+    _says_how_to_answer(err, state, QUESTION)
 
 
 async def test_subscribe_follows_across_turns_by_default(agent_url: Any) -> None:
