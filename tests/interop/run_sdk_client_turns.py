@@ -7,8 +7,9 @@ Our server runs :class:`interop_agents.InteropAgent`, whose ``ask-input`` and ``
 scripts ask twice (INPUT_REQUIRED, or AUTH_REQUIRED) and complete at the third turn. The SDK's
 JSON-RPC client holds each conversation blocking and streamed, each follow-up naming the task and
 its context; for every turn the output holds what the SDK parsed (ProtoJSON) next to the task our
-server stored when the turn ended. A third time, the SDK's client subscribes to the task after the
-first question and answers it with a blocking call: the subscription follows the second turn.
+server stored when the turn ended, and then the error the SDK raises for a fourth message. A third
+time, the SDK's client subscribes to the task after the first question and answers it with a
+blocking call: the subscription follows the second turn.
 """
 
 from __future__ import annotations
@@ -22,7 +23,7 @@ import httpx
 from a2a.client import A2ACardResolver, Client, ClientConfig, ClientFactory
 from a2a.types.a2a_pb2 import SubscribeToTaskRequest
 from interop_agents import InteropAgent, interop_card
-from interop_support import serve, write_result
+from interop_support import error_name, serve, write_result
 from run_sdk_client import collect, pb, request
 
 from a2a_wire.server import create_app
@@ -31,20 +32,23 @@ from a2a_wire.server.store import InMemoryTaskStore
 ANSWERS = ("Ada", "Lovelace")
 
 
-async def conversation(client: Client, store: InMemoryTaskStore, script: str) -> list[Any]:
-    """Three turns: ``script``, then the two answers; what the SDK parsed and what was stored."""
+async def conversation(client: Client, store: InMemoryTaskStore, script: str) -> dict[str, Any]:
+    """Three turns: ``script``, then the two answers; what the SDK parsed and what was stored.
+
+    ``after`` is the error the SDK raises for a fourth message, to the completed task.
+    """
     turns = []
     task_id = context_id = ""
     for text in (script, *ANSWERS):
-        events = await collect(
-            client.send_message(request(text, task_id=task_id, context_id=context_id))
-        )
+        reply = request(text, task_id=task_id, context_id=context_id)
+        events = await collect(client.send_message(reply))
         task_id = events[0]["task"]["id"]
         context_id = events[0]["task"]["contextId"]
         stored = await store.get(task_id)
         assert stored is not None, task_id
         turns.append({"sdk": events, "stored": stored.to_dict()})
-    return turns
+    fourth = request("one more", task_id=task_id, context_id=context_id)
+    return {"turns": turns, "after": await error_name(collect(client.send_message(fourth)))}
 
 
 async def subscribed(

@@ -30,10 +30,11 @@ from a2a.server.agent_execution import AgentExecutor, RequestContext
 from a2a.server.events import EventQueue
 from a2a.server.tasks import TaskUpdater
 from a2a.types import a2a_pb2 as pb2
-from interop_support import write_result
+from interop_support import error_name, write_result
 from run_sdk_server import SDK_CONTEXT, pb, sdk_server
 
-from a2a_wire.client import A2AClient, ClientSettings
+from a2a_wire.client import A2AClient, ClientSettings, EventStream
+from a2a_wire.types import StreamResponse
 
 ALLOW = ClientSettings(allow=("127.0.0.1",))
 QUESTION = "What is your name?"
@@ -108,7 +109,8 @@ async def blocking(client: A2AClient, said: tuple[str, ...]) -> dict[str, Any]:
         message = answer.task.status.message
         asked.append(message.parts[0].text if message is not None else None)
     assert task_id is not None
-    return {"states": states, "asked": asked, "task_id": task_id}
+    after = await error_name(client.send_text("one more", task_id=task_id))  # to a completed task
+    return {"states": states, "asked": asked, "task_id": task_id, "after": after}
 
 
 async def streamed(client: A2AClient, said: tuple[str, ...], warnings: Warnings) -> dict[str, Any]:
@@ -130,7 +132,14 @@ async def streamed(client: A2AClient, said: tuple[str, ...], warnings: Warnings)
         )
     assert task_id is not None
     whole = await client.get_task(task_id)
-    return {"turns": turns, "task_id": task_id, "fetched": whole.to_dict()}
+    fourth = client.send_streaming_message(client.text_request("one more", task_id=task_id))
+    after = await error_name(drain(fourth))  # to a completed task
+    return {"turns": turns, "task_id": task_id, "fetched": whole.to_dict(), "after": after}
+
+
+async def drain(stream: EventStream) -> list[StreamResponse]:
+    async with stream:
+        return [event async for event in stream]
 
 
 async def spawn(*args: str) -> asyncio.subprocess.Process:

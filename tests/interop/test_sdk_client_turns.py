@@ -64,7 +64,9 @@ def check_conversation(script: str, stored: list[Task]) -> None:
 def test_blocking_conversation(
     cells: dict[str, Any], interop_table: InteropTable, script: str
 ) -> None:
-    turns = cells[f"blocking {script}"]
+    cell = cells[f"blocking {script}"]
+    turns = cell["turns"]
+    assert cell["after"] == "UnsupportedOperationError"  # a fourth message, to the completed task
     assert [[next(iter(event)) for event in turn["sdk"]] for turn in turns] == [["task"]] * 3
     parsed = [task_of(turn["sdk"][0]["task"]) for turn in turns]
     stored = [task_of(turn["stored"]) for turn in turns]
@@ -76,7 +78,7 @@ def test_blocking_conversation(
         0,
         "pass: each turn one Task in the state asked (the question as its status message), "
         "equal to the stored task; one task and context throughout; the answer artifact "
-        "names both replies",
+        "names both replies; a fourth message: the SDK raises UnsupportedOperationError (-32004)",
     )
 
 
@@ -84,7 +86,9 @@ def test_blocking_conversation(
 def test_streamed_conversation(
     cells: dict[str, Any], interop_table: InteropTable, script: str
 ) -> None:
-    turns = cells[f"streamed {script}"]
+    cell = cells[f"streamed {script}"]
+    turns = cell["turns"]
+    assert cell["after"] == "UnsupportedOperationError"
     asked, _ = ASKS[script]
     kinds = [[next(iter(event)) for event in turn["sdk"]] for turn in turns]
     assert kinds == [
@@ -106,7 +110,8 @@ def test_streamed_conversation(
         1,
         "pass: each turn's stream opens with the Task (follow-ups: still in the state asked), "
         "then WORKING and the question, or the artifact and COMPLETED, and ends there; each "
-        "replayed equals the stored task",
+        "replayed equals the stored task; a fourth message: the SDK raises "
+        "UnsupportedOperationError (-32004)",
     )
 
 

@@ -77,13 +77,14 @@ def test_blocking_follow_ups_through_the_client(
     cell, expected = cells["blocking"], CONVERSATIONS[name]
     assert cell["states"] == list(expected.states)
     assert cell["asked"] == list(expected.asked)
+    assert cell["after"] == "UnsupportedOperationError"  # a fourth message, to the completed task
     completed(task_of(cell["stored"]))
     record(
         interop_table,
         name,
         0,
         "pass: each turn's Task in the state asked, with the agent's question; the stored task "
-        "COMPLETED",
+        "COMPLETED; a fourth message: our client raises UnsupportedOperationError (-32004)",
     )
 
 
@@ -105,6 +106,7 @@ def test_streamed_follow_ups_through_the_client(
         u.status.message.parts[0].text for u in asked if u and u.status and u.status.message
     ] == (list(expected.asked))
     assert [t["warnings"] for t in turns] == [0, 1, 1]  # one warning per stream that needs one
+    assert cell["after"] == "UnsupportedOperationError"
     last = [StreamResponse.from_dict(e) for e in turns[2]["events"]]
     assert {e.status_update.task_id for e in last if e.status_update} == {cell["task_id"]}
     stored = task_of(cell["stored"])
@@ -117,7 +119,8 @@ def test_streamed_follow_ups_through_the_client(
         1,
         "pass: turn 1 Task then the question; turns 2 and 3 begin with a status update of the "
         "task (read with one warning each): the second question, then artifact and COMPLETED; "
-        "GetTask afterwards equals the stored task",
+        "GetTask afterwards equals the stored task; a fourth message: our client raises "
+        "UnsupportedOperationError (-32004)",
     )
 
 
