@@ -119,40 +119,15 @@ async def agent_url(aiohttp_server: Any) -> AsyncIterator[Any]:
         agent.gate.set()
 
 
-@pytest.mark.parametrize("state", list(NEEDS))
-async def test_send_stream_ends_the_turn_while_the_stream_stays_open(
-    agent_url: Any, state: str
-) -> None:
-    agent = OpenAgent([_task("TASK_STATE_WORKING"), _status(state, QUESTION)])
+async def _ends_the_turn(
+    agent_url: Any, agent: OpenAgent, state: str, command: str, *args: str
+) -> tuple[str, str]:
+    """Run ``a2a-wire COMMAND URL ARGS``; it must end with the state's code, the agent held."""
     url = await agent_url(agent)
-    code, out, err = await cli_async("send", url, "hi", "--stream", "--timeout", "60")
-    wanted, what = NEEDS[state]
-    assert code == wanted, err
-    assert not agent.gate.is_set()  # the agent never closed its stream
-    shown = state.removeprefix("TASK_STATE_").lower().replace("_", "-")
-    assert f"{shown} {QUESTION}" in out
-    lines = err.splitlines()
-    assert f"{what}: {QUESTION}" in lines, err
-    assert any(
-        line.startswith("task t1; answer with: a2a-wire send ") and line.endswith("--task-id t1")
-        for line in lines
-    ), err
-
-
-@pytest.mark.parametrize("state", list(NEEDS))
-async def test_send_stream_json_ends_the_turn_with_one_object_on_stderr(
-    agent_url: Any, state: str
-) -> None:
-    agent = OpenAgent([_task("TASK_STATE_WORKING"), _status(state, QUESTION)])
-    url = await agent_url(agent)
-    code, out, err = await cli_async("send", url, "hi", "--stream", "--json", "--timeout", "60")
+    code, out, err = await cli_async(command, url, *args, "--timeout", "60")
     assert code == NEEDS[state][0], err
-    assert not agent.gate.is_set()
-    assert [next(iter(json.loads(line))) for line in out.splitlines()] == ["task", "statusUpdate"]
-    ended = json.loads(err.splitlines()[-1])["turnEnded"]
-    assert ended["taskId"] == "t1" and ended["question"] == QUESTION
-    assert ended["state"] == state
-    assert ended["answer"].endswith(" TEXT --task-id t1")
+    assert not agent.gate.is_set()  # the agent still holds its stream open
+    return out, err
 
 
 def _says_how_to_answer(err: str, state: str, question: str) -> None:
@@ -163,12 +138,33 @@ def _says_how_to_answer(err: str, state: str, question: str) -> None:
 
 
 @pytest.mark.parametrize("state", list(NEEDS))
+async def test_send_stream_ends_the_turn_while_the_stream_stays_open(
+    agent_url: Any, state: str
+) -> None:
+    agent = OpenAgent([_task("TASK_STATE_WORKING"), _status(state, QUESTION)])
+    out, err = await _ends_the_turn(agent_url, agent, state, "send", "hi", "--stream")
+    shown = state.removeprefix("TASK_STATE_").lower().replace("_", "-")
+    assert f"{shown} {QUESTION}" in out
+    _says_how_to_answer(err, state, QUESTION)
+
+
+@pytest.mark.parametrize("state", list(NEEDS))
+async def test_send_stream_json_ends_the_turn_with_one_object_on_stderr(
+    agent_url: Any, state: str
+) -> None:
+    agent = OpenAgent([_task("TASK_STATE_WORKING"), _status(state, QUESTION)])
+    out, err = await _ends_the_turn(agent_url, agent, state, "send", "hi", "--stream", "--json")
+    assert [next(iter(json.loads(line))) for line in out.splitlines()] == ["task", "statusUpdate"]
+    ended = json.loads(err.splitlines()[-1])["turnEnded"]
+    assert ended["taskId"] == "t1" and ended["question"] == QUESTION
+    assert ended["state"] == state
+    assert ended["answer"].endswith(" TEXT --task-id t1")
+
+
+@pytest.mark.parametrize("state", list(NEEDS))
 async def test_send_stream_ends_at_a_new_task_that_opens_asking(agent_url: Any, state: str) -> None:
     agent = OpenAgent([_task(state, QUESTION)], [_status("TASK_STATE_COMPLETED")])
-    url = await agent_url(agent)
-    code, out, err = await cli_async("send", url, "hi", "--stream", "--timeout", "60")
-    assert code == NEEDS[state][0], err
-    assert not agent.gate.is_set()
+    out, err = await _ends_the_turn(agent_url, agent, state, "send", "hi", "--stream")
     assert QUESTION in out and "completed" not in out
     _says_how_to_answer(err, state, QUESTION)
 
@@ -187,12 +183,8 @@ async def test_a_follow_up_that_asks_again_ends_its_turn(
         [_status("TASK_STATE_COMPLETED")],
         task=_task(state, again)["task"],
     )
-    url = await agent_url(agent)
-    code, out, err = await cli_async(
-        "send", url, "Ada", "--task-id", "t1", "--stream", "--timeout", "60"
-    )
-    assert code == NEEDS[state][0], err
-    assert not agent.gate.is_set()
+    follow_up = ("Ada", "--task-id", "t1", "--stream")
+    out, err = await _ends_the_turn(agent_url, agent, state, "send", *follow_up)
     assert out.index("working") < out.index(again)
     assert err.count("not the Task (spec 3.1.2)") == (0 if opening else 1), err
     _says_how_to_answer(err, state, again)
@@ -209,10 +201,7 @@ async def test_subscribe_turn_stops_at_the_end_of_the_turn(
     else:
         first = [_task("TASK_STATE_WORKING"), _status(state, QUESTION)]
     agent = OpenAgent(first, [_status("TASK_STATE_COMPLETED")])
-    url = await agent_url(agent)
-    code, out, err = await cli_async("subscribe", url, "t1", "--turn", "--timeout", "60")
-    assert code == NEEDS[state][0], err
-    assert not agent.gate.is_set()
+    out, err = await _ends_the_turn(agent_url, agent, state, "subscribe", "t1", "--turn")
     assert QUESTION in out and "completed" not in out
     _says_how_to_answer(err, state, QUESTION)
 
