@@ -174,6 +174,16 @@ def test_a_status_line_without_a_message_ends_with_the_state() -> None:
     assert event_line(_status(TaskState.COMPLETED)).plain == "completed"
 
 
+def test_a_task_line_ends_with_its_status_message() -> None:
+    note = Message(message_id="m", role=Role.AGENT, parts=[Part(text="Which city?")])
+    status = TaskStatus(state=TaskState.INPUT_REQUIRED, message=note)
+    line = event_line(StreamResponse(task=Task(id="t", context_id="c", status=status)))
+    assert line.plain == "task      t  context c  input-required Which city?"
+    status = TaskStatus(state=TaskState.WORKING)
+    line = event_line(StreamResponse(task=Task(id="t", context_id="c", status=status)))
+    assert line.plain == "task      t  context c  working"
+
+
 def test_a_task_pads_no_field_to_the_longest(capsys: pytest.CaptureFixture[str]) -> None:
     long = "a status message much longer than any id or state in this task, " * 2
     note = Message(message_id="m", role=Role.AGENT, parts=[Part(text=long + "\nand a second line")])

@@ -4,8 +4,10 @@ A scripted agent asks for input (or authentication) and then keeps its stream op
 gate the test never opens while the command runs: ``send --stream`` and ``subscribe --turn``
 must end at that event by themselves, print the question, the task and how to answer, and exit
 8 (input) or 9 (authentication). Each command runs with ``--timeout 60``: one that kept reading
-would end with that timeout (exit 3) instead. ``subscribe`` without ``--turn`` follows the
-stream into the next turn.
+would end with that timeout (exit 3) instead. The event may be a status update, the Task of a
+new message, or come in a follow-up's stream (``--task-id``) that opens with the Task still
+asking the last question, or, as the a2a-sdk server sends it, with an update. ``subscribe``
+without ``--turn`` follows the stream into the next turn.
 """
 
 from __future__ import annotations
@@ -38,21 +40,29 @@ def _status(state: str, text: str = "") -> dict[str, Any]:
     return {"statusUpdate": {"taskId": "t1", "contextId": "c1", "status": status}}
 
 
-def _task(state: str) -> dict[str, Any]:
-    return {"task": {"id": "t1", "contextId": "c1", "status": {"state": state}}}
+def _task(state: str, text: str = "") -> dict[str, Any]:
+    status = _status(state, text)["statusUpdate"]["status"]
+    return {"task": {"id": "t1", "contextId": "c1", "status": status}}
 
 
 @dataclass
 class OpenAgent:
-    """Streams ``first``, then holds the stream open until ``gate``, then streams ``after``."""
+    """Streams ``first``, then holds the stream open until ``gate``, then streams ``after``.
+
+    GetTask is answered with ``task`` (the ``task`` member of a ``_task`` result).
+    """
 
     first: list[dict[str, Any]]
     after: list[dict[str, Any]] = field(default_factory=list)
+    task: dict[str, Any] | None = None
     gate: asyncio.Event = field(default_factory=asyncio.Event)
     sent_first: asyncio.Event = field(default_factory=asyncio.Event)
 
     async def rpc(self, request: web.Request) -> web.StreamResponse:
         call = await request.json()
+        if call["method"] == "GetTask":
+            assert self.task is not None, "GetTask was not expected"
+            return web.json_response({"jsonrpc": "2.0", "id": call["id"], "result": self.task})
         response = web.StreamResponse(headers={"Content-Type": "text/event-stream"})
         await response.prepare(request)
 
@@ -109,46 +119,91 @@ async def agent_url(aiohttp_server: Any) -> AsyncIterator[Any]:
         agent.gate.set()
 
 
+async def _ends_the_turn(
+    agent_url: Any, agent: OpenAgent, state: str, command: str, *args: str
+) -> tuple[str, str]:
+    """Run ``a2a-wire COMMAND URL ARGS``; it must end with the state's code, the agent held."""
+    url = await agent_url(agent)
+    code, out, err = await cli_async(command, url, *args, "--timeout", "60")
+    assert code == NEEDS[state][0], err
+    assert not agent.gate.is_set()  # the agent still holds its stream open
+    return out, err
+
+
+def _says_how_to_answer(err: str, state: str, question: str) -> None:
+    lines = err.splitlines()
+    assert f"{NEEDS[state][1]}: {question}" in lines, err
+    assert lines[-1].startswith("task t1; answer with: a2a-wire send "), err
+    assert lines[-1].endswith(" TEXT --task-id t1"), err
+
+
 @pytest.mark.parametrize("state", list(NEEDS))
 async def test_send_stream_ends_the_turn_while_the_stream_stays_open(
     agent_url: Any, state: str
 ) -> None:
     agent = OpenAgent([_task("TASK_STATE_WORKING"), _status(state, QUESTION)])
-    url = await agent_url(agent)
-    code, out, err = await cli_async("send", url, "hi", "--stream", "--timeout", "60")
-    wanted, what = NEEDS[state]
-    assert code == wanted, err
-    assert not agent.gate.is_set()  # the agent never closed its stream
+    out, err = await _ends_the_turn(agent_url, agent, state, "send", "hi", "--stream")
     shown = state.removeprefix("TASK_STATE_").lower().replace("_", "-")
     assert f"{shown} {QUESTION}" in out
-    lines = err.splitlines()
-    assert f"{what}: {QUESTION}" in lines, err
-    assert any(
-        line.startswith("task t1; answer with: a2a-wire send ") and line.endswith("--task-id t1")
-        for line in lines
-    ), err
+    _says_how_to_answer(err, state, QUESTION)
 
 
-async def test_send_stream_json_ends_the_turn_with_one_object_on_stderr(agent_url: Any) -> None:
-    agent = OpenAgent([_task("TASK_STATE_WORKING"), _status("TASK_STATE_INPUT_REQUIRED", QUESTION)])
-    url = await agent_url(agent)
-    code, out, err = await cli_async("send", url, "hi", "--stream", "--json", "--timeout", "60")
-    assert code == 8, err
+@pytest.mark.parametrize("state", list(NEEDS))
+async def test_send_stream_json_ends_the_turn_with_one_object_on_stderr(
+    agent_url: Any, state: str
+) -> None:
+    agent = OpenAgent([_task("TASK_STATE_WORKING"), _status(state, QUESTION)])
+    out, err = await _ends_the_turn(agent_url, agent, state, "send", "hi", "--stream", "--json")
     assert [next(iter(json.loads(line))) for line in out.splitlines()] == ["task", "statusUpdate"]
     ended = json.loads(err.splitlines()[-1])["turnEnded"]
     assert ended["taskId"] == "t1" and ended["question"] == QUESTION
-    assert ended["state"] == "TASK_STATE_INPUT_REQUIRED"
+    assert ended["state"] == state
     assert ended["answer"].endswith(" TEXT --task-id t1")
 
 
 @pytest.mark.parametrize("state", list(NEEDS))
-async def test_subscribe_turn_stops_at_the_end_of_the_turn(agent_url: Any, state: str) -> None:
-    agent = OpenAgent([_task(state)], [_status("TASK_STATE_COMPLETED")])
-    url = await agent_url(agent)
-    code, out, err = await cli_async("subscribe", url, "t1", "--turn", "--timeout", "60")
-    assert code == NEEDS[state][0], err
-    assert not agent.gate.is_set()
-    assert "--task-id t1" in err and "completed" not in out
+async def test_send_stream_ends_at_a_new_task_that_opens_asking(agent_url: Any, state: str) -> None:
+    agent = OpenAgent([_task(state, QUESTION)], [_status("TASK_STATE_COMPLETED")])
+    out, err = await _ends_the_turn(agent_url, agent, state, "send", "hi", "--stream")
+    assert QUESTION in out and "completed" not in out
+    _says_how_to_answer(err, state, QUESTION)
+
+
+@pytest.mark.parametrize("state", list(NEEDS))
+@pytest.mark.parametrize("opens_with", ["task", "update"])
+async def test_a_follow_up_that_asks_again_ends_its_turn(
+    agent_url: Any, state: str, opens_with: str
+) -> None:
+    # An a2a-wire server's follow-up stream opens with the Task as it was (still asking); the
+    # a2a-sdk 1.3.0 server's with an update, so the CLI fetches the task for its print.
+    again = "And your family name?"
+    opening = [_task(state, QUESTION)] if opens_with == "task" else []
+    agent = OpenAgent(
+        [*opening, _status("TASK_STATE_WORKING"), _status(state, again)],
+        [_status("TASK_STATE_COMPLETED")],
+        task=_task(state, again)["task"],
+    )
+    follow_up = ("Ada", "--task-id", "t1", "--stream")
+    out, err = await _ends_the_turn(agent_url, agent, state, "send", *follow_up)
+    assert out.index("working") < out.index(again)
+    assert err.count("not the Task (spec 3.1.2)") == (0 if opening else 1), err
+    _says_how_to_answer(err, state, again)
+
+
+@pytest.mark.parametrize("state", list(NEEDS))
+@pytest.mark.parametrize("asked_by", ["task", "update"])
+async def test_subscribe_turn_stops_at_the_end_of_the_turn(
+    agent_url: Any, state: str, asked_by: str
+) -> None:
+    # The task waits already (its Task asks), or its turn ends while subscribed (an update).
+    if asked_by == "task":
+        first = [_task(state, QUESTION)]
+    else:
+        first = [_task("TASK_STATE_WORKING"), _status(state, QUESTION)]
+    agent = OpenAgent(first, [_status("TASK_STATE_COMPLETED")])
+    out, err = await _ends_the_turn(agent_url, agent, state, "subscribe", "t1", "--turn")
+    assert QUESTION in out and "completed" not in out
+    _says_how_to_answer(err, state, QUESTION)
 
 
 async def test_subscribe_follows_across_turns_by_default(agent_url: Any) -> None:

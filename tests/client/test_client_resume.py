@@ -415,3 +415,35 @@ async def test_the_task_that_opens_a_follow_up_is_no_end_of_turn(
     async with stream:
         events = [event async for event in stream]
     assert len(events) == 3 and stream.state is TaskState.COMPLETED and not stream.turn_ended
+
+
+@pytest.mark.parametrize("state", ["TASK_STATE_INPUT_REQUIRED", "TASK_STATE_AUTH_REQUIRED"])
+async def test_a_new_task_that_opens_asking_ends_the_turn(
+    client: A2AClient, agent: FakeAgent, state: str
+) -> None:
+    # A new message's stream whose Task already asks: that Task is this turn's answer.
+    asked = {"task": {**LOG[0]["task"], "status": {"state": state}}}
+    seen = _held_stream(agent, [asked], [status_update("TASK_STATE_COMPLETED")])
+    stream = client.resumable(client.send_streaming_message(A2AClient.text_request("go")))
+    async with stream:
+        events = [event async for event in stream]  # returns although the stream is open
+    assert [e.which_payload() for e in events] == ["task"]
+    assert stream.turn_ended and stream.state == TaskState(state)
+    assert seen == {"held": True, "finished": False}
+
+
+async def test_a_task_later_in_a_follow_up_ends_the_turn(
+    client: A2AClient, agent: FakeAgent
+) -> None:
+    # Only the Task that opens a follow-up shows the task before the message; a later one is now.
+    before = {"task": {**LOG[0]["task"], "status": {"state": "TASK_STATE_INPUT_REQUIRED"}}}
+    again = {"task": {**LOG[0]["task"], "status": {"state": "TASK_STATE_AUTH_REQUIRED"}}}
+    first = [before, status_update("TASK_STATE_WORKING"), again]
+    seen = _held_stream(agent, first, [status_update("TASK_STATE_COMPLETED")])
+    request = A2AClient.text_request("Ada", task_id="t1")
+    stream = client.resumable(client.send_streaming_message(request))
+    async with stream:
+        events = [event async for event in stream]
+    assert [e.which_payload() for e in events] == ["task", "status_update", "task"]
+    assert stream.turn_ended and stream.state is TaskState.AUTH_REQUIRED
+    assert seen == {"held": True, "finished": False}

@@ -45,10 +45,27 @@ OPERATIONS = (
 )
 
 TURNS = (
-    "Three turns, blocking: INPUT_REQUIRED, AUTH_REQUIRED, COMPLETED",
-    "Three turns, streamed (follow-up streams begin with a status update)",
-    "Three turns through `a2a-wire send --stream --task-id`",
+    f"{OURS} client, blocking",
+    f"{OURS} client, streamed (follow-up streams begin with a status update)",
+    "`a2a-wire send --task-id`",
+    "`a2a-wire send --stream --task-id`",
+    "`a2a-wire subscribe --turn` after the first question; `a2a-wire subscribe` from there on",
 )
+"""How the a2a-wire side holds a conversation with the SDK's server (rows of ``sdk-turns``)."""
+
+ASKED = {  # conversation -> the column of its outcomes
+    "input-first": "Name, then sign-in: INPUT_REQUIRED, AUTH_REQUIRED, COMPLETED",
+    "auth-first": "Sign-in twice: AUTH_REQUIRED, AUTH_REQUIRED, COMPLETED",
+    "ask-input": "INPUT_REQUIRED, INPUT_REQUIRED, COMPLETED",
+    "ask-auth": "AUTH_REQUIRED, AUTH_REQUIRED, COMPLETED",
+}
+
+SDK_TURNS = (
+    f"{SDK} client, blocking (`streaming=False`)",
+    f"{SDK} client, streamed (`streaming=True`)",
+    f"{SDK} client, SubscribeToTask after the first question, then the answer sent blocking",
+)
+"""How the SDK's client holds a conversation with our server (rows of ``sdk-client-turns``)."""
 
 READING = (
     "Task with fields the proto lacks (v1.1-style `generation`, `status.progressHint`)",
@@ -80,15 +97,26 @@ SECTIONS = (
         OPERATIONS,
     ),
     Section(
+        "sdk-client-turns",
+        f"Conversations: {SDK} client, {OURS} server",
+        f"The {OURS} agent asks twice (for the user's name, or for a sign-in), then answers with "
+        "an artifact. The SDK's client holds each conversation of three turns, each follow-up "
+        "naming the task and its context; every Task the SDK parses, and every stream replayed, "
+        f"is compared with what the {OURS} server stored when the turn ended.",
+        "Conversation held by",
+        (ASKED["ask-input"], ASKED["ask-auth"]),
+        SDK_TURNS,
+    ),
+    Section(
         "sdk-turns",
         f"Conversations: {OURS} client, {SDK} server",
-        f"An executor of the SDK's kind asks for the user's name (INPUT_REQUIRED), then for a "
-        "sign-in (AUTH_REQUIRED), then answers; as the SDK's executors do, its follow-up turns "
-        "enqueue status and artifact updates only, and the SDK server streams them without the "
-        f"Task that spec 3.1.2 puts first. The {OURS} client reads such a stream with one warning "
+        f"An executor of the SDK's kind asks twice, then answers; the first question opens the "
+        "task. As the SDK's executors do, its follow-up turns enqueue status and artifact "
+        "updates only, and the SDK server streams them without the Task that spec 3.1.2 puts "
+        f"first. The {OURS} client reads such a stream with one warning "
         "(docs/prose-and-proto.md, row 51).",
-        "Conversation",
-        ("Outcome",),
+        "Conversation held by",
+        (ASKED["input-first"], ASKED["auth-first"]),
         TURNS,
     ),
     Section(

@@ -23,6 +23,7 @@ def test_only_the_scenario_scripts_import_the_sdk() -> None:
     )
     assert importing == [
         "run_sdk_client.py",
+        "run_sdk_client_turns.py",
         "run_sdk_reading.py",
         "run_sdk_server.py",
         "run_sdk_turns.py",

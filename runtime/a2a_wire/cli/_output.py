@@ -194,9 +194,12 @@ def event_line(event: StreamResponse) -> Text:
         return Text(f"message   {_inline(event.message.parts)}")
     if event.task is not None:
         task = event.task
-        state = task.status.state if task.status is not None else None
+        status = task.status
         line = Text(f"task      {clean(task.id)}  context {clean(task.context_id)}  ")
-        return line.append_text(_state_text(state))
+        line.append_text(_state_text(status.state if status is not None else None))
+        if status is not None and status.message is not None:  # a question, when it asks
+            line.append(" " + _inline(status.message.parts))
+        return line
     if event.status_update is not None:
         status = event.status_update.status
         state = status.state if status is not None else None

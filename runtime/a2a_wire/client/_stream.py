@@ -164,6 +164,16 @@ class EventStream:
         """Whether this is a SubscribeToTask stream (its Task shows the task as it is now)."""
         return self._method.name == "SubscribeToTask"
 
+    @property
+    def follow_up(self) -> bool:
+        """Whether this is a message stream whose request names its task (a follow-up turn)."""
+        return not self.subscription and bool(self.tracker.expected_task)
+
+    @property
+    def events_read(self) -> int:
+        """How many events this stream has yielded."""
+        return self._events
+
     async def __aenter__(self) -> EventStream:
         await self._ensure_open()
         return self
@@ -358,10 +368,10 @@ class ResumableStream:
     logged) that names the task and the last event id received.
 
     End of a turn (spec 11.7): with ``end_of_turn`` (the default) the events end after the one
-    that reports the task INPUT_REQUIRED or AUTH_REQUIRED (a status update, or the Task of a
-    subscription; not the Task that opens a follow-up's stream, which shows the task as it was
-    before the message), even when the agent keeps the stream open; the stream is then closed. Without it they go on into the next turn, until the task is
-    terminal or the server ends the stream.
+    that reports the task INPUT_REQUIRED or AUTH_REQUIRED (a status update or a Task; not the
+    Task that opens a follow-up's stream, which shows the task as it was before the message),
+    even when the agent keeps the stream open; the stream is then closed. Without it they go on
+    into the next turn, until the task is terminal or the server ends the stream.
     """
 
     def __init__(
@@ -443,13 +453,14 @@ class ResumableStream:
     def _note_turn(self, event: StreamResponse) -> None:
         """Whether ``event`` reports that the agent waits for the client.
 
-        A status update says so; so does a Task snapshot of a subscription. The Task that opens
-        a follow-up's SendStreamingMessage shows the task as it was before the message (still
-        INPUT_REQUIRED): it is no answer yet.
+        A status update says so, and so does a Task: of a subscription, of a new message's
+        stream, or later in a follow-up's. The Task that opens a follow-up's SendStreamingMessage
+        shows the task as it was before the message (still INPUT_REQUIRED): it is no answer yet.
         """
-        state = self._current.state
+        current = self._current
+        state = current.state
         waiting = state is not None and is_interrupted(state)
-        if event.task is not None and not self._current.subscription:
+        if event.task is not None and current.follow_up and current.events_read == 1:
             waiting = False
         self._waiting = waiting and (event.status_update is not None or event.task is not None)
 
