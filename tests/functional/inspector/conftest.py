@@ -67,6 +67,13 @@ tags = ["test"]
 executor = "inspector_agents:Ask"
 
 [[skills]]
+id = "interview"
+name = "Interview"
+description = "Asks for a name, then for a sign-in, then welcomes"
+tags = ["test"]
+executor = "inspector_agents:Interview"
+
+[[skills]]
 id = "steps"
 name = "Steps"
 description = "One artifact chunk per word, each after its gate"

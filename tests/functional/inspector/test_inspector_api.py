@@ -88,18 +88,24 @@ def test_calls_and_streams(inspector: Inspector, agent: ServerProcess, live: Liv
     status, started = post(
         inspector, "stream", {"method": "SendStreamingMessage", "params": params, "streamId": "a"}
     )
-    assert (status, started) == (200, {"streamId": "a"})
+    assert status == 200 and started["streamId"] == "a"
     items = live.until(stream_end("a"))
     events = [item["event"] for kind, item in items if kind == "stream"]
     assert list(events[0]) == ["task"] and "artifactUpdate" in events[2]
     assert events[-1]["statusUpdate"]["status"]["state"] == "TASK_STATE_COMPLETED"
-    assert items[-1][1] == {"streamId": "a", "error": None, "stopped": False, "resubscribes": 0}
+    end = {"streamId": "a", "error": None, "stopped": False, "resubscribes": 0}
+    assert items[-1][1] == end | {"turnEnded": False}
     traffic = [item for kind, item in items if kind == "traffic"]
     streamed = [r["kind"] for r in traffic if r["rpc"] == "SendStreamingMessage"]
     assert streamed[:2] == ["request", "response"] and streamed[-1] == "end"
     assert streamed.count("event") == len(events)
+    (request,) = [
+        r for r in traffic if r["kind"] == "request" and r["rpc"] == "SendStreamingMessage"
+    ]
+    assert request["traceId"] == started["traceId"]  # the trace of the stream's request
     status, page = post(inspector, "call", {"method": "ListTasks", "params": {"pageSize": 1}})
     assert status == 200 and len(page["result"]["tasks"]) == 1
+    assert page["traceId"] not in (None, started["traceId"])  # a trace per operation
 
 
 @pytest.mark.parametrize(
