@@ -14,7 +14,17 @@ from typing import Any
 
 import pytest
 from e2e_support import ServerProcess
-from inspector_support import AGENT_TOKEN, CardServer, Inspector, open_agent, pane, send
+from inspector_support import (
+    AGENT_TOKEN,
+    CLIENT_ID,
+    CLIENT_SECRET,
+    CardServer,
+    Inspector,
+    open_agent,
+    pane,
+    send,
+)
+from oauth_provider import Provider
 
 pytestmark = pytest.mark.timeout(120)
 
@@ -279,6 +289,37 @@ def test_credentials_are_never_shown(page: Any, inspector: Inspector, agent: Ser
     assert AGENT_TOKEN not in page.content()
     state = page.evaluate("fetch('api/state').then(r => r.text())")
     assert AGENT_TOKEN not in state and '"credential":true' in state
+
+
+def test_the_page_runs_the_cards_client_credentials_flow(
+    page: Any, bare: Inspector, guarded: ServerProcess, provider: Provider
+) -> None:
+    open_agent(page, bare, guarded.url)
+    expect(page.locator("#credential")).to_have_text("credential: none")
+    schemes = page.locator("#identity table.schemes")
+    expect(schemes).to_contain_text(f"token {provider.token_url}")
+    expect(schemes).to_contain_text("header X-API-Key")
+    page.select_option("#identity-scheme", "oauth2")
+    page.fill("#identity-client", CLIENT_ID)
+    page.fill("#identity-secret", CLIENT_SECRET)
+    page.select_option("#identity-method", "client_secret_post")
+    page.click("#identity-use")
+    status = page.locator("#identity-status")
+    expect(status).to_contain_text("Token obtained at")
+    expect(status).to_contain_text(
+        f"Using scheme oauth2: OAuth 2.0 client credentials, client {CLIENT_ID} (client_secret_post)"
+    )
+    expect(page.locator("#credential")).to_have_text("credential: oauth2 (token obtained)")
+    expect(page.locator("#identity-secret")).to_have_value("")  # not kept in the page either
+    send(page, "with a token", mode="blocking")
+    expect(page.locator(".turn-agent .who .badge")).to_have_text("completed")
+    page.fill("#traffic-filter", "SendMessage")
+    page.locator("#traffic-list .row.kind-request").first.click()
+    expect(page.locator("#traffic-detail table.headers")).to_contain_text("Bearer <hidden>")
+    content = page.content()
+    tokens = [token["access_token"] for token in provider.issued]
+    assert tokens and CLIENT_SECRET not in content
+    assert not [token for token in tokens if token in content]
 
 
 def test_the_traffic_pane_stays_responsive_with_10000_events(

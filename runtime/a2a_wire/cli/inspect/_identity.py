@@ -53,15 +53,8 @@ def _kind(scheme: Mapping[str, Any]) -> tuple[str, dict[str, Any], bool]:
     if "apiKeySecurityScheme" in scheme:
         key = scheme["apiKeySecurityScheme"]
         location = key.get("location", "")
-        return (
-            "apiKey",
-            {"location": location, "name": key.get("name", "")},
-            location
-            in (
-                "header",
-                "cookie",
-            ),
-        )
+        shown = {"location": location, "keyName": key.get("name", "")}
+        return "apiKey", shown, location in ("header", "cookie")
     if "httpAuthSecurityScheme" in scheme:
         return "http", {"scheme": scheme["httpAuthSecurityScheme"].get("scheme", "")}, False
     if "mtlsSecurityScheme" in scheme:
@@ -75,7 +68,7 @@ def schemes(card: AgentCard) -> list[dict[str, Any]]:
     Returns:
         ``{"name", "kind", "usable", ...}`` per scheme: ``kind`` is ``oauth2`` (with
         ``tokenUrl`` and ``scopes`` of its client-credentials flow), ``openIdConnect`` (with
-        ``discoveryUrl``), ``apiKey`` (``location``, ``name``), ``http`` or ``mtls``; ``usable``
+        ``discoveryUrl``), ``apiKey`` (``location``, ``keyName``), ``http`` or ``mtls``; ``usable``
         says whether the inspector can get its credential (``http`` bearer tokens are given on
         the command line instead).
     """

@@ -116,9 +116,8 @@ function turnEnd(turn) {
   if (INTERRUPTED.has(name)) {
     const answer = el("button", { type: "button", class: "small", text: "Answer" });
     answer.addEventListener("click", () => $("#msg-text").focus());
-    const closed = turn.closedAtTurnEnd ? " The inspector ended the stream here." : "";
     return el("div", { class: "turn-end", dataset: { turnEnd: name } },
-      `End of turn: ${NEEDS[name]}.${closed} Your next message answers it in task `,
+      `End of turn: ${NEEDS[name]}. Your next message answers it in task `,
       el("code", { text: turn.taskId }), ". ", answer);
   }
   if (TERMINAL.has(name)) return el("div", { class: "turn-end", dataset: { turnEnd: name } }, `The task is ${name}.`);
@@ -272,7 +271,7 @@ on("stream-end", (item) => {
   const turn = byStream.get(item.streamId);
   if (!turn) return;
   byStream.delete(item.streamId);
-  finish(turn, { error: item.error || turn.error, closedAtTurnEnd: Boolean(item.turnEnded) });
+  finish(turn, { error: item.error || turn.error });
 });
 
 on("card-skills", (skills) => {

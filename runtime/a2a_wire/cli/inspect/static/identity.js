@@ -20,7 +20,7 @@ const KINDS = {
 function describe(scheme) {
   if (scheme.kind === "oauth2") return `token ${scheme.tokenUrl || "(no client-credentials flow)"}${scheme.scopes && scheme.scopes.length ? `, scopes ${scheme.scopes.join(" ")}` : ""}`;
   if (scheme.kind === "openIdConnect") return `discovery ${scheme.discoveryUrl}`;
-  if (scheme.kind === "apiKey") return `${scheme.location} ${scheme.name}`;
+  if (scheme.kind === "apiKey") return `${scheme.location} ${scheme.keyName}`;
   if (scheme.kind === "http") return `${scheme.scheme} (give it with --token)`;
   return "";
 }
@@ -98,5 +98,6 @@ export function identityView(view) {
     if (answer.error) problem.textContent = errorText(answer.error);
     else show(answer.identity);
   });
-  return el("div", {}, el("h3", { text: "Identity" }), table, form, status);
+  box.append(el("h3", { text: "Identity" }), table, form, status);
+  return box;
 }
