@@ -270,3 +270,24 @@ def test_a_subscription_follows_the_task_across_turns(
     states = [e["statusUpdate"]["status"]["state"] for e in events_of(items, "sub")]
     assert states == ["TASK_STATE_WORKING", "TASK_STATE_COMPLETED"]
     assert items[-1][1]["turnEnded"] is False and items[-1][1]["error"] is None
+
+
+def test_a_follow_up_stream_that_opens_with_an_update_is_read(
+    inspector: Inspector,
+    live: Live,
+    background: Background,
+    open_agent: Callable[[OpenAgent], str],
+) -> None:
+    """a2a-sdk 1.3.0's idiom: the stream of a message naming its task opens with an update."""
+    agent = OpenAgent(
+        [_status("TASK_STATE_WORKING"), _status("TASK_STATE_COMPLETED", "Hello, Ada!")], []
+    )
+    post(inspector, "connect", {"url": open_agent(agent)})
+    background.call(agent.gate.set)  # the agent ends its stream after the task ended
+    sent = message("Ada", taskId="t1", contextId="c1")
+    body = {"method": "SendStreamingMessage", "params": {"message": sent}, "streamId": "next"}
+    assert post(inspector, "stream", body)[0] == 200
+    items = live.until(stream_end("next"))
+    states = [e["statusUpdate"]["status"]["state"] for e in events_of(items, "next")]
+    assert states == ["TASK_STATE_WORKING", "TASK_STATE_COMPLETED"]
+    assert items[-1][1]["error"] is None and items[-1][1]["turnEnded"] is False

@@ -126,6 +126,10 @@ def test_webhook_deliveries_are_push_records() -> None:
     (record,) = published
     assert record["kind"] == "push" and record["status"] == 204
     assert record["headers"][0] == ["X-A2A-Notification-Token", HIDDEN]
+    assert record["traceId"] is None
+    parent = "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01"
+    log.push({"Traceparent": parent}, b"{}", 204)  # the agent's trace of the task
+    assert published[-1]["traceId"] == "4bf92f3577b34da6a3ce929d0e0e4736"
 
 
 async def test_the_credential_headers_are_hidden_whatever_their_name() -> None:

@@ -188,13 +188,18 @@ class TrafficLog:
         return watch
 
     def push(self, headers: Mapping[str, str], body: bytes, status: int) -> Record:
-        """Record a webhook delivery the inspector received and how it was answered."""
+        """Record a webhook delivery the inspector received and how it was answered.
+
+        Its ``traceId`` is that of the delivery's ``traceparent``, if any.
+        """
         shown, _ = _body(body)
         number = next(self._exchanges)
+        parent = next((v for k, v in headers.items() if k.lower() == TRACEPARENT), None)
         return self.add(
             "push",
             number,
             time.monotonic(),
+            traceId=trace_id_of(parent),  # the agent's trace of the task, when it sends one
             headers=self.headers(headers),
             body=shown,
             size=len(body),

@@ -1,6 +1,7 @@
 // The Traffic pane: every JSON-RPC request and response and every SSE event, in order, with
 // time, size and duration; a selected record shows its headers and body as JSON and copies as
-// curl, and names the trace its request carried (W3C traceparent); a filter narrows the list by
+// curl, and names the trace its request carried (W3C traceparent; for a webhook delivery, the
+// agent's); a filter narrows the list by
 // method, kind, URL or trace id. Only the rows in view are in the page (a virtual list of fixed-height rows), so a stream
 // of tens of thousands of events stays responsive; past MAX_RECORDS the oldest are dropped and
 // a marker says how many are hidden.
@@ -26,6 +27,7 @@ const ARROWS = { request: "→", response: "←", event: "⇠", end: "■", erro
 
 // The trace id of a record's exchange: the one its request's traceparent named.
 function traceOf(record) {
+  if (record.kind === "push") return record.traceId || ""; // the agent's, if it sent one
   const request = record.kind === "request" ? record : requests.get(record.exchange);
   return (request && request.traceId) || "";
 }
@@ -110,8 +112,8 @@ function select(record) {
       request && request.curl ? copyButton("Copy as curl", request.curl) : null,
       copyButton("Copy JSON", () => JSON.stringify(record.body ?? null, null, 2))),
     record.url ? el("div", {}, el("code", { text: record.url })) : null,
-    record.kind === "push" ? null : el("div", { class: "trace" }, "trace ",
-      trace ? el("code", { class: "trace-id", text: trace }) : el("span", { class: "muted", text: "none (no traceparent sent)" }),
+    el("div", { class: "trace" }, "trace ",
+      trace ? el("code", { class: "trace-id", text: trace }) : el("span", { class: "muted", text: "none (no traceparent)" }),
       trace ? copyButton("Copy trace id", trace) : null),
     record.error ? el("p", { class: "error", text: errorText(record.error) }) : null,
     headersView(record.headers),
