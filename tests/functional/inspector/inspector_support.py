@@ -8,6 +8,7 @@ Processes and threads are stopped by the fixture that started them, by their own
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import copy
 import json
 import signal
@@ -17,7 +18,7 @@ import urllib.error
 import urllib.request
 import uuid
 from collections import deque
-from collections.abc import Callable, Coroutine
+from collections.abc import Callable, Coroutine, Iterator
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any, TypeVar
@@ -135,6 +136,17 @@ class Live:
 
     def close(self) -> None:
         self.response.close()
+
+
+@contextlib.contextmanager
+def live_channel(inspector: Inspector) -> Iterator[Live]:
+    """The live channel of ``inspector``, read past its ``ready`` event, closed at the end."""
+    channel = Live(inspector)
+    try:
+        channel.until(lambda kind, _: kind == "ready")
+        yield channel
+    finally:
+        channel.close()
 
 
 def post(inspector: Inspector, path: str, body: Any) -> tuple[int, dict[str, Any]]:

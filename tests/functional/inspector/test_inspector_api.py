@@ -4,29 +4,22 @@ survives the agent's process dying and coming back."""
 
 from __future__ import annotations
 
-import asyncio
-import json
 import re
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
-from aiohttp import web
-from e2e_support import ServerProcess, environment, free_port, write_config
-from inspector_support import Background, Inspector, Item, Live, message, post
+from e2e_support import OpenAgent, ServerProcess, environment, free_port, write_config
+from inspector_support import Background, Inspector, Item, Live, live_channel, message, post
 
 pytestmark = pytest.mark.timeout(90)
 
 
 @pytest.fixture
 def live(inspector: Inspector) -> Iterator[Live]:
-    channel = Live(inspector)
-    try:
-        channel.until(lambda kind, _: kind == "ready")
+    with live_channel(inspector) as channel:
         yield channel
-    finally:
-        channel.close()
 
 
 def stream_end(stream_id: str) -> Callable[[str, dict[str, Any]], bool]:
@@ -158,61 +151,6 @@ def _task(state: str) -> dict[str, Any]:
     return {"task": {"id": "t1", "contextId": "c1", "status": {"state": state}}}
 
 
-class OpenAgent:
-    """Streams ``first``, keeps the stream open until ``gate`` is set, then streams ``after``.
-
-    Runs on the :class:`Background` loop; ``traceparents`` are the headers it received.
-    """
-
-    def __init__(self, first: list[dict[str, Any]], after: list[dict[str, Any]]) -> None:
-        self.first = first
-        self.after = after
-        self.gate = asyncio.Event()
-        self.traceparents: list[str] = []
-
-    def app(self) -> web.Application:
-        async def card(request: web.Request) -> web.Response:
-            interface = {
-                "url": f"{request.url.origin()}/rpc",
-                "protocolBinding": "JSONRPC",
-                "protocolVersion": "1.0",
-            }
-            return web.json_response(
-                {
-                    "name": "open",
-                    "description": "keeps its stream open after asking",
-                    "version": "1",
-                    "supportedInterfaces": [interface],
-                    "capabilities": {"streaming": True},
-                    "defaultInputModes": ["text/plain"],
-                    "defaultOutputModes": ["text/plain"],
-                    "skills": [],
-                }
-            )
-
-        async def rpc(request: web.Request) -> web.StreamResponse:
-            self.traceparents.append(request.headers.get("traceparent", ""))
-            call = await request.json()
-            response = web.StreamResponse(headers={"Content-Type": "text/event-stream"})
-            await response.prepare(request)
-
-            async def send(results: list[dict[str, Any]]) -> None:
-                for result in results:
-                    body = {"jsonrpc": "2.0", "id": call["id"], "result": result}
-                    await response.write(b"data: " + json.dumps(body).encode() + b"\n\n")
-
-            await send(self.first)
-            await self.gate.wait()  # no end, no keep-alive
-            await send(self.after)
-            await response.write_eof()
-            return response
-
-        app = web.Application()
-        app.router.add_get("/.well-known/agent-card.json", card)
-        app.router.add_post("/rpc", rpc)
-        return app
-
-
 @pytest.fixture
 def open_agent(background: Background) -> Iterator[Callable[[OpenAgent], str]]:
     agents: list[OpenAgent] = []
@@ -230,11 +168,17 @@ def events_of(items: list[Item], stream_id: str) -> list[dict[str, Any]]:
     return [i["event"] for k, i in items if k == "stream" and i["streamId"] == stream_id]
 
 
+def states_of(items: list[Item], stream_id: str) -> list[str]:
+    """The states of the status updates of a stream, in order."""
+    events = events_of(items, stream_id)
+    return [e["statusUpdate"]["status"]["state"] for e in events if "statusUpdate" in e]
+
+
 @pytest.mark.parametrize("state", ["TASK_STATE_INPUT_REQUIRED", "TASK_STATE_AUTH_REQUIRED"])
 def test_a_message_stream_ends_with_the_turn_though_the_agent_keeps_it_open(
     inspector: Inspector, live: Live, open_agent: Callable[[OpenAgent], str], state: str
 ) -> None:
-    agent = OpenAgent([_task("TASK_STATE_WORKING"), _status(state, QUESTION)], [])
+    agent = OpenAgent([_task("TASK_STATE_WORKING"), _status(state, QUESTION)])
     post(inspector, "connect", {"url": open_agent(agent)})
     body = {"method": "SendStreamingMessage", "params": {"message": message("hi")}}
     status, started = post(inspector, "stream", body | {"streamId": "turn"})
@@ -267,8 +211,7 @@ def test_a_subscription_follows_the_task_across_turns(
     live.until(lambda kind, item: kind == "stream" and item["streamId"] == "sub")
     background.call(agent.gate.set)  # the next turn, on the same stream
     items = live.until(stream_end("sub"))
-    states = [e["statusUpdate"]["status"]["state"] for e in events_of(items, "sub")]
-    assert states == ["TASK_STATE_WORKING", "TASK_STATE_COMPLETED"]
+    assert states_of(items, "sub") == ["TASK_STATE_WORKING", "TASK_STATE_COMPLETED"]
     assert items[-1][1]["turnEnded"] is False and items[-1][1]["error"] is None
 
 
@@ -280,7 +223,7 @@ def test_a_follow_up_stream_that_opens_with_an_update_is_read(
 ) -> None:
     """a2a-sdk 1.3.0's idiom: the stream of a message naming its task opens with an update."""
     agent = OpenAgent(
-        [_status("TASK_STATE_WORKING"), _status("TASK_STATE_COMPLETED", "Hello, Ada!")], []
+        [_status("TASK_STATE_WORKING"), _status("TASK_STATE_COMPLETED", "Hello, Ada!")]
     )
     post(inspector, "connect", {"url": open_agent(agent)})
     background.call(agent.gate.set)  # the agent ends its stream after the task ended
@@ -288,6 +231,5 @@ def test_a_follow_up_stream_that_opens_with_an_update_is_read(
     body = {"method": "SendStreamingMessage", "params": {"message": sent}, "streamId": "next"}
     assert post(inspector, "stream", body)[0] == 200
     items = live.until(stream_end("next"))
-    states = [e["statusUpdate"]["status"]["state"] for e in events_of(items, "next")]
-    assert states == ["TASK_STATE_WORKING", "TASK_STATE_COMPLETED"]
+    assert states_of(items, "next") == ["TASK_STATE_WORKING", "TASK_STATE_COMPLETED"]
     assert items[-1][1]["error"] is None and items[-1][1]["turnEnded"] is False

@@ -5,11 +5,21 @@ scheme; the secret, the key and the token never leave the inspector's process.""
 from __future__ import annotations
 
 import json
+from collections.abc import Iterator
 from typing import Any
 
 import pytest
 from e2e_support import ServerProcess
-from inspector_support import API_KEY, CLIENT_ID, CLIENT_SECRET, Inspector, Live, http, message
+from inspector_support import (
+    API_KEY,
+    CLIENT_ID,
+    CLIENT_SECRET,
+    Inspector,
+    Live,
+    http,
+    live_channel,
+    message,
+)
 from inspector_support import post as api_post
 from oauth_provider import Provider
 
@@ -46,13 +56,9 @@ class Seen:
 
 
 @pytest.fixture
-def live(bare: Inspector) -> Any:
-    channel = Live(bare)
-    try:
-        channel.until(lambda kind, _: kind == "ready")
+def live(bare: Inspector) -> Iterator[Live]:
+    with live_channel(bare) as channel:
         yield channel
-    finally:
-        channel.close()
 
 
 def test_the_client_credentials_flow_of_the_card_gets_a_token_the_page_never_sees(
