@@ -42,19 +42,31 @@ API_KEY = "api-key-c4e2b8f0"
 """The guarded agent's API key."""
 
 
-class Inspector:
-    """``a2a-wire inspect --port 0 ARGS`` with the agent's credential in ``$A2A_WIRE_TOKEN``."""
+WITHOUT_OPENTELEMETRY = (
+    "import sys; sys.modules['opentelemetry'] = None; "  # as if the telemetry extra were missing
+    "from a2a_wire.cli import main; sys.argv[0] = 'a2a-wire'; main()"
+)
 
-    def __init__(self, args: list[str], *, token: str = AGENT_TOKEN) -> None:
+
+class Inspector:
+    """``a2a-wire inspect --port 0 ARGS`` with the agent's credential in ``$A2A_WIRE_TOKEN``.
+
+    With ``without_opentelemetry`` it runs as if ``opentelemetry`` were not installed.
+    """
+
+    def __init__(
+        self, args: list[str], *, token: str = AGENT_TOKEN, without_opentelemetry: bool = False
+    ) -> None:
         self.args = args
         self.env = environment(A2A_WIRE_TOKEN=token)
         self.proc: subprocess.Popen[str] | None = None
         self.url = ""
+        self.python = ["-c", WITHOUT_OPENTELEMETRY] if without_opentelemetry else ["-m", "a2a_wire"]
 
     def start(self) -> Inspector:
         """Start it and read the address it prints."""
         self.proc = subprocess.Popen(
-            [PYTHON, "-m", "a2a_wire", "inspect", "--port", "0", *self.args],
+            [PYTHON, *self.python, "inspect", "--port", "0", *self.args],
             stdout=subprocess.PIPE,
             stderr=subprocess.PIPE,
             text=True,

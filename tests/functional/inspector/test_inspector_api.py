@@ -233,3 +233,28 @@ def test_a_follow_up_stream_that_opens_with_an_update_is_read(
     items = live.until(stream_end("next"))
     assert states_of(items, "next") == ["TASK_STATE_WORKING", "TASK_STATE_COMPLETED"]
     assert items[-1][1]["error"] is None and items[-1][1]["turnEnded"] is False
+
+
+def test_without_opentelemetry_each_stream_still_carries_its_trace(
+    open_agent: Callable[[OpenAgent], str],
+) -> None:
+    inspector = Inspector([], without_opentelemetry=True).start()
+    try:
+        with live_channel(inspector) as live:
+            agent = OpenAgent([_task("TASK_STATE_WORKING"), _status("TASK_STATE_INPUT_REQUIRED")])
+            post(inspector, "connect", {"url": open_agent(agent)})
+            body = {"method": "SendStreamingMessage", "params": {"message": message("hi")}}
+            status, started = post(inspector, "stream", body | {"streamId": "bare"})
+            assert status == 200
+            items = live.until(stream_end("bare"))
+    finally:
+        inspector.close()
+    assert items[-1][1]["turnEnded"] is True
+    (received,) = agent.traceparents
+    assert re.fullmatch(f"00-{started['traceId']}-[0-9a-f]{{16}}-01", received), received
+    (request,) = [
+        i
+        for k, i in items
+        if k == "traffic" and i["rpc"] == "SendStreamingMessage" and i["kind"] == "request"
+    ]
+    assert request["traceId"] == started["traceId"]
