@@ -1,10 +1,13 @@
 """The inspector's identity over plain HTTP (no browser): the card's OAuth 2.0 client-credentials
 scheme run against a real provider on loopback (tests/oauth_provider.py), and its API-key
-scheme; the secret, the key and the token never leave the inspector's process."""
+scheme; the secret, the key and the token never leave the inspector's process; a token endpoint
+that is down or stalls is an answer the page can show, within the inspector's --timeout."""
 
 from __future__ import annotations
 
 import json
+import socket
+import time
 from collections.abc import Iterator
 from typing import Any
 
@@ -14,6 +17,7 @@ from inspector_support import (
     API_KEY,
     CLIENT_ID,
     CLIENT_SECRET,
+    CardServer,
     Inspector,
     Live,
     http,
@@ -159,3 +163,51 @@ def test_a_pick_that_cannot_be_used_says_why(
 def test_a_pick_needs_an_open_agent(bare: Inspector) -> None:
     status, answer = api_post(bare, "identity", {"scheme": "oauth2"})
     assert status == 409 and answer["error"]["name"] == "NotConnectedError"
+
+
+def oauth_card(base: str, token_url: str) -> dict[str, Any]:
+    """A card whose only scheme is an OAuth 2.0 client-credentials flow at ``token_url``."""
+    flow = {"clientCredentials": {"tokenUrl": token_url, "scopes": {"a2a": "calls"}}}
+    interface = {"url": f"{base}/rpc", "protocolBinding": "JSONRPC", "protocolVersion": "1.0"}
+    return {
+        "name": "provider trouble",
+        "description": "its token endpoint is down or stalls",
+        "version": "1",
+        "supportedInterfaces": [interface],
+        "capabilities": {},
+        "defaultInputModes": ["text/plain"],
+        "defaultOutputModes": ["text/plain"],
+        "skills": [],
+        "securitySchemes": {"oauth2": {"oauth2SecurityScheme": {"flows": flow}}},
+        "securityRequirements": [{"schemes": {"oauth2": {"list": ["a2a"]}}}],
+    }
+
+
+@pytest.mark.parametrize("trouble", ["down", "stalled"])
+def test_a_token_endpoint_down_or_stalled_is_an_answer_within_the_timeout(
+    cards: CardServer, trouble: str
+) -> None:
+    listener = socket.socket()
+    listener.bind(("127.0.0.1", 0))
+    port = listener.getsockname()[1]
+    if trouble == "down":
+        listener.close()  # nothing listens there any more
+    else:
+        listener.listen(8)  # connections are taken, requests never answered
+    cards.documents["/" + trouble] = oauth_card(cards.url, f"http://127.0.0.1:{port}/token")
+    inspector = Inspector(["--timeout", "2"], token="").start()
+    try:
+        status, view = api_post(inspector, "connect", {"url": f"{cards.url}/{trouble}"})
+        assert status == 200 and view["schemes"][0]["scopes"] == ["a2a"]
+        body = {"scheme": "oauth2", "clientId": CLIENT_ID, "clientSecret": CLIENT_SECRET}
+        started = time.monotonic()
+        status, answer = api_post(inspector, "identity", body)
+        took = time.monotonic() - started
+    finally:
+        inspector.close()
+        listener.close()
+    identity = answer["identity"]
+    assert status == 200 and identity["token"] == "failed", identity
+    assert identity["error"].startswith(f"request to http://127.0.0.1:{port}/token failed")
+    assert ("TimeoutError" in identity["error"]) == (trouble == "stalled")
+    assert took < 20  # --timeout 2 bounds the token request; a stall would otherwise hang
