@@ -122,7 +122,8 @@ class Identity:
         scheme: The picked scheme's name (:data:`COMMAND_LINE` for the command line's).
         kind: The scheme's kind (``oauth2``, ``openIdConnect``, ``apiKey``) or ``command line``.
         details: What the page shows besides: ``clientId``, ``authMethod``, ``token``
-            (``"obtained"``, ``"failed"``), ``obtainedAt`` (ms since the epoch), ``error``.
+            (``"obtained"``, ``"set"`` for an API key, ``"failed"``), ``obtainedAt`` (ms since
+            the epoch), ``error`` (why it failed).
     """
 
     provider: CredentialProvider | None

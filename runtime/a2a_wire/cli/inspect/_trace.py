@@ -1,9 +1,8 @@
 """The trace context of the inspector's exchanges: one W3C trace per operation of the page.
 
-Each call or stream the page asks for gets a fresh trace id
-(:func:`operation`); every request the inspector's client sends for it carries a
-``traceparent`` of that trace (:func:`traceparent`), sampled, so an agent that traces records
-it under an id the page shows. When an OpenTelemetry SDK is active in the inspector's process,
+Each call or stream the page asks for gets a fresh trace id (:func:`operation`); every request
+the inspector's client sends for it carries a ``traceparent`` of that trace
+(:func:`traceparent`), sampled, so an agent that traces records it under an id the page shows. When an OpenTelemetry SDK is active in the inspector's process,
 the client's own span joins the same trace: the operation's context is made current for it. The
 trace id shown for a request is always read back from the header that was sent
 (:func:`trace_id_of`). docs/inspector.md, "Trace ids".
@@ -14,20 +13,12 @@ from __future__ import annotations
 import contextlib
 import re
 import secrets
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextvars import ContextVar
-from typing import Any
 
 from a2a_wire.telemetry import AVAILABLE
 
-try:  # the telemetry extra; without it the inspector's own traceparent is all there is
-    from opentelemetry import context as _otel_context
-    from opentelemetry import trace as _otel_trace
-except ImportError:
-    _otel_context = None  # type: ignore[assignment]
-    _otel_trace = None  # type: ignore[assignment]
-
-__all__ = ["TRACEPARENT", "current_trace_id", "operation", "trace_id_of", "traceparent"]
+__all__ = ["TRACEPARENT", "operation", "trace_id_of", "traceparent"]
 
 TRACEPARENT = "traceparent"
 _CURRENT: ContextVar[str] = ContextVar("a2a_wire_inspector_trace", default="")
@@ -40,11 +31,6 @@ def _random_hex(size: int) -> str:
         value = secrets.token_hex(size)
         if value.strip("0"):
             return value
-
-
-def current_trace_id() -> str:
-    """The trace id of the operation running in this context, or ``""``."""
-    return _CURRENT.get()
 
 
 def traceparent() -> str | None:
@@ -61,18 +47,20 @@ def trace_id_of(header: str | None) -> str | None:
     return found.group(1)
 
 
-def _attach(trace_id: str) -> Any:
-    """Make ``trace_id`` the parent of the client's spans, if OpenTelemetry is there."""
+def _attach(trace_id: str) -> Callable[[], None] | None:
+    """Make ``trace_id`` the parent of the client's spans; how to undo it (with OpenTelemetry)."""
     if not AVAILABLE:
         return None
-    parent = _otel_trace.SpanContext(
+    from opentelemetry import context, trace
+
+    parent = trace.SpanContext(
         int(trace_id, 16),
         int(_random_hex(8), 16),
         is_remote=True,
-        trace_flags=_otel_trace.TraceFlags(_otel_trace.TraceFlags.SAMPLED),
+        trace_flags=trace.TraceFlags(trace.TraceFlags.SAMPLED),
     )
-    span = _otel_trace.NonRecordingSpan(parent)
-    return _otel_context.attach(_otel_trace.set_span_in_context(span))
+    token = context.attach(trace.set_span_in_context(trace.NonRecordingSpan(parent)))
+    return lambda: context.detach(token)
 
 
 @contextlib.contextmanager
@@ -83,10 +71,10 @@ def operation() -> Iterator[str]:
     """
     trace_id = _random_hex(16)
     token = _CURRENT.set(trace_id)
-    attached = _attach(trace_id)
+    detach = _attach(trace_id)
     try:
         yield trace_id
     finally:
-        if attached is not None:
-            _otel_context.detach(attached)
+        if detach is not None:
+            detach()
         _CURRENT.reset(token)
