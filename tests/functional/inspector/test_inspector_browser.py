@@ -152,6 +152,9 @@ def test_a_conversation_of_three_turns_in_one_task(
     expect(second.locator(".turn-end")).to_have_attribute("data-turn-end", "auth-required")
     expect(second.locator(".turn-end")).to_contain_text("the agent needs authentication")
     expect(second.locator(".question")).to_contain_text("Sign in to continue, Ada.")
+    second.locator(".turn-end .show-identity").click()  # where another identity is picked
+    expect(page.locator("#identity h3")).to_have_text("Identity")
+    pane(page, "conversation")
     assert second.locator(".who code").inner_text() == task_id
     # The follow-up's stream opens with the task as it was (input-required): not this turn's.
     assert second.locator(".timeline .entry-status .badge").all_inner_texts() == [

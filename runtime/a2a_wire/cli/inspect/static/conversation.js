@@ -116,9 +116,13 @@ function turnEnd(turn) {
   if (INTERRUPTED.has(name)) {
     const answer = el("button", { type: "button", class: "small", text: "Answer" });
     answer.addEventListener("click", () => $("#msg-text").focus());
+    // Authentication may mean presenting another identity: the Card pane's Identity section.
+    const identity = name === "auth-required"
+      ? el("button", { type: "button", class: "small show-identity", text: "Identity", onclick: () => emit("show-pane", "card") })
+      : null;
     return el("div", { class: "turn-end", dataset: { turnEnd: name } },
       `End of turn: ${NEEDS[name]}. Your next message answers it in task `,
-      el("code", { text: turn.taskId }), ". ", answer);
+      el("code", { text: turn.taskId }), ". ", answer, " ", identity);
   }
   if (TERMINAL.has(name)) return el("div", { class: "turn-end", dataset: { turnEnd: name } }, `The task is ${name}.`);
   return null;
