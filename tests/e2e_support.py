@@ -15,6 +15,7 @@ import subprocess
 import sys
 import time
 from collections.abc import Callable
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -78,6 +79,81 @@ async def cli_async(
     return proc.returncode, out.decode(), err.decode()
 
 
+def scripted_card(
+    rpc_url: str,
+    *,
+    name: str = "fake",
+    description: str = "a scripted agent",
+    streaming: bool = False,
+) -> dict[str, Any]:
+    """The card of a scripted agent whose JSON-RPC interface is ``rpc_url`` (ProtoJSON)."""
+    interface = {"url": rpc_url, "protocolBinding": "JSONRPC", "protocolVersion": "1.0"}
+    return {
+        "name": name,
+        "description": description,
+        "version": "1",
+        "supportedInterfaces": [interface],
+        "capabilities": {"streaming": True} if streaming else {},
+        "defaultInputModes": ["text/plain"],
+        "defaultOutputModes": ["text/plain"],
+        "skills": [],
+    }
+
+
+@dataclass
+class OpenAgent:
+    """A scripted streaming agent: streams ``first``, then holds the stream open (no end, no
+    keep-alive) until ``gate`` is set, then streams ``after`` and ends it.
+
+    ``sent_first`` is set once ``first`` is out; ``traceparents`` are the ``traceparent``
+    headers of the requests received; ``task`` answers GetTask (the ``task`` member of a result).
+    """
+
+    first: list[dict[str, Any]]
+    after: list[dict[str, Any]] = field(default_factory=list)
+    gate: asyncio.Event = field(default_factory=asyncio.Event)
+    sent_first: asyncio.Event = field(default_factory=asyncio.Event)
+    traceparents: list[str] = field(default_factory=list)
+    task: dict[str, Any] | None = None
+
+    async def rpc(self, request: web.Request) -> web.StreamResponse:
+        """The JSON-RPC endpoint: GetTask answers ``task``, every other call gets the script."""
+        self.traceparents.append(request.headers.get("traceparent", ""))
+        call = await request.json()
+        if call["method"] == "GetTask":
+            assert self.task is not None, "GetTask was not expected"
+            return web.json_response({"jsonrpc": "2.0", "id": call["id"], "result": self.task})
+        response = web.StreamResponse(headers={"Content-Type": "text/event-stream"})
+        await response.prepare(request)
+
+        async def send(results: list[dict[str, Any]]) -> None:
+            for result in results:
+                body = {"jsonrpc": "2.0", "id": call["id"], "result": result}
+                await response.write(b"data: " + json.dumps(body).encode() + b"\n\n")
+
+        await send(self.first)
+        self.sent_first.set()
+        await self.gate.wait()
+        await send(self.after)
+        await response.write_eof()
+        return response
+
+    def app(self) -> web.Application:
+        """The agent: its card (a streaming one) and :meth:`rpc` at ``/rpc``."""
+
+        async def card(request: web.Request) -> web.Response:
+            url = f"{request.url.origin()}/rpc"
+            what = "keeps its stream open after asking"
+            return web.json_response(
+                scripted_card(url, name="open", description=what, streaming=True)
+            )
+
+        app = web.Application()
+        app.router.add_get("/.well-known/agent-card.json", card)
+        app.router.add_post("/rpc", self.rpc)
+        return app
+
+
 def fake_agent(
     answer: Callable[[str, dict[str, Any]], dict[str, Any]], rpc_url: str = ""
 ) -> web.Application:
@@ -89,20 +165,7 @@ def fake_agent(
     """
 
     async def card(request: web.Request) -> web.Response:
-        url = rpc_url or f"{request.url.origin()}/rpc"
-        interface = {"url": url, "protocolBinding": "JSONRPC", "protocolVersion": "1.0"}
-        return web.json_response(
-            {
-                "name": "fake",
-                "description": "a scripted agent",
-                "version": "1",
-                "supportedInterfaces": [interface],
-                "capabilities": {},
-                "defaultInputModes": ["text/plain"],
-                "defaultOutputModes": ["text/plain"],
-                "skills": [],
-            }
-        )
+        return web.json_response(scripted_card(rpc_url or f"{request.url.origin()}/rpc"))
 
     async def rpc(request: web.Request) -> web.Response:
         call = await request.json()

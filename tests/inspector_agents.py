@@ -5,14 +5,17 @@ The test holds an agent with a *gate*: a file the agent waits for, which the tes
 it has seen what it wanted. The agent checks for the file every 20 ms; the test never waits for
 a time to pass, only for a condition.
 
-==========  ===================================================================================
-``Ask``     INPUT_REQUIRED with the question "What is your name?"; the follow-up completes the
-            task with the artifact ``greeting`` = ``Hello, <answer>!``
-``Steps``   one artifact ``steps`` whose chunks are the words of the text; the first chunk comes
-            at once, chunk ``i`` once the file ``<gate_dir>/<first word>-<i>`` exists; COMPLETED
-``Hold``    WORKING "holding", then waits for ``<gate_dir>/<text>`` (or a cancel); COMPLETED
-``Flood``   ``count`` artifact chunks as fast as the server takes them, then COMPLETED
-==========  ===================================================================================
+=============  ================================================================================
+``Ask``        INPUT_REQUIRED with the question "What is your name?"; the follow-up completes the
+               task with the artifact ``greeting`` = ``Hello, <answer>!``
+``Interview``  three turns of one task: INPUT_REQUIRED "What is your name?", then AUTH_REQUIRED
+               "Sign in to continue, <name>.", then the artifact ``welcome`` = ``Welcome, <name>!``
+               and COMPLETED
+``Steps``      one artifact ``steps`` whose chunks are the words of the text; the first chunk comes
+               at once, chunk ``i`` once the file ``<gate_dir>/<first word>-<i>`` exists; COMPLETED
+``Hold``       WORKING "holding", then waits for ``<gate_dir>/<text>`` (or a cancel); COMPLETED
+``Flood``      ``count`` artifact chunks as fast as the server takes them, then COMPLETED
+=============  ================================================================================
 """
 
 from __future__ import annotations
@@ -43,6 +46,25 @@ class Ask(AgentExecutor):
         await updater.start_work("Thinking about it")
         await updater.add_artifact(f"Hello, {_text(context)}!", name="greeting")
         await updater.complete("Greeted")
+
+
+class Interview(AgentExecutor):
+    def __init__(self) -> None:
+        self.names: dict[str, str] = {}  # task id -> the name of its second turn
+
+    async def execute(self, context: RequestContext, events: EventQueue) -> None:
+        updater = TaskUpdater(events, context)
+        if context.task is None:
+            await updater.require_input("What is your name?")
+            return
+        if context.task_id not in self.names:
+            self.names[context.task_id] = _text(context)
+            await updater.start_work("Checking")
+            await updater.require_auth(f"Sign in to continue, {_text(context)}.")
+            return
+        await updater.start_work("Welcoming")
+        await updater.add_artifact(f"Welcome, {self.names[context.task_id]}!", name="welcome")
+        await updater.complete("Done")
 
 
 class Steps(AgentExecutor):

@@ -15,12 +15,10 @@ from __future__ import annotations
 import asyncio
 import json
 from collections.abc import AsyncIterator
-from dataclasses import dataclass, field
 from typing import Any
 
 import pytest
-from aiohttp import web
-from e2e_support import PYTHON, cli_async, environment, fake_agent
+from e2e_support import PYTHON, OpenAgent, cli_async, environment, fake_agent
 
 QUESTION = "What is your name?"
 NEEDS = {
@@ -45,73 +43,13 @@ def _task(state: str, text: str = "") -> dict[str, Any]:
     return {"task": {"id": "t1", "contextId": "c1", "status": status}}
 
 
-@dataclass
-class OpenAgent:
-    """Streams ``first``, then holds the stream open until ``gate``, then streams ``after``.
-
-    GetTask is answered with ``task`` (the ``task`` member of a ``_task`` result).
-    """
-
-    first: list[dict[str, Any]]
-    after: list[dict[str, Any]] = field(default_factory=list)
-    task: dict[str, Any] | None = None
-    gate: asyncio.Event = field(default_factory=asyncio.Event)
-    sent_first: asyncio.Event = field(default_factory=asyncio.Event)
-
-    async def rpc(self, request: web.Request) -> web.StreamResponse:
-        call = await request.json()
-        if call["method"] == "GetTask":
-            assert self.task is not None, "GetTask was not expected"
-            return web.json_response({"jsonrpc": "2.0", "id": call["id"], "result": self.task})
-        response = web.StreamResponse(headers={"Content-Type": "text/event-stream"})
-        await response.prepare(request)
-
-        async def send(results: list[dict[str, Any]]) -> None:
-            for result in results:
-                body = {"jsonrpc": "2.0", "id": call["id"], "result": result}
-                await response.write(b"data: " + json.dumps(body).encode() + b"\n\n")
-
-        await send(self.first)
-        self.sent_first.set()
-        await self.gate.wait()  # the stream stays open: no end, no keep-alive
-        await send(self.after)
-        await response.write_eof()
-        return response
-
-
-def _app(agent: OpenAgent) -> web.Application:
-    async def card(request: web.Request) -> web.Response:
-        interface = {
-            "url": f"{request.url.origin()}/rpc",
-            "protocolBinding": "JSONRPC",
-            "protocolVersion": "1.0",
-        }
-        return web.json_response(
-            {
-                "name": "open",
-                "description": "keeps its stream open after asking",
-                "version": "1",
-                "supportedInterfaces": [interface],
-                "capabilities": {"streaming": True},
-                "defaultInputModes": ["text/plain"],
-                "defaultOutputModes": ["text/plain"],
-                "skills": [],
-            }
-        )
-
-    app = web.Application()
-    app.router.add_get("/.well-known/agent-card.json", card)
-    app.router.add_post("/rpc", agent.rpc)
-    return app
-
-
 @pytest.fixture
 async def agent_url(aiohttp_server: Any) -> AsyncIterator[Any]:
     agents: list[OpenAgent] = []
 
     async def start(agent: OpenAgent) -> str:
         agents.append(agent)
-        server = await aiohttp_server(_app(agent))
+        server = await aiohttp_server(agent.app())
         return str(server.make_url("/"))
 
     yield start

@@ -1,6 +1,7 @@
 """Fixtures of the inspector's tests: Debian's headless Chromium driven by Playwright for Python,
 one ``a2a-wire serve`` with the test agents (tests/inspector_agents.py), a small
-server of hand-made cards, and an ``a2a-wire inspect`` process per test.
+server of hand-made cards, an OAuth 2.0 provider (tests/oauth_provider.py) and an agent that
+trusts it, and an ``a2a-wire inspect`` process per test.
 
 Where Chromium or Playwright is missing, every browser test is skipped for the same reason, at
 the same place, so the summary shows one line saying how to install them. With
@@ -19,7 +20,18 @@ from typing import Any
 
 import pytest
 from e2e_support import ServerProcess, environment, free_port, write_config
-from inspector_support import AGENT_TOKEN, CardServer, Inspector, broken_card, signed_cards
+from inspector_support import (
+    AGENT_TOKEN,
+    API_KEY,
+    CLIENT_ID,
+    CLIENT_SECRET,
+    Background,
+    CardServer,
+    Inspector,
+    broken_card,
+    signed_cards,
+)
+from oauth_provider import AUDIENCE, Provider
 
 CHROMIUM = Path(os.environ.get("A2A_WIRE_CHROMIUM") or "/usr/bin/chromium")
 REQUIRE = "A2A_WIRE_REQUIRE_BROWSER"
@@ -67,6 +79,13 @@ tags = ["test"]
 executor = "inspector_agents:Ask"
 
 [[skills]]
+id = "interview"
+name = "Interview"
+description = "Asks for a name, then for a sign-in, then welcomes"
+tags = ["test"]
+executor = "inspector_agents:Interview"
+
+[[skills]]
 id = "steps"
 name = "Steps"
 description = "One artifact chunk per word, each after its gate"
@@ -96,6 +115,37 @@ description = "Only on the extended card"
 tags = ["test"]
 executor = "echo"
 public = false
+"""
+
+
+GUARDED = """
+[server]
+host = "127.0.0.1"
+port = {port}
+storage = "memory"
+shutdown_grace_seconds = 1.0
+
+[card]
+name = "guarded agent"
+description = "Trusts one OAuth 2.0 provider, and one API key"
+
+[[clients]]
+id = "keyed"
+api_key_env = "INSPECT_AGENT_KEY"
+
+[[security.oauth2]]
+issuer = "{issuer}"
+audience = "{audience}"
+required_scopes = ["a2a"]
+token_url = "{token_url}"
+
+[security.tokens]
+allow_http = true
+allow = ["127.0.0.1"]
+
+[[skills]]
+executor = "echo"
+default = true
 """
 
 
@@ -194,6 +244,60 @@ def cards(tmp_path_factory: pytest.TempPathFactory) -> Iterator[CardServer]:
         yield server.start()
     finally:
         server.close()
+
+
+@pytest.fixture(scope="module")
+def background() -> Iterator[Background]:
+    """An event loop in a thread for the servers the tests run in their own process."""
+    loop = Background()
+    try:
+        yield loop
+    finally:
+        loop.close()
+
+
+@pytest.fixture(scope="module")
+def provider(background: Background) -> Iterator[Provider]:
+    """The loopback OAuth 2.0 provider, with the client ``CLIENT_ID``/``CLIENT_SECRET``."""
+    started = background.run(Provider(token_seconds=600).start())
+    started.add_client(CLIENT_ID, CLIENT_SECRET, "a2a")
+    try:
+        yield started
+    finally:
+        background.run(started.stop())
+
+
+@pytest.fixture(scope="module")
+def guarded(
+    tmp_path_factory: pytest.TempPathFactory, provider: Provider
+) -> Iterator[ServerProcess]:
+    """``a2a-wire serve`` that takes the provider's tokens or the key ``API_KEY``, nothing else."""
+    folder = tmp_path_factory.mktemp("guarded")
+    port = free_port()
+    config = write_config(
+        folder / "serve.toml",
+        GUARDED,
+        port=port,
+        issuer=provider.issuer,
+        audience=AUDIENCE,
+        token_url=provider.token_url,
+    )
+    env = environment(INSPECT_AGENT_KEY=API_KEY)
+    server = ServerProcess(["--config", str(config)], folder / "serve.log", port, env)
+    try:
+        yield server.start()
+    finally:
+        server.close()
+
+
+@pytest.fixture
+def bare() -> Iterator[Inspector]:
+    """``a2a-wire inspect`` without a credential of its own."""
+    started = Inspector([], token="").start()
+    try:
+        yield started
+    finally:
+        started.close()
 
 
 @pytest.fixture

@@ -14,7 +14,17 @@ from typing import Any
 
 import pytest
 from e2e_support import ServerProcess
-from inspector_support import AGENT_TOKEN, CardServer, Inspector, open_agent, pane, send
+from inspector_support import (
+    AGENT_TOKEN,
+    CLIENT_ID,
+    CLIENT_SECRET,
+    CardServer,
+    Inspector,
+    open_agent,
+    pane,
+    send,
+)
+from oauth_provider import Provider
 
 pytestmark = pytest.mark.timeout(120)
 
@@ -88,7 +98,16 @@ def test_a_streamed_message_shows_its_artifact_growing(
     expect(artifact).to_have_text("alpha beta gamma")
     expect(turn.locator(".who .badge")).to_have_text("completed")
     expect(turn.locator(".artifact-head")).to_contain_text("3 chunks")
-    assert turn.locator(".states .badge").all_inner_texts() == ["submitted", "working", "completed"]
+    statuses = turn.locator(".timeline .entry-status .badge").all_inner_texts()
+    assert statuses == ["submitted", "working", "completed"]
+    kinds = turn.locator(".timeline > li").evaluate_all("items => items.map(i => i.className)")
+    assert kinds == [  # in the order they came: the artifact began before the task completed
+        "entry entry-status",
+        "entry entry-status",
+        "entry entry-artifact",
+        "entry entry-status",
+    ]
+    expect(turn.locator(".turn-end")).to_have_text("The task is completed.")
     page.fill("#traffic-filter", "artifactUpdate")
     expect(page.locator("#traffic-list .row")).to_have_count(3)
 
@@ -98,17 +117,84 @@ def test_a_multi_turn_flow_completes(page: Any, inspector: Inspector, agent: Ser
     send(page, "hello", skill="ask")  # streamed, then the answer blocking
     first = page.locator(".turn-agent").last
     expect(first.locator(".who .badge")).to_have_text("input-required")
-    expect(first).to_contain_text("What is your name?")
-    expect(page.locator("#thread")).to_contain_text("Continuing task")
+    expect(first.locator(".question")).to_contain_text("The agent asks: What is your name?")
+    expect(page.locator("#thread")).to_contain_text("Answering task")
     task_id = first.locator(".who code").inner_text()
     send(page, "Ada", skill="ask", mode="blocking")
     second = page.locator(".turn-agent").last
     expect(second.locator(".who .badge")).to_have_text("completed")
     expect(second.locator(".artifact")).to_contain_text("Hello, Ada!")
     assert second.locator(".who code").inner_text() == task_id  # the same task, continued
-    states = second.locator(".states .badge").all_inner_texts()
-    assert states[0] == "submitted" and "input-required" in states, states
-    assert states[-1] == "completed", states
+    # This turn's own statuses only: the first turn's stay with the first turn.
+    assert second.locator(".timeline .entry-status .badge").all_inner_texts() == ["completed"]
+
+
+def test_a_conversation_of_three_turns_in_one_task(
+    page: Any, inspector: Inspector, agent: ServerProcess
+) -> None:
+    open_agent(page, inspector, agent.url)
+    send(page, "hello", skill="interview")
+    first = page.locator(".turn-agent").nth(0)
+    expect(first.locator(".turn-end")).to_have_attribute("data-turn-end", "input-required")
+    expect(first.locator(".turn-end")).to_contain_text("End of turn: the agent needs input.")
+    expect(first.locator(".question")).to_contain_text("What is your name?")
+    expect(page.locator("#msg-text")).to_have_attribute(
+        "placeholder", re.compile("^Answer the agent: What is your name?")
+    )
+    task_id = first.locator(".who code").inner_text()
+    expect(first.locator(".turn-end code")).to_have_text(task_id)
+
+    first.locator(".turn-end button").click()  # answer in place: the composer, same task
+    page.keyboard.type("Ada")
+    page.click("#msg-send")
+    expect(page.locator(".turn-user").nth(1)).to_contain_text(f"answers task {task_id}")
+    second = page.locator(".turn-agent").nth(1)
+    expect(second.locator(".turn-end")).to_have_attribute("data-turn-end", "auth-required")
+    expect(second.locator(".turn-end")).to_contain_text("the agent needs authentication")
+    expect(second.locator(".question")).to_contain_text("Sign in to continue, Ada.")
+    second.locator(".turn-end .show-identity").click()  # where another identity is picked
+    expect(page.locator("#identity h3")).to_have_text("Identity")
+    pane(page, "conversation")
+    assert second.locator(".who code").inner_text() == task_id
+    # The follow-up's stream opens with the task as it was (input-required): not this turn's.
+    assert second.locator(".timeline .entry-status .badge").all_inner_texts() == [
+        "working",
+        "auth-required",
+    ]
+
+    send(page, "signed in", skill="interview")
+    third = page.locator(".turn-agent").nth(2)
+    expect(third.locator(".turn-end")).to_have_attribute("data-turn-end", "completed")
+    expect(third.locator(".artifact")).to_contain_text("Welcome, Ada!")
+    assert third.locator(".who code").inner_text() == task_id
+    items = third.locator(".timeline > li").evaluate_all("items => items.map(i => i.innerText)")
+    assert [item.split()[0] for item in items] == ["working", "welcome", "completed"], items
+    expect(page.locator("#thread")).to_contain_text("Same conversation, new task")
+    assert page.locator(".turn-agent").count() == 3 and page.locator(".turn-user").count() == 3
+    traces = page.locator(".turn-agent .trace-id").all_inner_texts()
+    assert len(set(traces)) == 3 and all(re.fullmatch("[0-9a-f]{32}", t) for t in traces)
+
+
+def test_each_turn_names_its_trace_and_its_traffic(
+    page: Any, inspector: Inspector, agent: ServerProcess
+) -> None:
+    open_agent(page, inspector, agent.url)
+    send(page, "trace me")
+    turn = page.locator(".turn-agent").last
+    expect(turn.locator(".turn-end")).to_have_text("The task is completed.")
+    trace_id = turn.locator(".trace-id").inner_text()
+    turn.locator(".show-traffic").click()
+    expect(page.locator("#traffic-filter")).to_have_value(trace_id)
+    rows = page.locator("#traffic-list .row")
+    expect(rows.first).to_contain_text("POST SendStreamingMessage")
+    expect(rows.last).to_contain_text("stream ended")
+    rows.first.click()
+    detail = page.locator("#traffic-detail")
+    expect(detail.locator(".trace-id")).to_have_text(trace_id)
+    traceparent = detail.locator("table.headers tr").filter(has_text="traceparent")
+    expect(traceparent.locator("td")).to_have_text(re.compile(f"^00-{trace_id}-[0-9a-f]{{16}}-01$"))
+    rows.last.click()  # any record of the exchange names it
+    expect(detail.locator(".trace-id")).to_have_text(trace_id)
 
 
 def _held_task(page: Any, text: str) -> tuple[str, str]:
@@ -206,6 +292,37 @@ def test_credentials_are_never_shown(page: Any, inspector: Inspector, agent: Ser
     assert AGENT_TOKEN not in page.content()
     state = page.evaluate("fetch('api/state').then(r => r.text())")
     assert AGENT_TOKEN not in state and '"credential":true' in state
+
+
+def test_the_page_runs_the_cards_client_credentials_flow(
+    page: Any, bare: Inspector, guarded: ServerProcess, provider: Provider
+) -> None:
+    open_agent(page, bare, guarded.url)
+    expect(page.locator("#credential")).to_have_text("credential: none")
+    schemes = page.locator("#identity table.schemes")
+    expect(schemes).to_contain_text(f"token {provider.token_url}")
+    expect(schemes).to_contain_text("header X-API-Key")
+    page.select_option("#identity-scheme", "oauth2")
+    page.fill("#identity-client", CLIENT_ID)
+    page.fill("#identity-secret", CLIENT_SECRET)
+    page.select_option("#identity-method", "client_secret_post")
+    page.click("#identity-use")
+    status = page.locator("#identity-status")
+    expect(status).to_contain_text("Token obtained at")
+    expect(status).to_contain_text(
+        f"Using scheme oauth2: OAuth 2.0 client credentials, client {CLIENT_ID} (client_secret_post)"
+    )
+    expect(page.locator("#credential")).to_have_text("credential: oauth2 (token obtained)")
+    expect(page.locator("#identity-secret")).to_have_value("")  # not kept in the page either
+    send(page, "with a token", mode="blocking")
+    expect(page.locator(".turn-agent .who .badge")).to_have_text("completed")
+    page.fill("#traffic-filter", "SendMessage")
+    page.locator("#traffic-list .row.kind-request").first.click()
+    expect(page.locator("#traffic-detail table.headers")).to_contain_text("Bearer <hidden>")
+    content = page.content()
+    tokens = [token["access_token"] for token in provider.issued]
+    assert tokens and CLIENT_SECRET not in content
+    assert not [token for token in tokens if token in content]
 
 
 def test_the_traffic_pane_stays_responsive_with_10000_events(

@@ -73,6 +73,24 @@ def test_a_post_must_be_json(inspector: Inspector) -> None:
     assert status == 409 and json.loads(body)["error"]["name"] == "NotConnectedError"
 
 
+def test_a_secret_is_taken_only_from_the_page_itself(inspector: Inspector) -> None:
+    """``api/identity`` receives a client secret or an API key: the guard stands before it."""
+    identity = inspector.url + "api/identity"
+    body = json.dumps({"scheme": "oauth2", "clientId": "c", "clientSecret": "s"}).encode()
+    json_type = {"Content-Type": "application/json"}
+    refused = [
+        (identity, {**json_type, "Origin": "http://evil.example"}, b"foreign Origin\n"),
+        (identity, {**json_type, "Sec-Fetch-Site": "cross-site"}, b"cross-site request\n"),
+        (identity, {"Content-Type": "text/plain"}, b"send application/json\n"),
+        (inspector.origin + "/api/identity", json_type, None),
+    ]
+    for url, headers, why in refused:
+        status, answer = http(url, method="POST", headers=headers, body=body)
+        assert status == 403 and (why is None or answer == why), (headers, answer)
+    status, answer = http(identity, method="POST", headers=json_type, body=body)
+    assert status == 409  # the page itself gets through (and no agent is open)
+
+
 def test_pages_are_locked_to_their_own_origin(inspector: Inspector) -> None:
     import urllib.request
 

@@ -7,12 +7,10 @@ import json
 import shlex
 from typing import Any
 
-from a2a_wire.cli.inspect._traffic import (
-    HIDDEN,
-    HidingCredentials,
-    TrafficLog,
-    curl_command,
-)
+from a2a_wire.cli.inspect._identity import Identity
+from a2a_wire.cli.inspect._outgoing import Outgoing
+from a2a_wire.cli.inspect._trace import operation, trace_id_of
+from a2a_wire.cli.inspect._traffic import HIDDEN, TrafficLog, curl_command
 from a2a_wire.client import ConnectError, CredentialRequest, HeaderScheme, StaticCredentials
 
 SECRET = "s3cret-value"
@@ -128,15 +126,58 @@ def test_webhook_deliveries_are_push_records() -> None:
     (record,) = published
     assert record["kind"] == "push" and record["status"] == 204
     assert record["headers"][0] == ["X-A2A-Notification-Token", HIDDEN]
+    assert record["traceId"] is None
+    parent = "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01"
+    log.push({"Traceparent": parent}, b"{}", 204)  # the agent's trace of the task
+    assert published[-1]["traceId"] == "4bf92f3577b34da6a3ce929d0e0e4736"
 
 
 async def test_the_credential_headers_are_hidden_whatever_their_name() -> None:
     log, published = recorder()
-    provider = HidingCredentials(StaticCredentials(SECRET, scheme=HeaderScheme("X-Custom")), log)
-    headers = await provider.headers(CredentialRequest("http://a/", "GetTask"))
-    assert dict(headers) == {"X-Custom": SECRET}
+    identity = Identity(StaticCredentials(SECRET, scheme=HeaderScheme("X-Custom")))
+    headers = await Outgoing(identity, log).headers(CredentialRequest("http://a/", "GetTask"))
+    assert dict(headers) == {"X-Custom": SECRET}  # outside an operation: no trace context
     log.exchange("POST", "http://a/", headers, b"{}", stream=False).end(None)
     assert published[0]["headers"] == [["X-Custom", HIDDEN]]
+    assert published[0]["traceId"] is None
+
+
+async def test_each_request_of_an_operation_carries_its_trace() -> None:
+    log, published = recorder()
+    outgoing = Outgoing(Identity(None), log)
+    asked = CredentialRequest("http://a/", "GetTask")
+    with operation() as trace_id:
+        first = await outgoing.headers(asked)
+        second = await outgoing.headers(asked)
+    with operation() as other:
+        third = await outgoing.headers(asked)
+    assert trace_id != other and len(trace_id) == 32
+    assert [trace_id_of(h["traceparent"]) for h in (first, second, third)] == [
+        trace_id,
+        trace_id,
+        other,
+    ]
+    assert first["traceparent"].endswith("-01")  # sampled: the agent is asked to record it
+    assert first["traceparent"] != second["traceparent"]  # a parent id per request
+    log.exchange("POST", "http://a/", first, b"{}", stream=False).end(None)
+    assert published[0]["traceId"] == trace_id
+    assert ["traceparent", first["traceparent"]] in published[0]["headers"]
+
+
+def test_only_a_valid_traceparent_names_a_trace() -> None:
+    good = "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01"
+    assert trace_id_of(good) == "4bf92f3577b34da6a3ce929d0e0e4736"
+    assert trace_id_of(good.upper()) == "4bf92f3577b34da6a3ce929d0e0e4736"
+    for bad in (
+        None,
+        "",
+        "01-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01",
+        "00-00000000000000000000000000000000-00f067aa0ba902b7-01",
+        "00-4bf92f3577b34da6a3ce929d0e0e4736-0000000000000000-01",
+        "00-4bf92f3577b34da6a3ce929d0e0e473-00f067aa0ba902b7-01",
+        "00-zz" + "0" * 30 + "-00f067aa0ba902b7-01",
+    ):
+        assert trace_id_of(bad) is None, bad
 
 
 def test_curl_quotes_what_the_shell_would_expand() -> None:

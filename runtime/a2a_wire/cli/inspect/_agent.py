@@ -6,7 +6,9 @@ client's :class:`~a2a_wire.client.CardResolver` (address guard, redirect refusal
 checks it (:mod:`a2a_wire.cli.inspect._checks`), and, when the card decodes and offers a
 JSONRPC 1.0 interface, opens an :class:`~a2a_wire.client.A2AClient` on that interface with the
 command line's credential, allowlist and timeout. A card the client cannot use is still shown
-with its findings; only the calls are then unavailable.
+with its findings; only the calls are then unavailable. The page may then pick one of the card's
+security schemes instead of the command line's credential (:meth:`AgentSession.use`,
+:mod:`a2a_wire.cli.inspect._identity`); opening an agent goes back to the command line's.
 
 The host of a URL typed into the page is exempt from the address guard, as the URL given to any
 other command is (:meth:`~a2a_wire.cli._common.ClientOptions.settings`); addresses the agent's
@@ -20,11 +22,14 @@ from typing import Any
 from a2a_wire import codec
 from a2a_wire.cli._common import ClientOptions
 from a2a_wire.cli.inspect._checks import Verify, check_card
-from a2a_wire.cli.inspect._traffic import HidingCredentials, TrafficLog, describe_error
+from a2a_wire.cli.inspect._identity import Identity, IdentityError, pick, schemes
+from a2a_wire.cli.inspect._outgoing import Outgoing
+from a2a_wire.cli.inspect._traffic import TrafficLog, describe_error
 from a2a_wire.client import (
     A2AClient,
     CardResolver,
     ClientError,
+    ClientSettings,
     card_url,
     interface_url,
     select_interface,
@@ -53,6 +58,8 @@ class AgentSession:
         self.traffic = traffic
         self.verify = verify
         self.view: dict[str, Any] | None = None
+        self.outgoing = Outgoing(Identity(opts.credentials()), traffic)
+        self._settings = ClientSettings()
         self._client: A2AClient | None = None
 
     @property
@@ -85,9 +92,11 @@ class AgentSession:
         await self.close()
         where = card_url(url)
         view: dict[str, Any] = {"url": url, "cardUrl": where, "document": None}
-        view.update(findings=[], interface=None, error=None, extended=None)
+        view.update(findings=[], interface=None, error=None, extended=None, schemes=[])
         self.view = view
-        settings = self.opts.settings(url)
+        settings = self._settings = self.opts.settings(url)
+        self.outgoing.identity = Identity(self.opts.credentials(settings))
+        view["identity"] = self.outgoing.identity.summary()
         try:
             async with CardResolver(settings=settings, observer=self.traffic) as resolver:
                 view["document"] = await resolver.fetch_document(where)
@@ -102,16 +111,43 @@ class AgentSession:
             view["error"] = describe_error(exc)
             return view
         view["interface"] = iface.to_dict()
-        provider = self.opts.credentials()
+        view["schemes"] = schemes(card)
         self._client = A2AClient(
             interface_url(where, iface),
             tenant=iface.tenant,
             settings=settings,
-            credentials=HidingCredentials(provider, self.traffic) if provider else None,
+            credentials=self.outgoing,
             card=card,
             observer=self.traffic,
         )
         return view
+
+    async def use(self, body: dict[str, Any]) -> dict[str, Any]:
+        """Present the scheme ``body["scheme"]`` of the open agent's card from now on.
+
+        Args:
+            body: ``scheme`` (``""``: the command line's credential again) and its values
+                (:func:`~a2a_wire.cli.inspect._identity.pick`).
+
+        Returns:
+            The identity's summary (never a secret or a token).
+
+        Raises:
+            NotConnectedError: No usable agent is open.
+            IdentityError: The scheme or the values cannot be used.
+        """
+        client = self.client
+        if client.card is None:
+            raise IdentityError("the open agent has no card")
+        if not body.get("scheme"):
+            identity = Identity(self.opts.credentials(self._settings))
+        else:
+            identity = await pick(client.card, client.url, body, self._settings)
+        self.outgoing.identity = identity
+        summary = identity.summary()
+        if self.view is not None:
+            self.view["identity"] = summary
+        return summary
 
     async def extended(self) -> dict[str, Any]:
         """GetExtendedAgentCard (spec 3.1.11) and its findings, on the card as decoded.

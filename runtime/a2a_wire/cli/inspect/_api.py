@@ -2,7 +2,9 @@
 
 The routes and the error shape are listed in docs/internals/cli.md. An agent's failure is
 answered with HTTP 200, since it is a result worth showing; 400 and 409 are the page's own
-mistakes.
+mistakes. Each operation that calls the agent runs in a trace of its own and answers its
+``traceId`` (:mod:`a2a_wire.cli.inspect._trace`); a stream of a message ends with the agent's
+turn (spec 11.7), a subscription follows the task across turns.
 """
 
 from __future__ import annotations
@@ -16,7 +18,9 @@ from aiohttp import web
 
 from a2a_wire import codec
 from a2a_wire.cli.inspect._agent import AgentSession, NotConnectedError
+from a2a_wire.cli.inspect._identity import IdentityError
 from a2a_wire.cli.inspect._live import LiveHub
+from a2a_wire.cli.inspect._trace import operation
 from a2a_wire.cli.inspect._traffic import HIDDEN, describe_error
 from a2a_wire.client import A2AClient, PushReceiver
 from a2a_wire.errors import A2AError
@@ -71,6 +75,8 @@ def _answer(handler: Handler) -> Handler:
             return await handler(request)
         except BadRequestError as exc:
             return _json({"error": {"name": "BadRequest", "message": str(exc)}}, 400)
+        except IdentityError as exc:
+            return _json({"error": describe_error(exc)}, 400)
         except NotConnectedError as exc:
             return _json({"error": describe_error(exc)}, 409)
         except A2AError as exc:
@@ -87,11 +93,19 @@ class Streams:
         self._running: dict[str, asyncio.Task[None]] = {}
 
     def start(self, client: A2AClient, method_name: str, params: Any, stream_id: str) -> str:
-        """Open the stream and follow it in the background; return its id."""
+        """Open the stream and follow it in the background (in the current trace); its id.
+
+        A message's stream ends with the agent's turn (INPUT_REQUIRED or AUTH_REQUIRED, spec
+        11.7) even if the agent keeps it open; a subscription follows the task across turns.
+        """
         if not stream_id or len(stream_id) > 100 or stream_id in self._running:
             raise BadRequestError("give a new streamId of at most 100 characters")
         first = getattr(client, METHODS[method_name].py_name)(params)
-        events = client.resumable(first, max_resubscribes=RESUBSCRIBES)
+        events = client.resumable(
+            first,
+            max_resubscribes=RESUBSCRIBES,
+            end_of_turn=method_name == SEND_STREAMING_MESSAGE.name,
+        )
         work = asyncio.create_task(self._follow(stream_id, events))
         self._running[stream_id] = work
         work.add_done_callback(lambda _: self._running.pop(stream_id, None))
@@ -99,6 +113,7 @@ class Streams:
 
     async def _follow(self, stream_id: str, events: Any) -> None:
         end: dict[str, Any] = {"streamId": stream_id, "error": None, "stopped": False}
+        end["turnEnded"] = False
         try:
             async with events:
                 async for event in events:
@@ -112,6 +127,9 @@ class Streams:
             raise
         finally:
             end["resubscribes"] = events.resubscribes
+            if events.turn_ended:
+                end["turnEnded"] = True
+                end["taskId"] = events.task_id
             self._hub.publish("stream-end", end)
 
     def stop(self, stream_id: str) -> bool:
@@ -152,6 +170,7 @@ class Api:
             web.post(prefix + "stream", _answer(self.stream)),
             web.post(prefix + "stop", _answer(self.stop)),
             web.post(prefix + "push", _answer(self.push)),
+            web.post(prefix + "identity", _answer(self.identity)),
             web.get(prefix + "live", self.hub.handler),
         ]
 
@@ -169,7 +188,7 @@ class Api:
                 "agent": self.session.view,
                 "initialUrl": self.initial_url,
                 "webhook": self.webhook_url,
-                "credential": opts.credentials() is not None,
+                "identity": self.session.outgoing.identity.summary(),
                 "timeout": opts.timeout,
             }
         )
@@ -183,22 +202,31 @@ class Api:
 
     async def extended(self, request: web.Request) -> web.StreamResponse:
         """The extended card of the open agent."""
-        return _json(await self.session.extended())
+        with operation() as trace_id:
+            extended = await self.session.extended()
+        return _json({**extended, "traceId": trace_id})
 
     async def call(self, request: web.Request) -> web.StreamResponse:
         """One non-streaming operation."""
         body = await _body(request)
         method, params = _params(body.get("method"), body.get("params"), streaming=False)
-        result = await getattr(self.session.client, method.py_name)(params)
-        return _json({"result": result.to_dict() if result is not None else {}})
+        calling = getattr(self.session.client, method.py_name)  # 409 before any call
+        with operation() as trace_id:
+            try:
+                result = await calling(params)
+            except A2AError as exc:
+                return _json({"error": describe_error(exc), "traceId": trace_id})
+        shown = result.to_dict() if result is not None else {}
+        return _json({"result": shown, "traceId": trace_id})
 
     async def stream(self, request: web.Request) -> web.StreamResponse:
         """Start following a stream."""
         body = await _body(request)
         method, params = _params(body.get("method"), body.get("params"), streaming=True)
         stream_id = str(body.get("streamId") or "")
-        self.streams.start(self.session.client, method.name, params, stream_id)
-        return _json({"streamId": stream_id})
+        with operation() as trace_id:
+            self.streams.start(self.session.client, method.name, params, stream_id)
+        return _json({"streamId": stream_id, "traceId": trace_id})
 
     async def stop(self, request: web.Request) -> web.StreamResponse:
         """Stop following a stream."""
@@ -213,11 +241,16 @@ class Api:
         client = self.session.client
         self.receiver.expect(task_id)
         config = self.receiver.config(task_id, self.webhook_url)
-        stored = await client.create_task_push_notification_config(config)
+        with operation() as trace_id:
+            stored = await client.create_task_push_notification_config(config)
         shown = stored.to_dict()
         if shown.get("token"):
             shown["token"] = HIDDEN
-        return _json({"result": shown})
+        return _json({"result": shown, "traceId": trace_id})
+
+    async def identity(self, request: web.Request) -> web.StreamResponse:
+        """Pick a security scheme of the card (or the command line's credential again)."""
+        return _json({"identity": await self.session.use(await _body(request))})
 
     async def on_push(self, event: StreamResponse) -> None:
         """The receiver's callback: show the notification on the page."""

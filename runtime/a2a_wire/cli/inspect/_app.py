@@ -29,6 +29,7 @@ STATIC_FILES = {
     "view.js": "text/javascript",
     "store.js": "text/javascript",
     "card.js": "text/javascript",
+    "identity.js": "text/javascript",
     "conversation.js": "text/javascript",
     "traffic.js": "text/javascript",
     "tasks.js": "text/javascript",

@@ -17,9 +17,10 @@ from typing import Any
 from a2a_wire import codec
 from a2a_wire._protocol.sse import SSEDecoder, SSEProtocolError
 from a2a_wire._protocol.wire import TOKEN_HEADER
-from a2a_wire.client import CredentialProvider, CredentialRequest, ExchangeWatch
+from a2a_wire.cli.inspect._trace import TRACEPARENT, trace_id_of
+from a2a_wire.client import ExchangeWatch
 
-__all__ = ["HIDDEN", "HidingCredentials", "TrafficLog", "curl_command", "describe_error"]
+__all__ = ["HIDDEN", "TrafficLog", "curl_command", "describe_error"]
 
 HIDDEN = "<hidden>"
 Record = dict[str, Any]
@@ -167,6 +168,7 @@ class TrafficLog:
         if hidden:
             text = codec.dumps(shown).decode()
         pairs = self.headers(headers)
+        parent = next((v for k, v in headers.items() if k.lower() == TRACEPARENT), None)
         watch.rpc = str(rpc.get("method") or ("agent card" if method == "GET" else ""))
         self.add(
             "request",
@@ -177,6 +179,7 @@ class TrafficLog:
             rpc=watch.rpc,
             rpcId=rpc.get("id"),
             stream=stream,
+            traceId=trace_id_of(parent),
             headers=pairs,
             body=shown,
             size=len(body or b""),
@@ -185,13 +188,18 @@ class TrafficLog:
         return watch
 
     def push(self, headers: Mapping[str, str], body: bytes, status: int) -> Record:
-        """Record a webhook delivery the inspector received and how it was answered."""
+        """Record a webhook delivery the inspector received and how it was answered.
+
+        Its ``traceId`` is that of the delivery's ``traceparent``, if any.
+        """
         shown, _ = _body(body)
         number = next(self._exchanges)
+        parent = next((v for k, v in headers.items() if k.lower() == TRACEPARENT), None)
         return self.add(
             "push",
             number,
             time.monotonic(),
+            traceId=trace_id_of(parent),  # the agent's trace of the task, when it sends one
             headers=self.headers(headers),
             body=shown,
             size=len(body),
@@ -269,23 +277,3 @@ class _Watch:
                 size=self.size,
                 error=problem,
             )
-
-
-class HidingCredentials:
-    """A credential provider that tells the traffic log which headers it fills in.
-
-    Args:
-        provider: The provider of the CLI's credential.
-        log: The log to hide those headers from.
-    """
-
-    def __init__(self, provider: CredentialProvider, log: TrafficLog) -> None:
-        self._provider = provider
-        self._log = log
-
-    async def headers(self, request: CredentialRequest) -> Mapping[str, str]:
-        """The provider's headers, each marked secret in the log before it is sent."""
-        headers = await self._provider.headers(request)
-        for name in headers:
-            self._log.hide(name)
-        return headers

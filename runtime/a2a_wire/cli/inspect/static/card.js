@@ -1,7 +1,9 @@
 // The Card pane: the agent card as fetched, the findings, capabilities, skills, media types,
-// and the extended card when the credential allows it.
+// the security schemes and the identity the inspector presents (identity.js), and the extended
+// card when the credential allows it.
 
 import { api, emit } from "./api.js";
+import { identityText, identityView } from "./identity.js";
 import { $, clear, el, errorText, jsonTree } from "./view.js";
 
 const LEVELS = { error: "✕", warning: "!", info: "i", ok: "✓" };
@@ -111,6 +113,7 @@ export function showCard(view) {
     return;
   }
   const card = typeof view.document === "object" && view.document ? view.document : {};
+  if (view.identity) $("#credential").textContent = identityText(view.identity);
   clear(pane,
     summaryView(view),
     view.error ? el("p", { class: "error", id: "card-error", text: `Calls are not possible: ${errorText(view.error)}` }) : null,
@@ -118,6 +121,7 @@ export function showCard(view) {
     findingsView(findings),
     el("h3", { text: "Capabilities" }), capabilitiesView(card.capabilities),
     el("h3", { text: "Skills" }), skillsView(card),
+    identityView(view),
     el("h3", { text: "Default media types" }),
     el("p", {},
       "in: ", el("code", { text: list(card.defaultInputModes) || "none" }),

@@ -2,6 +2,7 @@
 
 import { api, connectLive, on } from "./api.js";
 import { showCard } from "./card.js";
+import { identityText } from "./identity.js";
 import { setupConversation } from "./conversation.js";
 import { setupPush } from "./push.js";
 import { setupTasks } from "./tasks.js";
@@ -53,7 +54,7 @@ async function start() {
     return;
   }
   setupPush(state.webhook);
-  $("#credential").textContent = state.credential ? "credential: given" : "credential: none";
+  $("#credential").textContent = identityText(state.identity);
   showPane("card");
   if (state.agent) {
     $("#agent-url").value = state.agent.url;

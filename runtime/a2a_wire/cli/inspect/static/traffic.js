@@ -1,6 +1,8 @@
 // The Traffic pane: every JSON-RPC request and response and every SSE event, in order, with
 // time, size and duration; a selected record shows its headers and body as JSON and copies as
-// curl. Only the rows in view are in the page (a virtual list of fixed-height rows), so a stream
+// curl, and names the trace its request carried (W3C traceparent; for a webhook delivery, the
+// agent's); a filter narrows the list by
+// method, kind, URL or trace id. Only the rows in view are in the page (a virtual list of fixed-height rows), so a stream
 // of tens of thousands of events stays responsive; past MAX_RECORDS the oldest are dropped and
 // a marker says how many are hidden.
 
@@ -23,9 +25,16 @@ const requests = new Map(); // exchange -> request record (for "copy as curl" on
 
 const ARROWS = { request: "→", response: "←", event: "⇠", end: "■", error: "✕", push: "⇢" };
 
+// The trace id of a record's exchange: the one its request's traceparent named.
+function traceOf(record) {
+  if (record.kind === "push") return record.traceId || ""; // the agent's, if it sent one
+  const request = record.kind === "request" ? record : requests.get(record.exchange);
+  return (request && request.traceId) || "";
+}
+
 function matches(record) {
   if (!filter) return true;
-  const hay = `${record.kind} ${summary(record)} ${record.url || ""}`.toLowerCase();
+  const hay = `${record.kind} ${summary(record)} ${record.url || ""} ${traceOf(record)}`.toLowerCase();
   return hay.includes(filter);
 }
 
@@ -95,6 +104,7 @@ function select(record) {
   render();
   const detail = $("#traffic-detail");
   const request = requests.get(record.exchange);
+  const trace = traceOf(record);
   clear(detail,
     el("div", { class: "detail-head" },
       el("strong", { text: `${record.kind} · ${summary(record)}` }),
@@ -102,6 +112,9 @@ function select(record) {
       request && request.curl ? copyButton("Copy as curl", request.curl) : null,
       copyButton("Copy JSON", () => JSON.stringify(record.body ?? null, null, 2))),
     record.url ? el("div", {}, el("code", { text: record.url })) : null,
+    el("div", { class: "trace" }, "trace ",
+      trace ? el("code", { class: "trace-id", text: trace }) : el("span", { class: "muted", text: "none (no traceparent)" }),
+      trace ? copyButton("Copy trace id", trace) : null),
     record.error ? el("p", { class: "error", text: errorText(record.error) }) : null,
     headersView(record.headers),
     record.body !== undefined && record.body !== null ? jsonTree(record.body, 5) : null);
@@ -134,10 +147,15 @@ export function setupTraffic() {
     render();
   }, { passive: true });
   $("#traffic-follow").addEventListener("change", render);
-  $("#traffic-filter").addEventListener("input", (event) => {
-    filter = event.target.value.trim().toLowerCase();
+  const narrow = (text) => {
+    filter = text.trim().toLowerCase();
     shown = records.filter(matches);
     render();
+  };
+  $("#traffic-filter").addEventListener("input", (event) => narrow(event.target.value));
+  on("traffic-trace", (traceId) => {
+    $("#traffic-filter").value = traceId;
+    narrow(traceId);
   });
   $("#traffic-clear").addEventListener("click", () => {
     hidden += records.length;
