@@ -87,5 +87,8 @@ async def test_a_header_past_max_header_bytes_is_still_refused_by_aiohttp(
     assert status == 400
     assert "WWW-Authenticate" not in headers
     assert f"more than {HEADER_LIMIT} bytes".encode() in body  # aiohttp's own words
+    logged = server.log()
+    assert f"a request or header line longer than {HEADER_LIMIT} bytes" in logged
+    assert "eyJhbGci" not in logged  # aiohttp's message quotes the token's start; the log not
     status, _, _ = await send(server.url, jwt_shaped(100_000))
     assert status == 401  # the server is still serving
