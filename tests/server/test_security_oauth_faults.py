@@ -28,7 +28,7 @@ from test_security_oauth import (
     token_settings,
 )
 
-from a2a_wire.server import SecurityConfig, TokenIssuer, create_app
+from a2a_wire.server import Principal, SecurityConfig, TokenIssuer, create_app
 
 FETCH_TIMEOUT = 0.5  # seconds; the stall tests show the answer comes after about this long
 PATIENCE = 60.0  # what a test waits for an answer before it calls the server hung
@@ -174,3 +174,33 @@ async def test_a_stalled_fetch_ends_at_its_deadline(
     assert loop.time() - started >= FETCH_TIMEOUT  # the answer came from the deadline
     assert provider.discovery_hits == 0  # the stall held the one fetch back; nobody else fetched
     await proxy.heal()
+
+
+async def test_while_a_refetch_stalls_a_held_key_is_used_without_waiting(
+    provider: Provider, proxy: FaultProxy, clock: Clock
+) -> None:
+    from a2a_wire.server._oauth._verify import TokenVerifier
+
+    discovery = f"http://127.0.0.1:{proxy.port}/.well-known/openid-configuration"
+    issuer = TokenIssuer(provider.issuer, AUDIENCE, discovery_url=discovery)
+    # the fetch's own deadline is beyond the test's patience: only healing ends the stall
+    tokens = dataclasses.replace(token_settings(clock), fetch_timeout_seconds=2 * PATIENCE)
+    verifier = TokenVerifier([issuer], tokens)
+    try:
+        token = await fetch_token(provider, "orders-agent", "orders-secret")
+        assert isinstance(await verifier.verify(token), Principal)
+        keys = verifier.keys[provider.issuer]
+        clock.advance(400)  # past the JWKS's max-age: the keys are stale, a refetch is due
+        proxy.stall()
+        another = await fetch_token(provider, "orders-agent", "orders-secret")
+        refetching = asyncio.ensure_future(verifier.verify(another))
+        async with asyncio.timeout(PATIENCE):
+            while keys.fetches < 2:
+                await asyncio.sleep(0.01)
+            assert isinstance(await verifier.verify(token), Principal)  # no wait for the fetch
+        assert not refetching.done()
+        await proxy.heal()
+        assert isinstance(await asyncio.wait_for(refetching, PATIENCE), Principal)
+        assert provider.jwks_hits == 2
+    finally:
+        await verifier.close()

@@ -3,10 +3,10 @@
 Keys are kept for as long as the JWKS response's ``Cache-Control: max-age`` (or ``Expires``)
 says, within the configured bounds. A fetch happens when they are stale or when a token names
 an unknown ``kid``, but never twice within ``jwks_refetch_interval_seconds``; concurrent needs
-share one fetch. A failed fetch keeps the keys held so far. When the provider could not be
-reached (refused, reset, timed out, HTTP 5xx or 429), :meth:`IssuerKeys.outage` says how long
-until the next fetch may be tried, so a key it cannot find is "unavailable, retry" rather than
-"unknown". Design: docs/security.md.
+share one fetch, and while it runs a stale key held is used without waiting. A failed fetch
+keeps the keys held so far. When the provider could not be reached (refused, reset, timed out,
+HTTP 5xx or 429), :meth:`IssuerKeys.outage` says how long until the next fetch may be tried,
+so a key not found is "unavailable, retry" rather than "unknown". Design: docs/security.md.
 """
 
 from __future__ import annotations
@@ -116,8 +116,8 @@ class IssuerKeys:
     async def find(self, kid: str) -> jwk.JWK | None:
         """The key named ``kid`` (``""``: the only key of a JWKS with one), or ``None``."""
         key = self._lookup(kid)
-        if key is not None and self._fresh(self.settings.clock()):
-            return key
+        if key is not None and (self._fresh(self.settings.clock()) or self._lock.locked()):
+            return key  # fresh; or stale while another request refetches: nobody else waits
         async with self._lock:
             now = self.settings.clock()
             key = self._lookup(kid)
