@@ -3,8 +3,10 @@
 The server reaches the provider of tests/oauth_provider.py only through a fault proxy (its
 discovery document names the JWKS behind the proxy too). With no key in hand the caller gets
 503 + ``Retry-After`` and the -32000 error it may retry, never 401; with keys in hand tokens
-keep being accepted. A stall is bounded by ``fetch_timeout_seconds``: the test waits for the
-answer with a deadline far above it, so a fetch without one fails the test rather than hanging.
+keep being accepted, and a stalled refetch holds none of them back. A stall is bounded by
+``fetch_timeout_seconds``: the tests wait for each answer with a deadline far above it, so a
+fetch without one fails a test rather than hanging it. Our client, end to end, gets an
+``UnavailableError`` whose ``retry_after`` is enough.
 """
 
 from __future__ import annotations
@@ -28,7 +30,10 @@ from test_security_oauth import (
     token_settings,
 )
 
+from a2a_wire.client import A2AClient, ClientCredentials, ClientSettings
+from a2a_wire.errors import UnavailableError
 from a2a_wire.server import Principal, SecurityConfig, TokenIssuer, create_app
+from a2a_wire.types import Message, Part, Role, SendMessageRequest
 
 FETCH_TIMEOUT = 0.5  # seconds; the stall tests show the answer comes after about this long
 PATIENCE = 60.0  # what a test waits for an answer before it calls the server hung
@@ -204,3 +209,29 @@ async def test_while_a_refetch_stalls_a_held_key_is_used_without_waiting(
         assert provider.jwks_hits == 2
     finally:
         await verifier.close()
+
+
+async def test_our_client_gets_an_unavailable_error_it_can_act_on(
+    client: Any, provider: Provider, proxy: FaultProxy, clock: Clock
+) -> None:
+    """End to end: our client's token comes from the provider; the server cannot check it."""
+    credentials = ClientCredentials(
+        "orders-agent",
+        "orders-secret",
+        token_url=provider.token_url,
+        scopes=["a2a"],
+        settings=ClientSettings(allow=["127.0.0.1"]),
+    )
+    await proxy.cut()
+    message = Message(role=Role.USER, parts=[Part(text="hello")], message_id="m1")
+    url = str(client.make_url("/"))
+    async with A2AClient(url, credentials=credentials, settings=credentials.settings) as a2a:
+        with pytest.raises(UnavailableError) as caught:
+            await a2a.send_message(SendMessageRequest(message=message))
+        assert caught.value.data is not None
+        assert caught.value.data[0]["reason"] == "IDENTITY_PROVIDER_UNAVAILABLE"
+        assert 1 <= caught.value.retry_after <= SETTINGS_INTERVAL
+        assert credentials.fetches == 1  # a 503 is not a refused token: no new one was asked for
+        await proxy.heal()
+        clock.advance(caught.value.retry_after)  # the wait the server asked for
+        assert (await a2a.send_message(SendMessageRequest(message=message))).task is not None
