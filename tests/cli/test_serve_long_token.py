@@ -92,3 +92,18 @@ async def test_a_header_past_max_header_bytes_is_still_refused_by_aiohttp(
     assert "eyJhbGci" not in logged  # aiohttp's message quotes the token's start; the log not
     status, _, _ = await send(server.url, jwt_shaped(100_000))
     assert status == 401  # the server is still serving
+
+
+@pytest.mark.parametrize(
+    ("header_limit", "max_token_bytes", "expected"),
+    [(HEADER_LIMIT, 8192, HEADER_LIMIT), (8190, 200_000, 200_000 + len("Bearer ") + 1)],
+)
+def test_the_header_limit_always_has_room_for_a_token_over_max_token_bytes(
+    tmp_path: Path, header_limit: int, max_token_bytes: int, expected: int
+) -> None:
+    from a2a_wire.cli._serve import _header_limit
+    from a2a_wire.cli.config import load
+
+    text = CONFIG + f"\n[security.tokens]\nmax_token_bytes = {max_token_bytes}\n"
+    path = write_config(tmp_path / "serve.toml", text, port=0, header_limit=header_limit)
+    assert _header_limit(load(path)) == expected
