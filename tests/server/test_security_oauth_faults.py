@@ -37,7 +37,6 @@ from a2a_wire.types import Message, Part, Role, SendMessageRequest
 
 FETCH_TIMEOUT = 0.5  # seconds; the stall tests show the answer comes after about this long
 PATIENCE = 60.0  # what a test waits for an answer before it calls the server hung
-FAULTS = ["cut", "stall", "HTTP 503"]
 
 
 @pytest.fixture
@@ -75,18 +74,30 @@ async def client(
     )
 
 
-async def break_provider(fault: str, proxy: FaultProxy, provider: Provider) -> None:
-    if fault == "cut":
-        await proxy.cut()
-    elif fault == "stall":
-        proxy.stall()
-    else:
-        provider.jwks_status = 503
+@dataclasses.dataclass
+class Fault:
+    """One way for the provider to be down, started and ended by the test."""
+
+    kind: str
+    proxy: FaultProxy
+    provider: Provider
+
+    async def start(self) -> None:
+        if self.kind == "cut":
+            await self.proxy.cut()
+        elif self.kind == "stall":
+            self.proxy.stall()
+        else:
+            self.provider.jwks_status = 503
+
+    async def heal(self) -> None:
+        self.provider.jwks_status = 200
+        await self.proxy.heal()
 
 
-async def heal(fault: str, proxy: FaultProxy, provider: Provider) -> None:
-    provider.jwks_status = 200
-    await proxy.heal()
+@pytest.fixture(params=["cut", "stall", "HTTP 503"])
+def fault(request: pytest.FixtureRequest, proxy: FaultProxy, provider: Provider) -> Fault:
+    return Fault(request.param, proxy, provider)
 
 
 async def answer(client: Any, token: str) -> tuple[int, dict[str, str], dict[str, Any]]:
@@ -110,18 +121,11 @@ def assert_unavailable(status: int, headers: dict[str, str], body: dict[str, Any
     return retry_after
 
 
-@pytest.mark.parametrize("fault", FAULTS)
 async def test_a_provider_down_at_first_use_answers_503_the_caller_may_retry(
-    client: Any,
-    provider: Provider,
-    proxy: FaultProxy,
-    agent: ScriptedAgent,
-    clock: Clock,
-    fault: str,
-    caplog: pytest.LogCaptureFixture,
+    client: Any, provider: Provider, fault: Fault, agent: ScriptedAgent, clock: Clock, caplog: Any
 ) -> None:
     token = await fetch_token(provider, "orders-agent", "orders-secret")  # not through the proxy
-    await break_provider(fault, proxy, provider)
+    await fault.start()
     status, headers, body = await answer(client, token)
     assert_unavailable(status, headers, body)
     assert token not in json.dumps(body)
@@ -132,25 +136,19 @@ async def test_a_provider_down_at_first_use_answers_503_the_caller_may_retry(
     assert (provider.discovery_hits, provider.jwks_hits) == hits
     assert any("keys of issuer" in r.getMessage() for r in caplog.records)
     assert all(token not in r.getMessage() for r in caplog.records)
-    await heal(fault, proxy, provider)
+    await fault.heal()
     clock.advance(SETTINGS_INTERVAL + 1)
     status, _, body = await answer(client, token)
     assert status == 200, body
     assert len(agent.contexts) == 1
 
 
-@pytest.mark.parametrize("fault", FAULTS)
 async def test_held_keys_keep_working_while_the_provider_is_down(
-    client: Any,
-    provider: Provider,
-    proxy: FaultProxy,
-    agent: ScriptedAgent,
-    clock: Clock,
-    fault: str,
+    client: Any, provider: Provider, fault: Fault, agent: ScriptedAgent, clock: Clock
 ) -> None:
     token = await fetch_token(provider, "orders-agent", "orders-secret")
     assert (await answer(client, token))[0] == 200
-    await break_provider(fault, proxy, provider)
+    await fault.start()
     clock.advance(400)  # past the JWKS's max-age of 300 s: a refetch is due, and fails
     another = await fetch_token(provider, "orders-agent", "orders-secret")  # same key, not seen
     assert (await answer(client, another))[0] == 200
@@ -159,7 +157,7 @@ async def test_held_keys_keep_working_while_the_provider_is_down(
     provider.rotate()
     rotated = await fetch_token(provider, "orders-agent", "orders-secret")
     assert_unavailable(*await answer(client, rotated))
-    await heal(fault, proxy, provider)
+    await fault.heal()
     clock.advance(SETTINGS_INTERVAL + 1)
     assert (await answer(client, rotated))[0] == 200
     assert len(agent.contexts) == 4
