@@ -558,22 +558,6 @@ async def test_the_card_stays_public(client: Any) -> None:
 # -- the verified-token cache -----------------------------------------------------------------
 
 
-@pytest.fixture
-def signature_checks(monkeypatch: pytest.MonkeyPatch) -> list[str]:
-    """Counts jwcrypto's signature checks."""
-    from jwcrypto import jws
-
-    checks: list[str] = []
-    original = jws.JWS.verify
-
-    def counted(self: Any, key: Any, alg: Any = None, detached_payload: Any = None) -> None:
-        checks.append(alg)
-        original(self, key, alg, detached_payload)
-
-    monkeypatch.setattr(jws.JWS, "verify", counted)
-    return checks
-
-
 async def test_a_callers_later_requests_skip_the_signature_check(
     client: Any, provider: Provider, clock: Clock, signature_checks: list[str]
 ) -> None:

@@ -136,8 +136,16 @@ class IssuerKeys:
         return max(wait - self.settings.clock(), 1.0)
 
     def still(self, kid: str, key: jwk.JWK) -> bool:
-        """Whether ``key`` is still the fresh key named ``kid`` (no fetch)."""
-        return self._fresh(self.settings.clock()) and self._lookup(kid) is key
+        """Whether ``key`` is still the key :meth:`find` would give for ``kid`` (no fetch).
+
+        A stale key counts while no fetch is due (one failed or is running within the
+        refetch interval): :meth:`find` would answer with it too.
+        """
+        if self._lookup(kid) is not key:
+            return False
+        now = self.settings.clock()
+        due = now - self._last_attempt >= self.settings.jwks_refetch_interval_seconds
+        return self._fresh(now) or not due
 
     def _lookup(self, kid: str) -> jwk.JWK | None:
         if not kid and len(self._keys) == 1:

@@ -174,7 +174,7 @@ class TokenVerifier:
             return None
         if (
             self.settings.clock() >= known.expires + self.settings.leeway_seconds
-            or not known.keys.still(known.kid, known.key)  # stale keys: the whole check again
+            or not known.keys.still(known.kid, known.key)  # a refetch due: the whole check again
         ):
             del self._accepted[digest]
             return None
