@@ -484,6 +484,7 @@ EXPORTED = {
         "is_interrupted",
         "is_settled",
         "is_terminal",
+        "read_secret",
         "register_webhook",
         "remove_webhook",
         "safe_url",

@@ -177,8 +177,7 @@ def test_every_problem_is_reported_with_its_line(tmp_path: Path) -> None:
         f"{path}:11: skills[1].executor: cannot load 'nowhere.at.all:Agent': "
         "ModuleNotFoundError: No module named 'nowhere'",
         f"{path}:13: skills[2].id: skill 'echo' is defined twice",
-        f"{path}:18: clients[0].token_env: environment variable UNSET_VARIABLE_FOR_TEST "
-        "is not set or empty",
+        f"{path}:18: clients[0].token_env: environment variable UNSET_VARIABLE_FOR_TEST is not set",
         f"{path}:22: agents[0].url: must be an absolute http(s) URL",
     ]
 

@@ -31,6 +31,7 @@ from a2a_wire.client import (
     TotalTimeoutError,
     TransportError,
     api_key_header,
+    read_secret,
 )
 from a2a_wire.errors import A2AError, TaskNotFoundError
 from a2a_wire.types import GetTaskRequest
@@ -73,6 +74,42 @@ async def test_file_provider(tmp_path: Path) -> None:
     path.write_bytes(b"\xff\xfe")
     with pytest.raises(CredentialsError, match="not UTF-8"):
         await provider.headers(REQUEST)
+
+
+async def test_read_secret_reads_once_by_the_providers_rules(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The reader of the CLI's --client-secret-* and serve's *_env/*_file: the providers' rules."""
+    monkeypatch.setenv("A2A_TEST_SECRET", SECRET)
+    assert read_secret(env="A2A_TEST_SECRET") == Secret(SECRET)
+    path = tmp_path / "secret"
+    big = "x" * (FileCredentials.MAX_BYTES - 3)
+    path.write_text(f"  {big}\n", encoding="utf-8")  # 64 KiB exactly: read whole, never cut
+    assert read_secret(file=path).reveal() == big
+    path.write_text(SECRET + "x" * FileCredentials.MAX_BYTES, encoding="utf-8")
+    for source in (read_secret(env="A2A_TEST_SECRET"), FileCredentials(path)):
+        assert SECRET not in repr(source)
+    failures = {
+        "larger than 65536": lambda: read_secret(file=path),
+        "A2A_TEST_UNSET is not set": lambda: read_secret(env="A2A_TEST_UNSET"),
+        "cannot read credential file": lambda: read_secret(file=tmp_path / "missing"),
+    }
+    monkeypatch.setenv("A2A_TEST_EMPTY", "")
+    failures["environment variable A2A_TEST_EMPTY is empty"] = lambda: read_secret(
+        env="A2A_TEST_EMPTY"
+    )
+    for message, read in failures.items():
+        with pytest.raises(CredentialsError, match=message) as caught:
+            read()
+        assert SECRET not in str(caught.value)
+    with pytest.raises(CredentialsError, match="larger than"):  # the provider says the same
+        await FileCredentials(path).headers(REQUEST)
+    (tmp_path / "blank").write_text(" \n", encoding="utf-8")
+    with pytest.raises(CredentialsError, match="empty"):
+        read_secret(file=tmp_path / "blank")
+    for wrong in ({}, {"env": "A2A_TEST_SECRET", "file": path}):
+        with pytest.raises(ValueError, match="exactly one"):
+            read_secret(**wrong)  # type: ignore[arg-type]
 
 
 async def test_values_unfit_for_a_header_are_refused_without_quoting_them() -> None:

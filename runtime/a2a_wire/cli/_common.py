@@ -267,11 +267,20 @@ def _shared_options(func: Callable[..., Any], options: list[Any]) -> Callable[..
         client_id: str | None,
         client_secret_env: str | None,
         client_secret_file: Path | None,
-        client_auth: str,
+        client_auth: str | None,
+        client_key_file: Path | None,
+        client_key_id: str | None,
         json_output: bool = False,
         **kwargs: Any,
     ) -> Any:
-        client = OAuthOptions.given(client_id, client_secret_env, client_secret_file, client_auth)
+        client = OAuthOptions.given(
+            client_id,
+            client_secret_env,
+            client_secret_file,
+            client_auth,
+            client_key_file,
+            client_key_id,
+        )
         opts = ClientOptions(
             json_output,
             token,

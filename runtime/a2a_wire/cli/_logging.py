@@ -21,7 +21,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from aiohttp import web
-from aiohttp.http_exceptions import HttpProcessingError
+from aiohttp.http_exceptions import HttpProcessingError, LineTooLong
 from aiohttp.typedefs import Handler
 
 from a2a_wire import codec
@@ -269,8 +269,9 @@ class MalformedRequests(logging.Filter):
 
     aiohttp logs ``Error handling request`` with the parser's exception (at ``error``, or at
     ``debug`` for garbage opening a connection); the record is rewritten to ``malformed request``
-    at ``info`` at most, with the status aiohttp answered, the problem's first line and the
-    remote address. Other records pass unchanged.
+    at ``info`` at most, with the status aiohttp answered, the problem's first line (for a line
+    too long, not the start of it aiohttp quotes: it may be a bearer token) and the remote
+    address. Other records pass unchanged.
     """
 
     def filter(self, record: logging.LogRecord) -> bool:
@@ -280,6 +281,8 @@ class MalformedRequests(logging.Filter):
             return True
         remote = record.args[0] if isinstance(record.args, tuple) and record.args else ""
         problem = str(exc.message).strip().splitlines()
+        if isinstance(exc, LineTooLong):  # aiohttp quotes the line's start: maybe a credential
+            problem = [f"a request or header line longer than {exc.args[1]} bytes"]
         record.fields = {
             "status": exc.code,
             "problem": problem[0][:200] if problem else "",

@@ -153,7 +153,13 @@ async def _start(
         raise StartError(f"cannot use data directory {config.server.data_dir}: {exc}") from exc
     if worker is not None:
         requests.worker = worker.index
-    runner = web.AppRunner(app, access_log=None, handle_signals=False, shutdown_timeout=1.0)
+    runner = web.AppRunner(
+        app,
+        access_log=None,
+        handle_signals=False,
+        shutdown_timeout=1.0,
+        max_field_size=_header_limit(config),
+    )
     try:
         await runner.setup()
     except (OSError, RuntimeError, sqlite3.Error, StoreUnavailableError) as exc:
@@ -172,6 +178,16 @@ async def _start(
         where = f"{config.server.host}:{config.server.port}"
         raise StartError(f"cannot listen on {where}: {exc.strerror or exc}") from exc
     return runner, sites, requests
+
+
+def _header_limit(config: Config) -> int:
+    """The ``max_field_size`` of aiohttp: ``max_header_bytes``, and room for the longest JWT.
+
+    A token longer than ``max_token_bytes`` must reach the server to get its 401 (RFC 6750
+    ``invalid_token``) rather than aiohttp's bare 400, so the field holds ``Bearer `` and it.
+    """
+    token = config.security.tokens.max_token_bytes + len("Bearer ")
+    return max(config.settings.max_header_bytes, token + 1)
 
 
 def _store_failure(exc: BaseException, config: Config) -> str:

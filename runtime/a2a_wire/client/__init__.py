@@ -44,6 +44,7 @@ from a2a_wire.client._credentials import (
     Secret,
     StaticCredentials,
     api_key_header,
+    read_secret,
 )
 from a2a_wire.client._errors import (
     AddressNotAllowedError,
@@ -142,6 +143,7 @@ __all__ = [
     "is_interrupted",
     "is_settled",
     "is_terminal",
+    "read_secret",
     "register_webhook",
     "remove_webhook",
     "safe_url",

@@ -38,7 +38,11 @@ __all__ = [
     "Secret",
     "StaticCredentials",
     "api_key_header",
+    "read_secret",
 ]
+
+SECRET_FILE_MAX_BYTES = 64 * 1024
+"""A secret file larger than this is refused rather than read (a secret is never cut short)."""
 
 
 class Secret:
@@ -127,6 +131,56 @@ def api_key_header(name: str = "X-API-Key") -> HeaderScheme:
     return HeaderScheme(name, "")
 
 
+def _from_env(variable: str) -> str:
+    value = os.environ.get(variable)
+    if value is None:
+        raise CredentialsError(f"environment variable {variable} is not set")
+    return value
+
+
+def _from_file(path: Path) -> str:
+    """The file's UTF-8 text without surrounding whitespace (at most 64 KiB)."""
+    try:
+        with path.open("rb") as handle:
+            data = handle.read(SECRET_FILE_MAX_BYTES + 1)
+    except OSError as exc:
+        reason = exc.strerror or type(exc).__name__
+        raise CredentialsError(f"cannot read credential file {path}: {reason}") from None
+    if len(data) > SECRET_FILE_MAX_BYTES:
+        raise CredentialsError(f"credential file {path} is larger than {SECRET_FILE_MAX_BYTES}")
+    try:
+        return data.decode("utf-8").strip()
+    except UnicodeDecodeError:
+        raise CredentialsError(f"credential file {path} is not UTF-8") from None
+
+
+def read_secret(*, env: str = "", file: str | os.PathLike[str] | None = None) -> Secret:
+    """Read a secret once, by the rules of :class:`EnvCredentials` and :class:`FileCredentials`.
+
+    A file must be UTF-8 and at most 64 KiB (a larger one is refused, never cut); surrounding
+    whitespace is dropped from it. Messages name the variable or the file, never the value.
+
+    Args:
+        env: The environment variable holding it.
+        file: The file holding it (instead of ``env``).
+
+    Returns:
+        The secret.
+
+    Raises:
+        ValueError: not exactly one of ``env`` and ``file``.
+        CredentialsError: the variable is unset, the file unreadable, too large or not UTF-8,
+            or the value is empty.
+    """
+    if bool(env) == (file is not None):
+        raise ValueError("give exactly one of env and file")
+    value = _from_env(env) if env else _from_file(Path(file or ""))
+    if not value:
+        where = f"environment variable {env}" if env else f"file {str(file)!r}"
+        raise CredentialsError(f"credential from {where} is empty")
+    return Secret(value)
+
+
 def _header_safe(value: str) -> bool:
     return all(" " <= ch <= "\xff" and ch != "\x7f" or ch == "\t" for ch in value)
 
@@ -194,10 +248,7 @@ class EnvCredentials(_SecretHeaderProvider):
         self.variable = variable
 
     async def _load(self) -> str:
-        value = os.environ.get(self.variable)
-        if value is None:
-            raise CredentialsError(f"environment variable {self.variable} is not set")
-        return value
+        return _from_env(self.variable)
 
     def _source(self) -> str:
         return f"environment variable {self.variable}"
@@ -210,7 +261,7 @@ class FileCredentials(_SecretHeaderProvider):
     """
 
     #: A credential file larger than this is refused rather than read.
-    MAX_BYTES = 64 * 1024
+    MAX_BYTES = SECRET_FILE_MAX_BYTES
 
     def __init__(self, path: str | os.PathLike[str], *, scheme: HeaderScheme = BEARER) -> None:
         """Read ``path`` per request and write its stripped content with ``scheme``."""
@@ -218,21 +269,7 @@ class FileCredentials(_SecretHeaderProvider):
         self.path = Path(path)
 
     async def _load(self) -> str:
-        return await asyncio.to_thread(self._read)
-
-    def _read(self) -> str:
-        try:
-            with self.path.open("rb") as handle:
-                data = handle.read(self.MAX_BYTES + 1)
-        except OSError as exc:
-            reason = exc.strerror or type(exc).__name__
-            raise CredentialsError(f"cannot read credential file {self.path}: {reason}") from None
-        if len(data) > self.MAX_BYTES:
-            raise CredentialsError(f"credential file {self.path} is larger than {self.MAX_BYTES}")
-        try:
-            return data.decode("utf-8").strip()
-        except UnicodeDecodeError:
-            raise CredentialsError(f"credential file {self.path} is not UTF-8") from None
+        return await asyncio.to_thread(_from_file, self.path)
 
     def _source(self) -> str:
         return f"file {str(self.path)!r}"

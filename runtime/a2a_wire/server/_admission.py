@@ -19,6 +19,7 @@ from a2a_wire.server._auth import ClientRegistry, owner_key
 from a2a_wire.server._call_info import CallInfo
 from a2a_wire.server._card import CardPublisher
 from a2a_wire.server._errors import (
+    IdentityUnavailableError,
     InsufficientScopeError,
     RateLimitedError,
     UnauthenticatedError,
@@ -94,6 +95,9 @@ class Admission:
         if wait > 0:
             raise RateLimitedError("failed authentications from this address", wait)
         result = await self.registry.authenticate(request.headers)
+        if isinstance(result, AuthFailure) and result.retry_after:
+            log.warning("authentication deferred for %s: %s", source or "?", result.reason)
+            raise IdentityUnavailableError(retry_after=result.retry_after)
         if isinstance(result, AuthFailure):
             log.warning("authentication refused from %s: %s", source or "?", result.reason)
             if result.bearer_error == "insufficient_scope":  # a valid token: not a failure
@@ -114,6 +118,7 @@ class Admission:
         Raises:
             UnauthenticatedError: Clients are registered and the credentials do not match one.
             InsufficientScopeError: A valid access token lacks a required scope.
+            IdentityUnavailableError: A token's issuer keys cannot be fetched now (HTTP 503).
             RateLimitedError: Over the failed-authentication or the request rate.
         """
         principal = await self._principal(request)

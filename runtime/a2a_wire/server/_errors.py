@@ -18,6 +18,7 @@ from a2a_wire.errors import (
     InvalidRequestError,
     JSONParseError,
     ProtocolError,
+    UnavailableError,
 )
 from a2a_wire.server._limits import retry_after_header
 from a2a_wire.server.store import StoreUnavailableError
@@ -26,6 +27,7 @@ __all__ = [
     "DOMAIN",
     "BodyTimeoutError",
     "HTTPRefusalError",
+    "IdentityUnavailableError",
     "InsufficientScopeError",
     "OriginNotAllowedError",
     "RateLimitedError",
@@ -108,6 +110,17 @@ class RateLimitedError(InvalidRequestError):
     def http_headers(self) -> list[tuple[str, str]]:
         """The ``Retry-After`` header."""
         return [("Retry-After", self.retry_after)]
+
+
+class IdentityUnavailableError(UnavailableError):
+    """A credential could not be checked: its issuer's keys cannot be fetched now. HTTP 503.
+
+    Not the caller's fault, so neither a 401 nor a failed authentication; the caller may send
+    the same request again after ``retry_after`` seconds.
+    """
+
+    default_message = "The identity provider cannot be reached; retry later"
+    reason = "IDENTITY_PROVIDER_UNAVAILABLE"
 
 
 class UnsupportedMediaTypeError(ContentTypeNotSupportedError):

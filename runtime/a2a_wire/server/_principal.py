@@ -43,8 +43,12 @@ class AuthFailure:
             ``"insufficient_scope"`` when it lacks a required scope (RFC 6750 section 3.1),
             else ``""``.
         scope: The scopes a token needs, with ``insufficient_scope``.
+        retry_after: Above 0 when the credential could not be checked because a service it
+            needs (a token issuer's keys) is down: seconds until it may be tried again. Not
+            the caller's fault: answered 503, not 401.
     """
 
     reason: str
     bearer_error: str = ""
     scope: str = ""
+    retry_after: float = 0.0

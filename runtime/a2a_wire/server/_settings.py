@@ -34,6 +34,10 @@ class ServerSettings:
             ``"https://agent.example.com"``. Empty: taken from each card request's scheme and
             ``Host`` header (set it when the server runs behind a proxy).
         max_body_bytes: Largest request body read; a larger one is answered with HTTP 413.
+        max_header_bytes: Longest header line aiohttp reads under ``a2a-wire serve`` (its
+            ``max_field_size``; ``create_app`` cannot set it: pass it to your own runner). A
+            longer header gets aiohttp's bare HTTP 400; up to it, a bearer token over
+            ``TokenSettings.max_token_bytes`` reaches the server and gets its 401.
         body_timeout_seconds: Longest time a request body may take to arrive once its headers
             are in; a slower one is answered with HTTP 408 and its connection closed. Also the
             time a refused request's unread body gets to be read and dropped.
@@ -94,6 +98,7 @@ class ServerSettings:
     rpc_path: str = "/"
     public_url: str = ""
     max_body_bytes: int = 10 * MIB
+    max_header_bytes: int = 128 * 1024
     body_timeout_seconds: float = 30.0
     max_batch_size: int = 100
     stream_queue_size: int = 1024
@@ -136,6 +141,7 @@ class ServerSettings:
             raise ValueError(f"rpc_path must not be a probe's path: {self.rpc_path!r}")
         positive = {
             "max_body_bytes": self.max_body_bytes,
+            "max_header_bytes": self.max_header_bytes,
             "body_timeout_seconds": self.body_timeout_seconds,
             "max_batch_size": self.max_batch_size,
             "stream_queue_size": self.stream_queue_size,

@@ -10,7 +10,6 @@ from an environment variable or a file at each request. Card signing keys are re
 
 from __future__ import annotations
 
-import os
 import re
 from collections.abc import Collection, Mapping
 from dataclasses import dataclass, field
@@ -26,9 +25,11 @@ from a2a_wire.cli.config._schema import Table, allow_list
 from a2a_wire.client import (
     BEARER,
     CredentialProvider,
+    CredentialsError,
     EnvCredentials,
     FileCredentials,
     HeaderScheme,
+    read_secret,
 )
 from a2a_wire.server import DEFAULT_API_KEY_HEADER, RegisteredClient, TokenIssuer, TokenSettings
 
@@ -62,7 +63,6 @@ BUILTIN_SKILLS: dict[str, dict[str, Any]] = {
     },
 }
 _REF = re.compile(r"[A-Za-z_][\w.]*:[A-Za-z_][\w.]*\Z")
-_SECRET_LIMIT = 4096
 _KINDS = ("token", "api_key")
 _HOWS = ("hash", "env", "file")
 
@@ -153,19 +153,16 @@ def _secret(table: Table, base: Path, kind: str) -> tuple[str, str]:
     source = _one_of(table, (f"{kind}_hash", f"{kind}_env", f"{kind}_file"))
     if f"{kind}_hash" in source:
         return source[f"{kind}_hash"], ""
-    value = ""
-    if f"{kind}_env" in source:
-        name = source[f"{kind}_env"]
-        value = os.environ.get(name, "")
-        if not value:
-            table.problem((f"{kind}_env",), f"environment variable {name} is not set or empty")
-    elif f"{kind}_file" in source:
-        path = base / Path(source[f"{kind}_file"]).expanduser()
-        try:
-            value = path.read_text(encoding="utf-8")[:_SECRET_LIMIT].strip()
-        except (OSError, UnicodeDecodeError) as exc:
-            table.problem((f"{kind}_file",), f"cannot read {path}: {type(exc).__name__}")
-    return "", value
+    key = f"{kind}_env" if f"{kind}_env" in source else f"{kind}_file"
+    if key not in source:
+        return "", ""
+    try:
+        if key.endswith("_env"):
+            return "", read_secret(env=source[key]).reveal()
+        return "", read_secret(file=base / Path(source[key]).expanduser()).reveal()
+    except CredentialsError as exc:
+        table.problem((key,), str(exc))
+    return "", ""
 
 
 def _unique_key_ids(

@@ -3,7 +3,10 @@
 Keys are kept for as long as the JWKS response's ``Cache-Control: max-age`` (or ``Expires``)
 says, within the configured bounds. A fetch happens when they are stale or when a token names
 an unknown ``kid``, but never twice within ``jwks_refetch_interval_seconds``; concurrent needs
-share one fetch. A failed fetch keeps the keys held so far. Design: docs/security.md.
+share one fetch, and while it runs a stale key held is used without waiting. A failed fetch
+keeps the keys held so far. When the provider could not be reached (refused, reset, timed out,
+HTTP 5xx or 429), :meth:`IssuerKeys.outage` says how long until the next fetch may be tried,
+so a key not found is "unavailable, retry" rather than "unknown". Design: docs/security.md.
 """
 
 from __future__ import annotations
@@ -13,6 +16,7 @@ import email.utils
 import logging
 import math
 import re
+from dataclasses import dataclass
 from typing import Any
 
 import aiohttp
@@ -61,6 +65,14 @@ def cache_seconds(headers: Any, settings: TokenSettings) -> float:
     return min(max(seconds, low), high)
 
 
+@dataclass(frozen=True, slots=True)
+class _Failed:
+    """Why a fetch failed, and whether trying again later may help (the provider was down)."""
+
+    text: str
+    transient: bool = False
+
+
 def _public_key(data: Any) -> tuple[str, jwk.JWK] | None:
     """``(kid, key)`` of a JWKS member usable for signatures, ``None`` to skip it."""
     if not isinstance(data, dict) or data.get("use", "sig") != "sig":
@@ -94,6 +106,7 @@ class IssuerKeys:
         self._loaded = False
         self._expires = -math.inf
         self._last_attempt = -math.inf
+        self._down = False
         self._lock = asyncio.Lock()
         self.fetches = 0
 
@@ -103,8 +116,8 @@ class IssuerKeys:
     async def find(self, kid: str) -> jwk.JWK | None:
         """The key named ``kid`` (``""``: the only key of a JWKS with one), or ``None``."""
         key = self._lookup(kid)
-        if key is not None and self._fresh(self.settings.clock()):
-            return key
+        if key is not None and (self._fresh(self.settings.clock()) or self._lock.locked()):
+            return key  # fresh; or stale while another request refetches: nobody else waits
         async with self._lock:
             now = self.settings.clock()
             key = self._lookup(kid)
@@ -115,9 +128,24 @@ class IssuerKeys:
                 await self._refresh()
             return self._lookup(kid)
 
+    def outage(self) -> float:
+        """Seconds (at least 1) until the next fetch when the last found the provider down, else 0."""
+        if not self._down:
+            return 0.0
+        wait = self._last_attempt + self.settings.jwks_refetch_interval_seconds
+        return max(wait - self.settings.clock(), 1.0)
+
     def still(self, kid: str, key: jwk.JWK) -> bool:
-        """Whether ``key`` is still the fresh key named ``kid`` (no fetch)."""
-        return self._fresh(self.settings.clock()) and self._lookup(kid) is key
+        """Whether ``key`` is still the key :meth:`find` would give for ``kid`` (no fetch).
+
+        A stale key counts while no fetch is due (one failed or is running within the
+        refetch interval): :meth:`find` would answer with it too.
+        """
+        if self._lookup(kid) is not key:
+            return False
+        now = self.settings.clock()
+        due = now - self._last_attempt >= self.settings.jwks_refetch_interval_seconds
+        return self._fresh(now) or not due
 
     def _lookup(self, kid: str) -> jwk.JWK | None:
         if not kid and len(self._keys) == 1:
@@ -127,69 +155,78 @@ class IssuerKeys:
     async def _refresh(self) -> None:
         self.fetches += 1
         fetched = await self._fetch()
-        if isinstance(fetched, str):
+        if isinstance(fetched, _Failed):
+            self._down = fetched.transient
             held = "keeping the keys held" if self._loaded else "no keys held"
-            log.warning("keys of issuer %s not fetched (%s): %s", self.issuer.issuer, held, fetched)
+            name = self.issuer.issuer
+            log.warning("keys of issuer %s not fetched (%s): %s", name, held, fetched.text)
             return
+        self._down = False
         self._keys, seconds = fetched
         self._loaded = True
         self._expires = self.settings.clock() + seconds
 
-    async def _fetch(self) -> tuple[dict[str, jwk.JWK], float] | str:
+    async def _fetch(self) -> tuple[dict[str, jwk.JWK], float] | _Failed:
         """The keys and how long to keep them, or what went wrong."""
         if not self._jwks_url:
-            self._jwks_url, problem = await self._discover()
-            if problem:
-                return problem
+            found = await self._discover()
+            if isinstance(found, _Failed):
+                return found
+            self._jwks_url = found
         got = await self._get(self._jwks_url)
-        if isinstance(got, str):
+        if isinstance(got, _Failed):
             return got
         document, headers = got
         members = document.get("keys")
         if not isinstance(members, list):
-            return "the JWKS has no keys array"
+            return _Failed("the JWKS has no keys array")
         keys = dict(filter(None, (_public_key(member) for member in members)))
         return keys, cache_seconds(headers, self.settings)
 
-    async def _discover(self) -> tuple[str, str]:
-        """``(JWKS URL, "")`` from the discovery document, or ``("", what went wrong)``."""
+    async def _discover(self) -> str | _Failed:
+        """The JWKS URL the discovery document names, or what went wrong."""
         url = self.issuer.metadata_url
         got = await self._get(url)
-        if isinstance(got, str):
-            return "", got
+        if isinstance(got, _Failed):
+            return got
         document, _ = got
         if document.get("issuer") != self.issuer.issuer:  # OpenID Connect Discovery 4.3
-            return "", f"the discovery document at {url} names another issuer"
+            return _Failed(f"the discovery document at {url} names another issuer")
         jwks = document.get("jwks_uri")
         if not isinstance(jwks, str) or not jwks:
-            return "", f"the discovery document at {url} has no jwks_uri"
-        return jwks, ""
+            return _Failed(f"the discovery document at {url} has no jwks_uri")
+        return jwks
 
-    async def _get(self, url: str) -> tuple[dict[str, Any], Any] | str:
-        """A JSON object and the response headers, or what went wrong."""
+    async def _get(self, url: str) -> tuple[dict[str, Any], Any] | _Failed:
+        """A JSON object and the response headers, or what went wrong.
+
+        A refused, reset or timed-out connection and HTTP 5xx or 429 are transient (the
+        provider is down); the address guard, a wrong scheme and a bad document are not.
+        """
         parsed = yarl.URL(url)
         if parsed.scheme != "https" and not (self.settings.allow_http and parsed.scheme == "http"):
-            return f"{url} is not https (allow_http is off)"
+            return _Failed(f"{url} is not https (allow_http is off)")
         limit = self.settings.max_document_bytes
         try:
             session: aiohttp.ClientSession = self._session()
             async with session.get(parsed, headers={"Accept": "application/json"}) as response:
                 if response.status != 200:
-                    return f"{url} answered HTTP {response.status}"
+                    down = response.status >= 500 or response.status == 429
+                    return _Failed(f"{url} answered HTTP {response.status}", down)
                 body = await _read(response, limit)
                 headers = response.headers
         except AddressGuardError as exc:
-            return str(exc)
+            return _Failed(str(exc))
         except (aiohttp.ClientError, TimeoutError) as exc:
-            return f"{url}: {type(exc).__name__}"
+            return _Failed(f"{url}: {type(exc).__name__}", transient=True)
         if body is None:
-            return f"{url} is larger than {limit} bytes"
+            return _Failed(f"{url} is larger than {limit} bytes")
         try:
             document = orjson.loads(body)
         except orjson.JSONDecodeError:
-            return f"{url} is not JSON"
+            return _Failed(f"{url} is not JSON")
         if not isinstance(document, dict):
-            return f"{url} is not a JSON object"
+            return _Failed(f"{url} is not a JSON object")
         return document, headers
 
 

@@ -118,7 +118,7 @@ class TokenVerifier:
         Returns:
             The :class:`Principal` (client id ``"<issuer>#<caller>"``, skills by scope), or an
             :class:`AuthFailure` with ``invalid_token`` or ``insufficient_scope`` (RFC 6750
-            section 3.1).
+            section 3.1), or with ``retry_after`` when the issuer's keys could not be fetched.
         """
         if len(token) > self.settings.max_token_bytes:
             return _invalid("token too long")
@@ -148,8 +148,12 @@ class TokenVerifier:
         kid = header.get("kid", "")
         if not isinstance(kid, str):
             return _invalid("malformed token")
-        key = await self.keys[issuer.issuer].find(kid)
+        keys = self.keys[issuer.issuer]
+        key = await keys.find(kid)
         if key is None:
+            wait = keys.outage()  # the provider is down: the key may well exist
+            if wait:
+                return AuthFailure("issuer keys unavailable", retry_after=wait)
             return _invalid("unknown key id")
         if not _fits(key, alg):
             return _invalid("key does not fit the algorithm")
@@ -160,7 +164,6 @@ class TokenVerifier:
             return _invalid("bad signature")
         found = self._claims(issuer, claims)
         if isinstance(found, Principal):
-            keys = self.keys[issuer.issuer]
             self._remember(digest, _Accepted(found, float(claims["exp"]), keys, kid, key))
         return found
 
@@ -171,7 +174,7 @@ class TokenVerifier:
             return None
         if (
             self.settings.clock() >= known.expires + self.settings.leeway_seconds
-            or not known.keys.still(known.kid, known.key)  # stale keys: the whole check again
+            or not known.keys.still(known.kid, known.key)  # a refetch due: the whole check again
         ):
             del self._accepted[digest]
             return None
