@@ -171,6 +171,7 @@ async def test_subscribe_follows_across_turns_by_default(agent_url: Any) -> None
         async with asyncio.timeout(60):
             while len(seen) < 2:  # the task, then the question: the first turn's end
                 seen.append(json.loads(await proc.stdout.readline()))
+            note = json.loads(await proc.stderr.readline())  # said while the stream stays open
             agent.gate.set()  # the next turn, on the same stream
             rest, err = await proc.communicate()
     finally:
@@ -181,6 +182,41 @@ async def test_subscribe_follows_across_turns_by_default(agent_url: Any) -> None
     states = [e["statusUpdate"]["status"]["state"] for e in seen if "statusUpdate" in e]
     assert states == ["TASK_STATE_INPUT_REQUIRED", "TASK_STATE_WORKING", "TASK_STATE_COMPLETED"]
     assert proc.returncode == 0, err.decode()
+    ended = note["turnEnded"]
+    assert (ended["taskId"], ended["state"], ended["following"]) == (
+        "t1",
+        "TASK_STATE_INPUT_REQUIRED",
+        True,
+    )
+    assert ended["answer"].endswith(" TEXT --task-id t1")
+
+
+async def test_subscribe_says_it_follows_on_after_a_turn(agent_url: Any) -> None:
+    agent = OpenAgent(
+        [_task("TASK_STATE_WORKING"), _status("TASK_STATE_AUTH_REQUIRED", QUESTION)],
+        [_status("TASK_STATE_COMPLETED", "done")],
+    )
+    url = await agent_url(agent)
+    proc = await asyncio.create_subprocess_exec(
+        PYTHON, "-m", "a2a_wire", "subscribe", url, "t1", "--timeout", "60",
+        stdin=asyncio.subprocess.DEVNULL,
+        stdout=asyncio.subprocess.PIPE,
+        stderr=asyncio.subprocess.PIPE,
+        env=environment(),
+    )  # fmt: skip
+    try:
+        assert proc.stderr is not None
+        async with asyncio.timeout(60):
+            line = (await proc.stderr.readline()).decode()  # while the agent holds the stream
+            agent.gate.set()
+            await proc.communicate()
+    finally:
+        if proc.returncode is None:
+            proc.kill()
+            await proc.wait()
+    assert line.startswith("the agent needs authentication; still following (Ctrl-C stops);")
+    assert line.rstrip().endswith(" TEXT --task-id t1")
+    assert proc.returncode == 0
 
 
 async def test_subscribe_help_says_it_follows_across_turns() -> None:

@@ -141,9 +141,12 @@ async def _follow(
         with printer.streaming(view):
             async with events:
                 async for event in events:
+                    before = view.state
                     view.apply(event)
                     remember_task(events.task_id)
                     printer.event(event)
+                    if not end_of_turn and view.task is not None and view.state != before:
+                        printer.still_following(view.task, url)
     except ProtocolError as exc:  # an error event that ended the stream before the task settled
         settled = view.state is not None and is_settled(view.state)
         if view.task is None or view.message is not None or settled:

@@ -404,6 +404,31 @@ class Printer:
             rows.append(("auth", f"{config.authentication.scheme} (credentials hidden)"))
         self.show(_fields(rows))
 
+    def still_following(self, task: Task, url: str) -> None:
+        """``subscribe`` reads on after the agent's turn ended: say so on stderr, and how to answer.
+
+        Nothing is written for a task that does not wait for the client. With ``--json`` it is
+        one ``{"turnEnded": {..., "following": true}}`` object.
+        """
+        status = task.status
+        if status is None or status.state not in _NEEDS:
+            return
+        command = answer_command(url, clean(task.id))
+        if self.json:
+            line = {
+                "turnEnded": {
+                    "taskId": task.id,
+                    "state": status.state.value,
+                    "answer": command,
+                    "following": True,
+                }
+            }
+            sys.stderr.write(codec.dumps(line).decode() + "\n")
+            sys.stderr.flush()
+            return
+        note = f"{_NEEDS[status.state]}; still following (Ctrl-C stops); answer with: {command}"
+        self.err.print(Text(note), soft_wrap=True)
+
     def turn_over(self, task: Task, url: str) -> None:
         """If ``task`` waits for the client, say so on stderr: the question, the task, the answer.
 
