@@ -12,6 +12,7 @@ reproduces exactly, has no deadline (shared runners are slow) and prints the rep
 from __future__ import annotations
 
 import asyncio
+import collections
 import contextlib
 import os
 import subprocess
@@ -131,7 +132,9 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     on one worker, one after the other. A module with a fixture of module scope (a cluster, a built wheel, a benchmark run, a
     browser) is a group of its own unless it names one, so that the fixture is made once and
     never beside itself. Then the ``slow`` tests, and every group holding one, go first (in
-    their order): started last, they would keep one worker busy after the others are done.
+    their order), then the other groups, the largest first: a group runs on one worker, and
+    started last it would keep that worker busy after the others are done (the inspector's
+    browser tests take about a minute of one worker in ``make test``).
     ``tryfirst``: pytest-xdist reads the groups in its own hook. Outside CI the ``slow`` tests
     are deselected (one summary line says how to run them).
     """
@@ -145,7 +148,15 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
             item.add_marker(pytest.mark.xdist_group(item.nodeid.split("::")[0]))
     slow = {id(item) for item in items if item.get_closest_marker("slow") is not None}
     first = {_group(item) for item in items if id(item) in slow} - {None}
-    items.sort(key=lambda item: not (id(item) in slow or _group(item) in first))
+    sizes = collections.Counter(_group(item) for item in items)
+
+    def rank(item: pytest.Item) -> tuple[int, int]:
+        group = _group(item)
+        if id(item) in slow or group in first:
+            return (0, 0)
+        return (1, -sizes[group]) if group is not None else (2, 0)
+
+    items.sort(key=rank)
 
 
 def pytest_terminal_summary(terminalreporter: Any) -> None:
