@@ -15,11 +15,12 @@ Run as ``python benchmarks/_client_sides.py SIDE --url BASE --events N [--core C
     ``httpx.AsyncClient``), blocking and streaming, as tests/interop/run_sdk_client.py builds it.
 
 The process checks its first answers (the task, the number of stream events), prints ``ready``
-and the folder its client's package was imported from, then reads commands from stdin, one a line: ``send C SECONDS`` (blocking SendMessage,
-``C`` at a time, for that long) or ``stream SECONDS`` (streams one after the other) prints one
-JSON line: the process CPU seconds used (``time.process_time``: all threads), the calls and
-events done, the errors, the wall time, and the CPU the given core spent on other processes
-meanwhile (from /proc/stat). ``quit`` (or the end of stdin) closes the clients. Only the public
+and the folder its client's package was imported from, then reads commands from stdin, one a
+line: ``send C SECONDS CALLS`` (blocking SendMessage, ``C`` at a time, for that long, or that
+many calls if ``CALLS`` is not 0) or ``stream SECONDS CALLS`` (streams one after the other)
+prints one JSON line: the process CPU seconds used (``time.process_time``: all threads), the
+calls and events done, the errors, the wall time, and the CPU the given core spent on other
+processes meanwhile (from /proc/stat). ``quit`` (or the end of stdin) closes the clients. Only the public
 API of a2a_wire is used, so an earlier checkout's interpreter can run this file (``--before``).
 """
 
@@ -237,14 +238,23 @@ async def open_side(side: str, base: str, events: int) -> Side:
 # --- measurement ---------------------------------------------------------------------------------
 
 
-async def batch(call: Call, concurrency: int, seconds: float, core: int | None) -> dict[str, Any]:
-    """Run ``call`` ``concurrency`` at a time for ``seconds``; what it cost this process."""
+async def batch(
+    call: Call, concurrency: int, seconds: float, calls: int, core: int | None
+) -> dict[str, Any]:
+    """Run ``call`` ``concurrency`` at a time for ``seconds``, or ``calls`` times if it is not 0;
+    what it cost this process."""
     loop = asyncio.get_running_loop()
-    done = [0, 0]  # calls, events
+    done = [0, 0, 0]  # calls, events, started
     errors: list[str] = []
 
+    def more() -> bool:
+        if errors:
+            return False
+        done[2] += 1
+        return done[2] <= calls if calls else loop.time() < end
+
     async def worker() -> None:
-        while loop.time() < end and not errors:
+        while more():
             try:
                 events = await call()
             except Exception as exc:
@@ -278,9 +288,9 @@ async def serve_commands(side: Side, core: int | None) -> None:
         if not line or line[0] == "quit":
             return
         if line[0] == "send":
-            result = await batch(side.send, int(line[1]), float(line[2]), core)
+            result = await batch(side.send, int(line[1]), float(line[2]), int(line[3]), core)
         else:
-            result = await batch(side.stream, 1, float(line[1]), core)
+            result = await batch(side.stream, 1, float(line[1]), int(line[2]), core)
         print(json.dumps(result), flush=True)
 
 

@@ -21,15 +21,20 @@ sides alike. The share of CPU 1 that other processes took during the measured ba
 reported: on a busy machine the ratios hold better than the absolute times.
 
 The targets (issue 28): a2a-wire's CPU per blocking call at most 1.3x raw aiohttp's, per stream
-event at most 2x. With ``--before CHECKOUT`` an earlier checkout's client (``a2a-wire-before``)
-runs beside the current one, and each cell gets its now/before ratio. Any error (a failed call,
-an answer of the wrong shape) makes the run exit with status 1.
+event at most 2x. ``--tool callgrind`` counts instructions instead (each client under
+``valgrind --tool=callgrind --instr-atstart=no``, switched on for 320 calls or 2 streams after
+the warm-up; one round, about 3 minutes): a count does not move with other load, so it is the
+figure to compare two versions of the code by on a busy machine. With ``--before CHECKOUT`` an
+earlier checkout's client (``a2a-wire-before``) runs beside the current one, and each cell gets
+its now/before ratio. Any error (a failed call, an answer of the wrong shape) makes the run exit
+with status 1.
 """
 
 from __future__ import annotations
 
 import argparse
 import datetime
+import glob
 import json
 import math
 import os
@@ -39,6 +44,7 @@ import statistics
 import subprocess
 import sys
 import tempfile
+import time
 from collections.abc import Iterator, Sequence
 from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass, field
@@ -64,14 +70,24 @@ class Cell:
     concurrency: int = 1
 
     @property
-    def label(self) -> str:
+    def name(self) -> str:
+        return f"SendMessage c={self.concurrency}" if self.kind == "send" else "stream"
+
+    def label(self, tool: str) -> str:
+        """The name and the unit: CPU µs (or instructions) per call, or per stream event."""
+        unit = "CPU µs" if tool == "cpu" else "instructions"
+        return f"{self.name}, {unit} per {'call' if self.kind == 'send' else 'event'}"
+
+    def command(self, seconds: float, calls: int = 0) -> str:
+        """The worker's command: run for ``seconds``, or ``calls`` calls (streams) if not 0."""
         if self.kind == "send":
-            return f"SendMessage c={self.concurrency}, CPU µs per call"
-        return "stream, CPU µs per event"
+            return f"send {self.concurrency} {seconds} {calls}"
+        return f"stream {seconds} {calls}"
 
     @property
-    def command(self) -> str:
-        return f"send {self.concurrency}" if self.kind == "send" else "stream"
+    def counted_calls(self) -> int:
+        """Calls (streams) measured under callgrind."""
+        return 320 if self.kind == "send" else 2
 
     @property
     def goal(self) -> float:
@@ -126,13 +142,29 @@ def before_package(checkout: Path, into: Path) -> Path:
 
 
 class Worker:
-    """One side's process (benchmarks/_client_sides.py), driven through its stdin."""
+    """One side's process (benchmarks/_client_sides.py), driven through its stdin.
 
-    def __init__(self, name: str, cmd: list[str], env: dict[str, str] | None) -> None:
+    With ``dumps`` (a path prefix) it runs under callgrind, instrumentation off until
+    :meth:`count` switches it on around one batch.
+    """
+
+    def __init__(
+        self, name: str, cmd: list[str], env: dict[str, str] | None, dumps: str | None = None
+    ) -> None:
         self.name = name
         self.origin = ""
+        self.dumps = dumps
+        self.read: set[str] = set()
+        if dumps is not None:
+            tool = ["valgrind", "--tool=callgrind", "--instr-atstart=no", f"--log-file={dumps}.log"]
+            cmd = [*tool, f"--callgrind-out-file={dumps}", *cmd]
         self.process = subprocess.Popen(
-            cmd, cwd=ROOT, env=env, stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True
+            cmd,
+            cwd=ROOT,
+            env=env,
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            text=True,
         )
 
     def _stdin(self) -> IO[str]:
@@ -151,11 +183,34 @@ class Worker:
         if word != "ready":
             raise RuntimeError(f"{self.name}: unexpected first line {word!r}")
 
-    def run(self, cell: Cell, seconds: float) -> dict[str, Any]:
-        self._stdin().write(f"{cell.command} {seconds}\n")
+    def run(self, cell: Cell, seconds: float, calls: int = 0) -> dict[str, Any]:
+        self._stdin().write(cell.command(seconds, calls) + "\n")
         self._stdin().flush()
         result: dict[str, Any] = json.loads(self._line())
         return result
+
+    def count(self, cell: Cell) -> dict[str, Any]:
+        """Run ``cell.counted_calls`` calls with callgrind on; ``cost`` is their instructions."""
+        pid = str(self.process.pid)
+        subprocess.run(["callgrind_control", "-i", "on", pid], check=True, capture_output=True)
+        result = self.run(cell, 0, cell.counted_calls)
+        subprocess.run(["callgrind_control", "-i", "off", pid], check=True, capture_output=True)
+        subprocess.run(["callgrind_control", "-d", pid], check=True, capture_output=True)
+        result["cost"] = self._dumped()
+        return result
+
+    def _dumped(self) -> int:
+        """The instructions of the dump just asked for (written a little later, by the process)."""
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline:
+            for dump in sorted(set(glob.glob(f"{self.dumps}.*")) - self.read):
+                lines = Path(dump).read_text().splitlines()
+                totals = [int(line.split()[1]) for line in lines if line.startswith("totals:")]
+                if totals:
+                    self.read.add(dump)
+                    return max(totals)
+            time.sleep(0.2)
+        raise RuntimeError(f"{self.name}: callgrind wrote no counts")
 
     def stop(self) -> None:
         if self.process.poll() is None:
@@ -177,12 +232,14 @@ def workers(args: argparse.Namespace, base: str, pin: bool) -> Iterator[dict[str
         common = ["--url", base, "--events", str(args.events)]
         common += ["--core", str(CLIENT_CORE)] if pin else []
         script = str(HERE / "_client_sides.py")
+        work = Path(stack.enter_context(tempfile.TemporaryDirectory(prefix="a2a-bench-")))
         for name in args.sides:
             side = "a2a-wire" if name == BEFORE else name
             python, env = sys.executable, None
             if name == BEFORE:
                 python, env = before_interpreter(args, stack)
-            started[name] = Worker(name, [python, script, side, *common], env)
+            dumps = str(work / f"{name}.callgrind") if args.tool == "callgrind" else None
+            started[name] = Worker(name, [python, script, side, *common], env, dumps)
         for worker in started.values():
             worker.wait_ready()
         yield started
@@ -211,6 +268,11 @@ def measure(
     for cell in CELLS:
         for name in names:
             running[name].run(cell, args.warmup)
+    if args.tool == "callgrind":  # counts do not drift: one round
+        for cell in CELLS:
+            for name in names:
+                record(figures[cell, name], cell, running[name].count(cell))
+        return figures
     for r in range(args.rounds):
         order = names[r % len(names) :] + names[: r % len(names)]
         print(f"round {r + 1}/{args.rounds}: {', '.join(order)}", file=sys.stderr, flush=True)
@@ -225,7 +287,7 @@ def record(fig: Figures, cell: Cell, result: dict[str, Any]) -> None:
     fig.errors += result["errors"]
     fig.first_error = fig.first_error or result["error"]
     if units:
-        fig.per_unit.append(result["cpu"] / units)
+        fig.per_unit.append(result.get("cost", result["cpu"]) / units)
     if result["other_cpu"] is not None and result["wall"]:
         fig.other.append(result["other_cpu"] / result["wall"])
 
@@ -251,10 +313,14 @@ def print_header(args: argparse.Namespace, pin: bool) -> None:
     print("packages: " + ", ".join(f"{d} {_version(d)}" for d in deps))
     where = f"server on CPU {SERVER_CORE}, each client in its own process on CPU {CLIENT_CORE}"
     print(f"pinning:  {where if pin else 'not pinned (needs CPUs 0 and 1)'}")
+    work = f"SendMessage at concurrency 1 and 16, streams of {args.events + 2} events"
+    if args.tool == "callgrind":
+        counted = ", ".join(f"{c.counted_calls} ({c.name})" for c in CELLS)
+        print(f"work:     {work}; instructions under callgrind of {counted} calls")
+        return
     print(
-        f"work:     SendMessage at concurrency 1 and 16, streams of {args.events + 2} events; "
-        f"{args.warmup:g} s warm-up, then {args.rounds} round(s) of {args.duration:g} s per "
-        "cell and client, the clients' order rotated each round"
+        f"work:     {work}; {args.warmup:g} s warm-up, then {args.rounds} round(s) of "
+        f"{args.duration:g} s per cell and client, the clients' order rotated each round"
     )
 
 
@@ -271,12 +337,14 @@ def print_table(args: argparse.Namespace, figures: dict[tuple[Cell, str], Figure
         row = []
         for name in names:
             fig = figures[cell, name]
-            row.append(f"{statistics.median(fig.per_unit) * 1e6:,.1f}" if fig.per_unit else "-")
+            cost = statistics.median(fig.per_unit) if fig.per_unit else None
+            shown = "-" if cost is None else f"{cost:,.0f}"
+            row.append(f"{cost * 1e6:,.1f}" if cost is not None and args.tool == "cpu" else shown)
         wire = _times(ratio(figures, cell, "a2a-wire", REFERENCE))
         sdk = _times(ratio(figures, cell, "a2a-sdk", "a2a-wire"))
-        print(f"| {cell.label} | {' | '.join(row)} | {wire} | {sdk} |")
+        print(f"| {cell.label(args.tool)} | {' | '.join(row)} | {wire} | {sdk} |")
     other = [x for fig in figures.values() for x in fig.other]
-    if other:
+    if other and args.tool == "cpu":
         print()
         print(
             f"other processes took {statistics.median(other):.0%} of CPU {CLIENT_CORE} "
@@ -286,18 +354,20 @@ def print_table(args: argparse.Namespace, figures: dict[tuple[Cell, str], Figure
 
 def print_targets(args: argparse.Namespace, figures: dict[tuple[Cell, str], Figures]) -> None:
     print()
-    print("targets (a2a-wire / raw aiohttp, CPU per call or event, median of the rounds' ratios):")
+    what = "CPU" if args.tool == "cpu" else "instructions"
+    print(
+        f"targets (a2a-wire / raw aiohttp, {what} per call or event, median of the rounds' ratios):"
+    )
     for cell in CELLS:
         value = ratio(figures, cell, "a2a-wire", REFERENCE)
         verdict = "met" if round(value, 2) <= cell.goal else "MISSED"  # as printed
-        what = cell.label.split(",")[0]
-        print(f"  {what}: {_times(value)} (goal <= {cell.goal:g}x): {verdict}")
+        print(f"  {cell.name}: {_times(value)} (goal <= {cell.goal:g}x): {verdict}")
     if args.before is not None:
         print()
-        print(f"now / before (a2a-wire / {BEFORE}, CPU per call or event):")
+        print(f"now / before (a2a-wire / {BEFORE}, {what} per call or event):")
         for cell in CELLS:
             now_before = _times(ratio(figures, cell, "a2a-wire", BEFORE))
-            print(f"  {cell.label.split(',')[0]}: {now_before}")
+            print(f"  {cell.name}: {now_before}")
 
 
 def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
@@ -311,6 +381,12 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--before", type=Path, default=None, metavar="CHECKOUT")
     parser.add_argument("--before-python", default=None, help="its interpreter (see the doc)")
     parser.add_argument("--json", default=None, help="also write the raw figures here")
+    parser.add_argument(
+        "--tool",
+        choices=("cpu", "callgrind"),
+        default="cpu",
+        help="CPU time (default), or instructions under callgrind (needs valgrind; one round)",
+    )
     args = parser.parse_args(argv)
     args.sides = [s for s in args.sides.split(",") if s]
     unknown = set(args.sides) - set(SIDES)
@@ -324,6 +400,8 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     args.rounds = args.rounds or (1 if quick else 5)
     args.duration = args.duration or (0.3 if quick else 2.0)
     args.warmup = args.warmup if args.warmup is not None else (0.1 if quick else 0.5)
+    if args.tool == "callgrind":
+        args.rounds, args.warmup = 1, max(args.warmup, 2.0)  # valgrind translates code at first
     args.events = args.events or (50 if quick else 1000)
     return args
 
@@ -346,7 +424,7 @@ def main() -> int:
     print(f"errors: {errors}")
     for (cell, name), fig in figures.items():
         if fig.first_error:
-            print(f"  {name} {cell.command}: {fig.first_error}")
+            print(f"  {name} {cell.name}: {fig.first_error}")
     return 1 if errors else 0
 
 
