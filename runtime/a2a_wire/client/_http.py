@@ -16,7 +16,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 
 import aiohttp
-from multidict import CIMultiDict, CIMultiDictProxy
+from multidict import CIMultiDictProxy
 
 from a2a_wire import codec, errors, netguard
 from a2a_wire._protocol.wire import JSON_MEDIA_TYPES, SSE_MEDIA_TYPE
@@ -79,6 +79,11 @@ class Transport:
         self._owns_session = session is None
         self._closed = False
         self.observer = observer
+        # aiohttp enforces only the connect limit (the others are ours, see the module docstring).
+        connect = settings.connect_timeout
+        self._aiohttp_timeout = aiohttp.ClientTimeout(
+            total=None, connect=connect, sock_connect=connect, sock_read=None
+        )
 
     def _ensure_session(self) -> aiohttp.ClientSession:
         if self._closed:
@@ -102,10 +107,6 @@ class Transport:
             return None
         return self.observer.exchange(method, url, headers, body, stream=stream)
 
-    def _aiohttp_timeout(self) -> aiohttp.ClientTimeout:
-        limit = self.settings.connect_timeout
-        return aiohttp.ClientTimeout(total=None, connect=limit, sock_connect=limit, sock_read=None)
-
     async def _start(
         self,
         method: str,
@@ -122,11 +123,12 @@ class Transport:
                 method,
                 url,
                 data=_payload(body),
-                headers=CIMultiDict(headers),
+                headers=headers,
                 allow_redirects=False,
-                timeout=self._aiohttp_timeout(),
+                timeout=self._aiohttp_timeout,
             )
-        logger.debug("%s %s -> HTTP %d", method, safe_url(url), response.status)
+        if logger.isEnabledFor(logging.DEBUG):
+            logger.debug("%s %s -> HTTP %d", method, safe_url(url), response.status)
         if watch is not None:
             watch.response(response.status, response.headers)
         if 300 <= response.status < 400 and response.status != 304:  # 304 is not a redirect
