@@ -86,6 +86,7 @@ class Transport:
         self._owns_session = session is None
         self._closed = False
         self.observer = observer
+        self._checked_url = ""  # the last URL check_url accepted (the policy is fixed)
         # aiohttp enforces only the connect limit (the others are ours, see the module docstring).
         connect = settings.connect_timeout
         self._aiohttp_timeout = aiohttp.ClientTimeout(
@@ -127,7 +128,9 @@ class Transport:
         Raises aiohttp's and the guard's exceptions as they are: the caller translates them.
         """
         session = self._ensure_session()
-        netguard.check_url(url, self.settings.policy)
+        if url != self._checked_url:  # a client calls one URL: checked once, not per call
+            netguard.check_url(url, self.settings.policy)
+            self._checked_url = url
         response = await session.request(
             method,
             url,
