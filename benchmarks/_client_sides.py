@@ -38,26 +38,16 @@ from pathlib import Path
 from typing import Any
 
 SIDES = ("a2a-wire", "raw-aiohttp", "a2a-sdk")
-TICK = os.sysconf("SC_CLK_TCK")
 
 Call = Callable[[], Awaitable[int]]
 """One blocking call (returns 1) or one whole stream (returns its events)."""
 
 
 def core_busy(core: int | None) -> float | None:
-    """Seconds CPU ``core`` has been busy since boot (not idle, not iowait), from /proc/stat."""
-    if core is None:
-        return None
-    try:
-        lines = Path("/proc/stat").read_text().splitlines()
-    except OSError:
-        return None
-    for line in lines:
-        name, *ticks = line.split()
-        if name == f"cpu{core}":
-            values = [int(t) for t in ticks[:8]]
-            return (sum(values) - values[3] - values[4]) / TICK
-    return None
+    """Seconds CPU ``core`` has been busy since boot (benchmarks/server.py reads /proc/stat)."""
+    from server import _core_busy
+
+    return None if core is None else _core_busy(core)
 
 
 # --- the three sides -----------------------------------------------------------------------------
@@ -65,6 +55,14 @@ def core_busy(core: int | None) -> float | None:
 
 class Side:
     """A side's two calls, and what closes it."""
+
+    events: int  # artifact chunks per stream
+
+    def counted(self, n: int) -> int:
+        """``n``, the events of one stream, once checked: the chunks, the task, the status."""
+        if n != self.events + 2:
+            _fail(f"stream of {n} events, expected {self.events + 2}")
+        return n
 
     async def send(self) -> int:
         """One blocking SendMessage, its answer decoded and checked; returns 1."""
@@ -111,9 +109,7 @@ class Wire(Side):
         async with self.client.send_streaming_message(self.request) as events:
             async for _ in events:
                 n += 1
-        if n != self.events + 2:
-            _fail(f"stream of {n} events, expected {self.events + 2}")
-        return n
+        return self.counted(n)
 
     async def close(self) -> None:
         await self.client.close()
@@ -177,9 +173,7 @@ class Raw(Side):
                             obj = self.codec.loads(line[5:])
                             StreamResponse.from_dict(self._result(obj, rid))
                             n += 1
-        if n != self.events + 2:
-            _fail(f"stream of {n} events, expected {self.events + 2}")
-        return n
+        return self.counted(n)
 
     async def close(self) -> None:
         await self.session.close()
@@ -217,9 +211,7 @@ class Sdk(Side):
         n = 0
         async for _ in self.streaming.send_message(self.request):
             n += 1
-        if n != self.events + 2:
-            _fail(f"stream of {n} events, expected {self.events + 2}")
-        return n
+        return self.counted(n)
 
     async def close(self) -> None:
         await self.blocking.close()
