@@ -195,7 +195,7 @@ class Sdk(Side):
         import httpx
         from a2a.client import A2ACardResolver, ClientConfig, ClientFactory
 
-        http = httpx.AsyncClient()
+        http = httpx.AsyncClient(timeout=120.0)  # not 5 s: under callgrind a call is slow
         card = await A2ACardResolver(http, base).get_agent_card()
         blocking = ClientFactory(ClientConfig(streaming=False, httpx_client=http)).create(card)
         streaming = ClientFactory(ClientConfig(streaming=True, httpx_client=http)).create(card)
