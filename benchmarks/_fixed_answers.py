@@ -114,7 +114,9 @@ def run(port: int, events: int) -> None:
     app = web.Application()
     app.router.add_get(CARD_PATH, get_card)
     app.router.add_post("/", post)
-    web.run_app(app, host=HOST, port=port, access_log=None, print=None)
+    # Idle connections stay open: under callgrind a client may pause longer than aiohttp's
+    # 75 s, and a client that reuses a connection the server just closed sees an error.
+    web.run_app(app, host=HOST, port=port, access_log=None, print=None, keepalive_timeout=3600)
 
 
 def main() -> None:
