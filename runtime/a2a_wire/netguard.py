@@ -82,6 +82,7 @@ EMBEDDING_NETWORKS: Final[tuple[tuple[ipaddress.IPv6Network, str, bool], ...]] =
 )
 _GLOBAL_UNICAST_V6: Final = ipaddress.IPv6Network("2000::/3")
 _SCHEMES: Final = frozenset({"http", "https"})
+_PASSED_SIZE: Final = 256  # (scheme, host) verdicts a GuardedConnector remembers
 _LABEL = r"[a-z0-9_](?:[a-z0-9_-]{0,61}[a-z0-9_])?"
 _HOST_NAME: Final = re.compile(rf"(?:{_LABEL}\.)*(?![0-9]+\.?$){_LABEL}\.?", re.IGNORECASE)
 
@@ -296,6 +297,9 @@ class GuardedConnector(aiohttp.TCPConnector):
         """Like ``TCPConnector``; ``resolver`` (kept open, caller-owned) is wrapped in the guard."""
         super().__init__(resolver=GuardedResolver(policy, resolver), **kwargs)
         self._policy = policy
+        # (scheme, host) pairs check_url accepted: its verdict depends on nothing else, and the
+        # policy is fixed, so a pair is judged once. Bounded: cleared when full.
+        self._passed: set[tuple[str, str | None]] = set()
 
     async def connect(
         self, req: ClientRequest, traces: list[Trace], timeout: ClientTimeout
@@ -303,7 +307,13 @@ class GuardedConnector(aiohttp.TCPConnector):
         """Refuse proxies, run :func:`check_url` (once per redirect hop too), then connect."""
         if req.proxy is not None:
             raise ForbiddenURLError("requests through a proxy cannot be guarded; proxy refused")
-        check_url(req.url, self._policy)
+        url = req.url
+        key = (url.scheme, url.raw_host)
+        if key not in self._passed:
+            check_url(url, self._policy)
+            if len(self._passed) >= _PASSED_SIZE:
+                self._passed.clear()
+            self._passed.add(key)
         return await super().connect(req, traces, timeout)
 
 

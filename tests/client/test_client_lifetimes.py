@@ -118,8 +118,16 @@ async def test_a_timed_out_call_names_the_task_it_was_about(agent: FakeAgent) ->
 
 
 class _Content:
+    """aiohttp's StreamReader as the stream uses it: nothing is buffered before a read waits."""
+
     def __init__(self, chunks: list[bytes]) -> None:
         self.chunks = chunks
+
+    def read_nowait(self) -> bytes:
+        return b""
+
+    def is_eof(self) -> bool:
+        return not self.chunks
 
     async def readany(self) -> bytes:
         return self.chunks.pop(0) if self.chunks else b""

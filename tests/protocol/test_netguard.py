@@ -368,3 +368,25 @@ async def test_proxy_is_refused(server: TestServer) -> None:
     connector = guarded_connector(AddressPolicy.allow_all())
     with pytest.raises(ForbiddenURLError, match="proxy"):
         await _get(connector, "http://example.test/", proxy=f"http://127.0.0.1:{server.port}")
+
+
+async def test_a_judged_host_does_not_vouch_for_another(server: TestServer) -> None:
+    # The connector remembers (scheme, host) pairs it accepted; a refused one is judged again.
+    connector = GuardedConnector(AddressPolicy.from_strings(["127.0.0.1"]))
+    async with aiohttp.ClientSession(connector=connector) as session:
+        for _ in range(2):
+            async with session.get(f"http://127.0.0.1:{server.port}/") as response:
+                assert await response.text() == "hello"
+            with pytest.raises(ForbiddenAddressError, match="127.0.0.2"):
+                await session.get(f"http://127.0.0.2:{server.port}/")
+            with pytest.raises(ForbiddenURLError, match="canonical"):
+                await session.get(f"http://127.1:{server.port}/")
+
+
+async def test_the_remembered_verdicts_stay_bounded(server: TestServer) -> None:
+    connector = GuardedConnector(AddressPolicy.from_strings(["127.0.0.0/8"]))
+    async with aiohttp.ClientSession(connector=connector) as session:
+        for i in range(300):  # accepted by the guard; nothing listens there
+            with pytest.raises(aiohttp.ClientConnectorError):
+                await session.get(f"http://127.0.{1 + i // 250}.{1 + i % 250}:9/")
+    assert 0 < len(connector._passed) <= 256

@@ -31,11 +31,11 @@ from a2a_wire.client._card_resolver import (
     select_interface,
 )
 from a2a_wire.client._credentials import CredentialProvider, CredentialRequest, NoCredentials
-from a2a_wire.client._errors import AuthenticationError, safe_url
+from a2a_wire.client._errors import AuthenticationError, note_task, safe_url
 from a2a_wire.client._http import Peek, RawResponse, StreamConnection, Transport, json_body
 from a2a_wire.client._observe import ExchangeObserver
 from a2a_wire.client._peek import send_message_task
-from a2a_wire.client._requests import P, about_task, request_headers, with_tenant
+from a2a_wire.client._requests import P, about_task, request_headers, task_of, with_tenant
 from a2a_wire.client._requests import text_request as _text_request
 from a2a_wire.client._results import prepare
 from a2a_wire.client._settings import ClientSettings
@@ -47,6 +47,7 @@ from a2a_wire.client._stream import (
 )
 from a2a_wire.client._telemetry import ClientTelemetry
 from a2a_wire.client._wait import poll_until_settled
+from a2a_wire.errors import ClientError
 from a2a_wire.methods import (
     CANCEL_TASK,
     CREATE_TASK_PUSH_NOTIFICATION_CONFIG,
@@ -233,6 +234,8 @@ class A2AClient:
     # -- plumbing ---------------------------------------------------------------------------
 
     async def _headers(self, method: Method[Any, Any], accept: str) -> CIMultiDict[str]:
+        if type(self.credentials) is NoCredentials:  # the default: no request to describe
+            return request_headers({}, self.settings, accept)
         extra = await self.credentials.headers(CredentialRequest(self.url, method.name, self.card))
         return request_headers(extra, self.settings, accept)
 
@@ -240,7 +243,8 @@ class A2AClient:
         rid = next(self._ids)
         body = _jsonrpc.request(rid, method, with_tenant(_checked(method, request), self.tenant))
         headers = await self._headers(method, JSON_MEDIA_TYPE)
-        logger.debug("%s id=%d -> %s", method.name, rid, safe_url(self.url))
+        if logger.isEnabledFor(logging.DEBUG):
+            logger.debug("%s id=%d -> %s", method.name, rid, safe_url(self.url))
         watch = self._telemetry.call(method.name, request, headers, self.card)
         if watch is None:
             return await self._exchange(method, request, rid, body, headers, peek)
@@ -264,7 +268,7 @@ class A2AClient:
         headers: CIMultiDict[str],
         peek: Peek | None,
     ) -> R:
-        with about_task(request):
+        try:  # as about_task(request) does, without a context manager per call
             raw = await self._transport.request("POST", self.url, body, headers, peek=peek)
             try:
                 answer = json_body(raw, self.url)
@@ -274,6 +278,9 @@ class A2AClient:
                 headers = await self._headers(method, JSON_MEDIA_TYPE)
                 raw = await self._transport.request("POST", self.url, body, headers, peek=peek)
                 answer = json_body(raw, self.url)
+        except ClientError as exc:
+            note_task(exc, task_of(request))
+            raise
         result = _jsonrpc.read_response(answer, rid, method)
         prepare(result)
         return result
@@ -303,7 +310,8 @@ class A2AClient:
         async def open_once(extra: Mapping[str, str]) -> StreamConnection:
             headers = await self._headers(method, SSE_MEDIA_TYPE)
             headers.update(extra)
-            logger.debug("%s id=%d -> %s (stream)", method.name, rid, safe_url(self.url))
+            if logger.isEnabledFor(logging.DEBUG):
+                logger.debug("%s id=%d -> %s (stream)", method.name, rid, safe_url(self.url))
             watch = self._telemetry.call(method.name, request, headers, self.card)
             try:
                 with about_task(request):

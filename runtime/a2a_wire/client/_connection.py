@@ -1,6 +1,6 @@
 """The client's byte-level stream and its exception boundary.
 
-:func:`translated` is the one place where aiohttp's and the address guard's exceptions become
+:func:`translate` is the one place where aiohttp's and the address guard's exceptions become
 client errors (``raise ... from``); :class:`StreamConnection` reads an open ``text/event-stream``
 response chunk by chunk under the stream's idle and lifetime limits (spec 9.4.2), and tells an
 exchange observer what it read.
@@ -30,38 +30,58 @@ from a2a_wire.client._errors import (
 from a2a_wire.client._observe import ExchangeWatch
 from a2a_wire.client._settings import ClientSettings
 
-__all__ = ["StreamConnection", "translated", "watching"]
+__all__ = ["FOREIGN", "StreamConnection", "translate", "translated", "watching"]
+
+
+def translate(exc: BaseException, url: str, settings: ClientSettings) -> BaseException:
+    """The client error an aiohttp or guard exception stands for; ``exc`` itself otherwise.
+
+    The caller raises the result ``from exc``. Order matters: aiohttp's timeouts are also
+    ``ClientError`` subclasses.
+    """
+    if isinstance(exc, netguard.AddressGuardError):
+        return AddressNotAllowedError(f"{exc}; allowlist it in ClientSettings.allow")
+    if not isinstance(exc, aiohttp.ClientError):
+        return exc
+    if isinstance(exc, aiohttp.ConnectionTimeoutError):
+        return ConnectTimeoutError("connect_timeout", settings.connect_timeout, url)
+    if isinstance(exc, aiohttp.ServerTimeoutError):
+        return ReadTimeoutError("read_timeout", settings.read_timeout or 0.0, url)
+    if isinstance(exc, aiohttp.ClientPayloadError):
+        return TruncatedResponseError(f"response body from {safe_url(url)} is incomplete")
+    if isinstance(exc, aiohttp.ClientConnectorError):
+        reason = exc.os_error.strerror or type(exc.os_error).__name__
+        return ConnectError(f"cannot connect to {safe_url(url)}: {reason}")
+    if isinstance(exc, aiohttp.InvalidURL):
+        return TransportError(f"invalid URL {safe_url(str(exc.url))}")
+    return TransportError(f"request to {safe_url(url)} failed: {type(exc).__name__}")
+
+
+#: What :func:`translate` maps; the hot paths catch these and nothing else.
+FOREIGN = (aiohttp.ClientError, netguard.AddressGuardError)
 
 
 @contextlib.contextmanager
 def translated(url: str, settings: ClientSettings) -> Iterator[None]:
-    """The boundary: map aiohttp and guard exceptions to client errors (order matters)."""
+    """The boundary as a block: :func:`translate` what leaves it (``raise ... from``)."""
     try:
         yield
-    except netguard.AddressGuardError as exc:
-        raise AddressNotAllowedError(f"{exc}; allowlist it in ClientSettings.allow") from exc
-    except aiohttp.ConnectionTimeoutError as exc:
-        raise ConnectTimeoutError("connect_timeout", settings.connect_timeout, url) from exc
-    except aiohttp.ServerTimeoutError as exc:
-        raise ReadTimeoutError("read_timeout", settings.read_timeout or 0.0, url) from exc
-    except aiohttp.ClientPayloadError as exc:
-        raise TruncatedResponseError(f"response body from {safe_url(url)} is incomplete") from exc
-    except aiohttp.ClientConnectorError as exc:
-        reason = exc.os_error.strerror or type(exc.os_error).__name__
-        raise ConnectError(f"cannot connect to {safe_url(url)}: {reason}") from exc
-    except aiohttp.InvalidURL as exc:
-        raise TransportError(f"invalid URL {safe_url(str(exc.url))}") from exc
-    except aiohttp.ClientError as exc:
-        reason = type(exc).__name__
-        raise TransportError(f"request to {safe_url(url)} failed: {reason}") from exc
+    except FOREIGN as exc:
+        raise translate(exc, url, settings) from exc
+
+
+_UNWATCHED = contextlib.nullcontext()
+
+
+def watching(
+    watch: ExchangeWatch | None, *, open_ended: bool = False
+) -> contextlib.AbstractContextManager[None]:
+    """End ``watch`` with the error that leaves the block, or when it ends unless open-ended."""
+    return _UNWATCHED if watch is None else _watching(watch, open_ended)
 
 
 @contextlib.contextmanager
-def watching(watch: ExchangeWatch | None, *, open_ended: bool = False) -> Iterator[None]:
-    """End ``watch`` with the error that leaves the block, or when it ends unless open-ended."""
-    if watch is None:
-        yield
-        return
+def _watching(watch: ExchangeWatch, open_ended: bool) -> Iterator[None]:
     try:
         yield
     except BaseException as exc:
@@ -112,27 +132,32 @@ class StreamConnection:
     async def read_chunk(self) -> bytes:
         """Return the next chunk, or ``b""`` at the end of the stream.
 
+        Bytes already received are returned at once; a timer is armed only for a wait.
+
         Raises:
             StreamIdleTimeoutError: No complete line within ``stream_idle_timeout``.
             TotalTimeoutError: The stream outlived ``stream_timeout``.
             TransportError: The connection broke.
         """
-        limits = [t for t in (self._idle_until, self._deadline) if t is not None]
-        until = min(limits) if limits else None
+        idle_until, deadline = self._idle_until, self._deadline
+        if idle_until is None or (deadline is not None and deadline < idle_until):
+            until = deadline
+        else:
+            until = idle_until
+        content = self._response.content
         try:
-            with translated(self._url, self._settings):
+            chunk = content.read_nowait()
+            if not chunk and not content.is_eof():
                 async with asyncio.timeout_at(until):
-                    chunk = await self._response.content.readany()
-        except TimeoutError as exc:
-            error: ClientTimeoutError
-            if until == self._deadline:
-                seconds = self._settings.stream_timeout or 0.0
-                error = TotalTimeoutError("stream_timeout", seconds, self._url)
-            else:
-                idle = self._idle or 0.0
-                error = StreamIdleTimeoutError("stream_idle_timeout", idle, self._url)
+                    chunk = await content.readany()
+        except FOREIGN as exc:  # before TimeoutError: aiohttp's timeouts are both
+            error = translate(exc, self._url, self._settings)
             self._finish(error)
             raise error from exc
+        except TimeoutError as exc:
+            timeout = self._timeout_error(until)
+            self._finish(timeout)
+            raise timeout from exc
         except BaseException as exc:
             self._finish(exc)
             raise
@@ -141,6 +166,13 @@ class StreamConnection:
         if self._watch is not None:
             self._watch.body(chunk) if chunk else self._finish(None)
         return chunk
+
+    def _timeout_error(self, until: float | None) -> ClientTimeoutError:
+        if until == self._deadline:
+            seconds = self._settings.stream_timeout or 0.0
+            return TotalTimeoutError("stream_timeout", seconds, self._url)
+        idle = self._idle or 0.0
+        return StreamIdleTimeoutError("stream_idle_timeout", idle, self._url)
 
     def close(self) -> None:
         """Drop the connection (safe to call more than once)."""

@@ -16,13 +16,20 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 
 import aiohttp
-from multidict import CIMultiDict, CIMultiDictProxy
+from multidict import CIMultiDictProxy
 
 from a2a_wire import codec, errors, netguard
 from a2a_wire._protocol.wire import JSON_MEDIA_TYPES, SSE_MEDIA_TYPE
-from a2a_wire.client._connection import StreamConnection, translated, watching
+from a2a_wire.client._connection import (
+    FOREIGN,
+    StreamConnection,
+    translate,
+    translated,
+    watching,
+)
 from a2a_wire.client._errors import (
     AuthenticationError,
+    ClientTimeoutError,
     HTTPStatusError,
     ReadTimeoutError,
     RedirectRefusedError,
@@ -79,6 +86,12 @@ class Transport:
         self._owns_session = session is None
         self._closed = False
         self.observer = observer
+        self._checked_url = ""  # the last URL check_url accepted (the policy is fixed)
+        # aiohttp enforces only the connect limit (the others are ours, see the module docstring).
+        connect = settings.connect_timeout
+        self._aiohttp_timeout = aiohttp.ClientTimeout(
+            total=None, connect=connect, sock_connect=connect, sock_read=None
+        )
 
     def _ensure_session(self) -> aiohttp.ClientSession:
         if self._closed:
@@ -102,10 +115,6 @@ class Transport:
             return None
         return self.observer.exchange(method, url, headers, body, stream=stream)
 
-    def _aiohttp_timeout(self) -> aiohttp.ClientTimeout:
-        limit = self.settings.connect_timeout
-        return aiohttp.ClientTimeout(total=None, connect=limit, sock_connect=limit, sock_read=None)
-
     async def _start(
         self,
         method: str,
@@ -114,19 +123,24 @@ class Transport:
         headers: Mapping[str, str],
         watch: ExchangeWatch | None,
     ) -> aiohttp.ClientResponse:
-        """Send the request and return the response once its headers are in."""
+        """Send the request and return the response once its headers are in.
+
+        Raises aiohttp's and the guard's exceptions as they are: the caller translates them.
+        """
         session = self._ensure_session()
-        with translated(url, self.settings):
+        if url != self._checked_url:  # a client calls one URL: checked once, not per call
             netguard.check_url(url, self.settings.policy)
-            response = await session.request(
-                method,
-                url,
-                data=_payload(body),
-                headers=CIMultiDict(headers),
-                allow_redirects=False,
-                timeout=self._aiohttp_timeout(),
-            )
-        logger.debug("%s %s -> HTTP %d", method, safe_url(url), response.status)
+            self._checked_url = url
+        response = await session.request(
+            method,
+            url,
+            data=_payload(body),
+            headers=headers,
+            allow_redirects=False,
+            timeout=self._aiohttp_timeout,
+        )
+        if logger.isEnabledFor(logging.DEBUG):
+            logger.debug("%s %s -> HTTP %d", method, safe_url(url), response.status)
         if watch is not None:
             watch.response(response.status, response.headers)
         if 300 <= response.status < 400 and response.status != 304:  # 304 is not a redirect
@@ -138,28 +152,27 @@ class Transport:
     async def _read_body(
         self,
         response: aiohttp.ClientResponse,
-        url: str,
         watch: ExchangeWatch | None,
+        deadline: _Deadline,
         peek: Peek | None = None,
     ) -> bytes:
         """Read the whole body, at most ``max_response_bytes``, each wait ``read_timeout``.
 
-        An oversized body is abandoned; ``peek`` gets its first bytes (at most 64 KiB) to name
-        the task it is about in the error.
+        Bytes already received are taken without a wait (and without arming a timer). An
+        oversized body is abandoned; ``peek`` gets its first bytes (at most 64 KiB) to name the
+        task it is about in the error.
         """
         limit = self.settings.max_response_bytes
         declared = response.content_length
         too_large = declared is not None and declared > limit
         cap = min(limit, _PEEK_BYTES) if too_large else limit
+        content = response.content
         buf = bytearray()
         while len(buf) <= cap:
-            try:
-                with translated(url, self.settings):
-                    async with asyncio.timeout(self.settings.read_timeout):
-                        chunk = await response.content.readany()
-            except TimeoutError as exc:
-                seconds = self.settings.read_timeout or 0.0
-                raise ReadTimeoutError("read_timeout", seconds, url) from exc
+            chunk = content.read_nowait()
+            if not chunk and not content.is_eof():
+                deadline.before_read()
+                chunk = await content.readany()
             if not chunk:
                 if too_large:  # shorter than declared: still refused, as declared
                     break
@@ -182,7 +195,7 @@ class Transport:
         total: tuple[str, float | None] | None = None,
         peek: Peek | None = None,
     ) -> RawResponse:
-        """Send one request and read its whole response.
+        """Send one request and read its whole response, under one timer.
 
         Args:
             method: ``"POST"`` or ``"GET"``.
@@ -199,19 +212,22 @@ class Transport:
             ClientError: A subclass for each transport failure, limit or redirect.
         """
         setting, seconds = total or ("total_timeout", self.settings.total_timeout)
+        deadline = _Deadline(setting, seconds, self.settings.read_timeout)
         watch = self._watch(method, url, headers, body, stream=False)
         with watching(watch):
             try:
-                async with asyncio.timeout(seconds):
+                async with deadline.timer:
                     response = await self._start(method, url, body, headers, watch)
                     try:
-                        data = await self._read_body(response, url, watch, peek)
+                        data = await self._read_body(response, watch, deadline, peek)
                     except BaseException:
                         response.close()
                         raise
                     response.release()
+            except FOREIGN as exc:  # before TimeoutError: aiohttp's timeouts are both
+                raise translate(exc, url, self.settings) from exc
             except TimeoutError as exc:
-                raise TotalTimeoutError(setting, seconds or 0.0, url) from exc
+                raise deadline.expired(url) from exc
         return RawResponse(
             response.status, response.reason or "", _content_type(response), response.headers, data
         )
@@ -236,25 +252,61 @@ class Transport:
         with watching(watch, open_ended=True):  # a stream's connection ends it
             try:
                 async with asyncio.timeout_at(min(until) if until else None):
-                    response = await self._start("POST", url, body, headers, watch)
+                    with translated(url, self.settings):
+                        response = await self._start("POST", url, body, headers, watch)
             except TimeoutError as exc:
                 if deadline is not None and min(until) == deadline:
                     raise TotalTimeoutError("stream_timeout", lifetime or 0.0, url) from exc
                 raise ReadTimeoutError("read_timeout", read or 0.0, url) from exc
         if response.status == 200 and response.content_type == SSE_MEDIA_TYPE:
             return StreamConnection(response, url, self.settings, watch, deadline=deadline)
+        rest = _Deadline("total_timeout", self.settings.total_timeout, read)
         with watching(watch):
             try:
-                async with asyncio.timeout(self.settings.total_timeout):
-                    data = await self._read_body(response, url, watch)
+                async with rest.timer:
+                    with translated(url, self.settings):
+                        data = await self._read_body(response, watch, rest)
             except TimeoutError as exc:
-                seconds = self.settings.total_timeout or 0.0
-                raise TotalTimeoutError("total_timeout", seconds, url) from exc
+                raise rest.expired(url) from exc
             finally:
                 response.close()
         return RawResponse(
             response.status, response.reason or "", _content_type(response), response.headers, data
         )
+
+
+class _Deadline:
+    """The one timer of an exchange: its total limit, drawn in to ``read_timeout`` for reads.
+
+    Once the answer started, the only waits are reads of the body; each is bounded by
+    ``read_timeout`` from its start, within the total.
+    """
+
+    __slots__ = ("_read", "_seconds", "_setting", "_total_at", "reading", "timer")
+
+    def __init__(self, setting: str, seconds: float | None, read: float | None) -> None:
+        self.timer = asyncio.timeout(seconds)
+        self._total_at = self.timer.when()
+        self._setting, self._seconds, self._read = setting, seconds, read
+        self.reading = False  # whether the timer is at the read limit
+
+    def before_read(self) -> None:
+        """Set the timer for one wait of a read: ``read_timeout`` from now, within the total."""
+        if self._read is None:
+            return
+        at = asyncio.get_running_loop().time() + self._read
+        if self._total_at is None or at < self._total_at:
+            self.timer.reschedule(at)
+            self.reading = True
+        elif self.reading:
+            self.timer.reschedule(self._total_at)
+            self.reading = False
+
+    def expired(self, url: str) -> ClientTimeoutError:
+        """The error of the limit that ran out."""
+        if self.reading:
+            return ReadTimeoutError("read_timeout", self._read or 0.0, url)
+        return TotalTimeoutError(self._setting, self._seconds or 0.0, url)
 
 
 def json_body(raw: RawResponse, url: str) -> object:

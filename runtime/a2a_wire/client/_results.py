@@ -45,8 +45,14 @@ def _stream_member(event: StreamResponse) -> tuple[str, Member] | None:
     return None
 
 
+_MEMBERS = (Task, Message, TaskStatusUpdateEvent, TaskArtifactUpdateEvent)
+
+
 def _missing(result: object) -> list[str]:
-    if isinstance(result, Task | Message | TaskStatusUpdateEvent | TaskArtifactUpdateEvent):
+    if isinstance(result, StreamResponse):  # first: one per stream event
+        found = _stream_member(result)
+        return [] if found is None else found[1].missing_fields(found[0] + ".")
+    if isinstance(result, _MEMBERS):
         return result.missing_fields()
     if isinstance(result, SendMessageResponse):
         if result.task is not None:
@@ -54,9 +60,6 @@ def _missing(result: object) -> list[str]:
         if result.message is not None:
             return result.message.missing_fields("message.")
         raise InvalidAgentResponseError("SendMessage result holds neither a task nor a message")
-    if isinstance(result, StreamResponse):
-        found = _stream_member(result)
-        return [] if found is None else found[1].missing_fields(found[0] + ".")
     missing: list[str] = []
     if isinstance(result, ListTasksResponse):
         for i, task in enumerate(result.tasks):
@@ -89,7 +92,7 @@ def _task_holders(task: Task) -> Iterator[Message | Artifact]:
 
 
 def _holders(result: object) -> Iterator[Message | Artifact]:
-    if isinstance(result, SendMessageResponse | StreamResponse):
+    if isinstance(result, (SendMessageResponse, StreamResponse)):
         if result.task is not None:
             yield from _task_holders(result.task)
         if result.message is not None:
@@ -122,6 +125,11 @@ def drop_unknown_parts(result: object) -> int:
     """
     dropped = 0
     for holder in _holders(result):
+        for part in holder.parts:
+            if part.which_content() is None:
+                break
+        else:
+            continue  # the usual case: every part of a known kind, nothing to copy
         known = [part for part in holder.parts if part.which_content() is not None]
         if len(known) != len(holder.parts):
             count = len(holder.parts) - len(known)

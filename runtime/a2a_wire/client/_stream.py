@@ -230,7 +230,7 @@ class EventStream:
         return self._conn
 
     async def _next(self) -> StreamResponse:
-        conn = await self._ensure_open()
+        conn = self._conn if self._conn is not None else await self._ensure_open()
         while True:
             while self._pending:
                 event = self._decode(self._pending.popleft())
