@@ -29,11 +29,17 @@ TERMINAL = [
 ]
 
 
-@pytest.fixture
-def con() -> Iterator[sqlite3.Connection]:
+def _fresh() -> sqlite3.Connection:
+    """A database in memory with the store's schema."""
     db = sqlite3.connect(":memory:", isolation_level=None)
     for statement in SCHEMA:
         db.execute(statement)
+    return db
+
+
+@pytest.fixture
+def con() -> Iterator[sqlite3.Connection]:
+    db = _fresh()
     yield db
     db.close()
 
@@ -76,9 +82,7 @@ def _live_lanes(con: sqlite3.Connection, backlog: int) -> tuple[int, list[tuple[
 def test_lanes_after_a_number_cost_the_same_behind_a_backlog_a_hundred_times_larger() -> None:
     counts = []
     for backlog in (50, 5_000):
-        db = sqlite3.connect(":memory:", isolation_level=None)
-        for statement in SCHEMA:
-            db.execute(statement)
+        db = _fresh()
         count, lanes = _live_lanes(db, backlog)
         assert lanes == [("live-0", "c", backlog + 1)]  # only the lane that gained a row
         counts.append(count)
@@ -112,9 +116,7 @@ def test_expired_tasks_come_oldest_first_across_states_then_by_id(con: sqlite3.C
 def test_a_batch_of_expired_tasks_costs_the_same_among_a_hundred_times_more() -> None:
     counts = []
     for n in (100, 10_000):
-        db = sqlite3.connect(":memory:", isolation_level=None)
-        for statement in SCHEMA:
-            db.execute(statement)
+        db = _fresh()
         _finished(db, n)
         count, found = steps(db, partial(tasks_in_states, db, TERMINAL, before=1e9, limit=20))
         assert found == [f"t{i:06d}" for i in range(20)]
