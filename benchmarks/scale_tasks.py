@@ -79,7 +79,9 @@ class Figures:
     errors: int = 0
 
     def ratio(self, name: str, small: float, large: float, unit: str) -> None:
-        self.lines.append((name, small, large, large / small if small else float("nan"), unit))
+        ratio = large / small if small else float("nan")
+        self.lines.append((name, small, large, ratio, unit))
+        print(f"  {name}: {small:,.3f} against {large:,.3f} {unit}, {ratio:.2f}x", flush=True)
 
 
 def p99(values: list[float]) -> float:
