@@ -30,13 +30,26 @@ _COLUMNS = (
 
 
 _CLAIM = f"""
-WITH now AS (SELECT {NOW.replace("{n}", "2")} AS t), picked AS (
+WITH RECURSIVE now AS (SELECT {NOW.replace("{n}", "2")} AS t), fresh AS (
+  (SELECT o.task_id, o.config_id, o.seq FROM {{s}}.push_outbox o
+  WHERE o.attempts = 0 AND NOT o.failed ORDER BY o.task_id, o.config_id, o.seq LIMIT 1)
+  UNION ALL
+  SELECT n.task_id, n.config_id, n.seq FROM fresh f, LATERAL (
+    SELECT o.task_id, o.config_id, o.seq FROM {{s}}.push_outbox o
+    WHERE o.attempts = 0 AND NOT o.failed AND (o.task_id, o.config_id) > (f.task_id, f.config_id)
+    ORDER BY o.task_id, o.config_id, o.seq LIMIT 1) n
+), candidates AS (
+  SELECT seq FROM fresh
+  UNION SELECT o.seq FROM {{s}}.push_outbox o, now
+  WHERE o.attempts > 0 AND NOT o.failed AND o.next_attempt_at <= now.t
+), picked AS (
   SELECT o.seq FROM {{s}}.push_outbox o, now
-  WHERE NOT o.failed AND o.next_attempt_at <= now.t
+  WHERE o.seq = ANY(ARRAY(SELECT seq FROM candidates)) AND NOT o.failed AND o.next_attempt_at <= now.t
   AND (o.claimed_by IS NULL OR o.claim_until < now.t
     OR (o.claimed_by = $1 AND NOT o.seq = ANY(COALESCE($5::bigint[], ARRAY[o.seq]))))
-  AND NOT EXISTS (SELECT 1 FROM {{s}}.push_outbox e WHERE e.task_id = o.task_id
-    AND e.config_id = o.config_id AND NOT e.failed AND e.seq < o.seq)
+  AND o.seq = (SELECT e.seq FROM {{s}}.push_outbox e
+    WHERE (e.task_id, e.config_id) >= (o.task_id, o.config_id) AND NOT e.failed
+    ORDER BY e.task_id, e.config_id, e.seq LIMIT 1)
   AND EXISTS (SELECT 1 FROM {{s}}.push_configs c WHERE c.task_id = o.task_id AND c.id = o.config_id)
   ORDER BY o.seq LIMIT $3 FOR UPDATE OF o SKIP LOCKED
 ), claimed AS (
@@ -47,6 +60,13 @@ WITH now AS (SELECT {NOW.replace("{n}", "2")} AS t), picked AS (
 SELECT {_COLUMNS} FROM claimed o
 JOIN {{s}}.push_configs c ON c.task_id = o.task_id AND c.id = o.config_id ORDER BY o.seq
 """
+"""Claim due lane heads (see "Claims"). The candidates are found without walking the rows that
+wait behind a head: the first never-attempted row of each lane that has one (one index descent
+per lane, ``fresh``), and the attempted rows due now (``push_outbox_retried``); every candidate
+is then read by its number (an array, so that the planner cannot choose to scan the table
+for a join) and claimed only if it is its lane's first row not given up: the first row at or
+after the lane in the lane index's order (asked by lane and number, the planner may walk the
+numbers instead, every row below the candidate's)."""
 
 _MINE = "(claimed_by IS NULL OR claimed_by = $2)"
 """A row this process may record an attempt on: unclaimed, or claimed by it."""

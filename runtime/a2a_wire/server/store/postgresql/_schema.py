@@ -116,6 +116,15 @@ MIGRATIONS: dict[int, tuple[str, ...]] = {
         " replied_at double precision NOT NULL)",
         "CREATE INDEX cancel_replies_by_asker ON {s}.cancel_replies (asker)",
     ),
+    4: (
+        # The claim's two ways to the due lane heads (store.postgresql._push): a row never
+        # attempted is its lane's head only if it is the lane's first such row; a row attempted
+        # and not given up is a head, due at next_attempt_at.
+        "CREATE INDEX push_outbox_fresh ON {s}.push_outbox (task_id, config_id, seq)"
+        " WHERE attempts = 0 AND NOT failed",
+        "CREATE INDEX push_outbox_retried ON {s}.push_outbox (next_attempt_at)"
+        " WHERE attempts > 0 AND NOT failed",
+    ),
 }
 """Statements that bring the layout from the version before each key to that version."""
 

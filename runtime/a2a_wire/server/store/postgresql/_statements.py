@@ -183,13 +183,16 @@ class Statements:
             "last_seq": "SELECT last_seq FROM {s}.tasks WHERE id = $1 AND NOT deleted",
             "count": "SELECT count(*) FROM {s}.tasks t",
             # A lease on a task that is not running (a follow-up resuming an interrupted
-            # task, on any process) makes it busy for every process's sweeper.
-            "expired": "SELECT id FROM {s}.tasks t WHERE state = ANY($1::text[])"
-            " AND changed_at < $2 AND NOT deleted AND (NOT $4 OR first_seq <= last_seq)"
-            " AND (state IN ('TASK_STATE_SUBMITTED', 'TASK_STATE_WORKING') OR NOT EXISTS"
+            # task, on any process) makes it busy for every process's sweeper. One index walk
+            # per state, each stopping at the limit, merged: a filter on all the states at
+            # once would sort every match (all the finished tasks) before the limit.
+            "expired": "SELECT x.id FROM unnest($1::text[]) AS k(state), LATERAL"
+            " (SELECT t.id, t.changed_at FROM {s}.tasks t WHERE t.state = k.state"
+            " AND t.changed_at < $2 AND NOT t.deleted AND (NOT $4 OR t.first_seq <= t.last_seq)"
+            " AND (t.state IN ('TASK_STATE_SUBMITTED', 'TASK_STATE_WORKING') OR NOT EXISTS"
             " (SELECT 1 FROM {s}.task_leases l"
             " WHERE l.task_id = t.id AND l.expires_at > '-infinity'))"
-            " ORDER BY changed_at, id LIMIT $3",
+            " ORDER BY t.changed_at, t.id LIMIT $3) x ORDER BY x.changed_at, x.id LIMIT $3",
             # Readiness: one primary-key read of each table a request needs, for a key no
             # row has, so a table another session locked makes the ping wait (and fail).
             "ping": "SELECT (SELECT 1 FROM {s}.tasks WHERE id = '')"

@@ -24,7 +24,7 @@ from a2a_wire.server.store.sqlite._faults import SQLiteFaults
 from a2a_wire.server.store.sqlite._group import WriteGroup
 from a2a_wire.types import TaskPushNotificationConfig
 
-__all__ = ["PUSH_SCHEMA", "SQLitePushStore", "enqueue", "put_configs"]
+__all__ = ["PUSH_SCHEMA", "SQLitePushStore", "enqueue", "lanes_after", "put_configs"]
 
 T = TypeVar("T")
 
@@ -75,9 +75,11 @@ _FAILED = (
     " WHERE o.task_id = ? AND o.failed = 1 ORDER BY o.seq"
 )
 _LANES = (
-    "SELECT task_id, config_id, MAX(seq) FROM push_outbox WHERE seq > ? AND failed = 0"
-    " GROUP BY task_id, config_id"
+    "SELECT task_id, config_id, MAX(seq) FROM push_outbox NOT INDEXED"
+    " WHERE seq > ? AND failed = 0 GROUP BY task_id, config_id"
 )
+"""Lanes with rows above a number. ``NOT INDEXED`` keeps SQLite on the number's range: left to
+choose, it walks the whole lane index for the GROUP BY, every row a dead webhook left waiting."""
 
 
 def enqueue(con: sqlite3.Connection, task_id: str, body: bytes) -> int:
@@ -87,6 +89,11 @@ def enqueue(con: sqlite3.Connection, task_id: str, body: bytes) -> int:
         The number of rows added.
     """
     return len(con.execute(_ENQUEUE, (body, time.time(), task_id)).fetchall())
+
+
+def lanes_after(con: sqlite3.Connection, after_seq: int) -> builtins.list[tuple[str, str, int]]:
+    """``(task_id, config_id, highest number)`` of each lane with rows above ``after_seq``."""
+    return con.execute(_LANES, (after_seq,)).fetchall()
 
 
 def put_configs(con: sqlite3.Connection, configs: Sequence[TaskPushNotificationConfig]) -> None:
@@ -203,7 +210,7 @@ class SQLitePushStore(PushStore):
 
     async def pending_lanes(self, after_seq: int) -> tuple[builtins.list[LaneKey], int]:
         """Lanes with rows above ``after_seq``."""
-        rows = await self._run(lambda con: con.execute(_LANES, (after_seq,)).fetchall())
+        rows = await self._run(lambda con: lanes_after(con, after_seq))
         lanes = [(task_id, config_id) for task_id, config_id, _ in rows]
         return lanes, max([after_seq, *(row[2] for row in rows)])
 

@@ -254,12 +254,15 @@ def tasks_in_states(
     """
     if not states:
         return []
-    sql = f"SELECT id FROM tasks WHERE state IN ({', '.join('?' * len(states))})"
-    sql += " AND changed_at < ?"
+    # One index walk per state, each stopping at ``limit``, merged: an IN over the states would
+    # sort every match (all the finished tasks) before the limit, on each call of a sweep.
+    one = "SELECT id, changed_at FROM tasks WHERE state = ? AND changed_at < ?"
     if logged:
-        sql += " AND EXISTS (SELECT 1 FROM task_events WHERE task_ref = tasks.ref)"
-    sql += " ORDER BY changed_at, id LIMIT ?"
-    return [row[0] for row in _all(db, sql, [*states, before, limit])]
+        one += " AND EXISTS (SELECT 1 FROM task_events WHERE task_ref = tasks.ref)"
+    one = f"SELECT * FROM ({one} ORDER BY changed_at, id LIMIT ?)"
+    sql = " UNION ALL ".join([one] * len(states)) + " ORDER BY 2, 1 LIMIT ?"
+    params = [value for state in states for value in (state, before, limit)]
+    return [row[0] for row in _all(db, sql, [*params, limit])]
 
 
 def delete_rows(db: sqlite3.Connection, task_id: str) -> bool:
