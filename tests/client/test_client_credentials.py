@@ -264,8 +264,9 @@ async def test_secret_never_in_logs_reprs_or_errors(
         "file": FileCredentials(tmp_path / "token"),
     }[source]
     agent.on("GetTask", failing_handlers(agent)[failure])
-    # Only the stalling agent is meant to reach the timeout; the others answer at once.
-    total = 0.2 if failure == "stall" else 60.0
+    # Only the stalling agent is meant to reach the timeout; the others answer at once. It is
+    # long enough for the request to be sent first on a busy machine (the header is checked).
+    total = 2.0 if failure == "stall" else 60.0
     settings = ClientSettings(allow=["127.0.0.1"], total_timeout=total)
     async with A2AClient(agent.url, settings=settings, credentials=provider) as client:
         with pytest.raises(A2AError) as caught:
