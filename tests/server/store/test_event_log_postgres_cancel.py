@@ -259,6 +259,7 @@ async def test_upgrading_a_version_2_schema_keeps_waiting_requests_without_an_as
     s = postgres_schema
     await admin.execute(
         f"DROP TABLE {s}.cancel_replies; DROP INDEX {s}.cancel_requests_by_task;"
+        f" DROP INDEX {s}.push_outbox_fresh, {s}.push_outbox_retried;"  # version 4's
         f" ALTER TABLE {s}.cancel_requests DROP CONSTRAINT cancel_requests_pkey,"
         " DROP COLUMN id, DROP COLUMN asker, DROP COLUMN metadata, ADD PRIMARY KEY (task_id);"
         f" UPDATE {s}.task_leases SET expires_at = 'infinity';"  # still held, as by a live v2 process

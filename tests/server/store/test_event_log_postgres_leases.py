@@ -270,7 +270,7 @@ async def test_upgrading_a_version_1_schema_fails_its_running_tasks_once(
     await admin.execute(
         f"DROP TABLE {s}.processes, {s}.task_leases, {s}.cancel_requests, {s}.cancel_replies;"
         f" ALTER TABLE {s}.push_outbox DROP COLUMN claimed_by, DROP COLUMN claim_until;"
-        f" DROP INDEX {s}.push_outbox_pending;"
+        f" DROP INDEX {s}.push_outbox_pending, {s}.push_outbox_fresh, {s}.push_outbox_retried;"
         f" UPDATE {s}.schema_version SET version = 1"
     )
     upgraded = PostgresTaskStore(postgres_dsn, schema=s, heartbeat_seconds=None)
