@@ -132,9 +132,11 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     on one worker, one after the other. A module with a fixture of module scope (a cluster, a built wheel, a benchmark run, a
     browser) is a group of its own unless it names one, so that the fixture is made once and
     never beside itself. Then the ``slow`` tests, and every group holding one, go first (in
-    their order), then the other groups, the largest first: a group runs on one worker, and
-    started last it would keep that worker busy after the others are done (the inspector's
-    browser tests take about a minute of one worker in ``make test``).
+    their order). Without the slow tests (``make test``) the other groups come next, the largest
+    first: a group runs on one worker, and started last it would keep that worker busy after
+    the others are done (the inspector's browser tests take about a minute of one worker). With
+    them (CI) the groups keep their place, so that the heavy suites, which measure how long
+    requests are held during database faults, do not share the machine with the browser.
     ``tryfirst``: pytest-xdist reads the groups in its own hook. Outside CI the ``slow`` tests
     are deselected (one summary line says how to run them).
     """
@@ -149,12 +151,15 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     slow = {id(item) for item in items if item.get_closest_marker("slow") is not None}
     first = {_group(item) for item in items if id(item) in slow} - {None}
     sizes = collections.Counter(_group(item) for item in items)
+    grouped_first = not _run_slow()  # in CI the heavy suites' latency bounds want no browser beside
 
     def rank(item: pytest.Item) -> tuple[int, int]:
         group = _group(item)
         if id(item) in slow or group in first:
             return (0, 0)
-        return (1, -sizes[group]) if group is not None else (2, 0)
+        if grouped_first and group is not None:
+            return (1, -sizes[group])
+        return (2, 0)
 
     items.sort(key=rank)
 
