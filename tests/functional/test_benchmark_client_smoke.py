@@ -11,7 +11,9 @@ from pathlib import Path
 
 import pytest
 
-pytestmark = pytest.mark.slow
+# Pinned processes and busy loops: in the "heavy" group, so that the database-fault suites,
+# which bound how long requests are held, never run beside it (tests/conftest.py).
+pytestmark = [pytest.mark.slow, pytest.mark.xdist_group("heavy")]
 
 ROOT = Path(__file__).resolve().parents[2]
 BENCHMARK = ROOT / "benchmarks" / "client.py"
