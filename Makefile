@@ -87,8 +87,14 @@ check: lint typecheck check-generated
 # subprocess or the database); the whole suite 320 s on 4, 1022 s in one process.
 # `make test TEST_WORKERS=0` runs them in one process. A run that collects no test fails (exit 5).
 TEST_WORKERS ?= 4
+# Tests marked `alone` (the database-fault suite: it bounds how long requests are held during a
+# fault) run after the others, in one process with nothing beside it; all are slow tests, so
+# only when those run (CI, or A2A_WIRE_SLOW_TESTS=1).
 test: install proto check
-	$(BIN)/pytest -q -p no:cacheprovider -n $(TEST_WORKERS)
+	$(BIN)/pytest -q -p no:cacheprovider -n $(TEST_WORKERS) -m "not alone"
+	@if [ -n "$${CI:-}$${A2A_WIRE_SLOW_TESTS:-}" ]; then \
+	  echo "$(BIN)/pytest -q -p no:cacheprovider -m alone"; \
+	  $(BIN)/pytest -q -p no:cacheprovider -m alone; fi
 
 # Refresh docs/inspector.png from a real run of the inspector's browser test (needs Debian's
 # chromium, see docs/inspector.md). A plain test run never writes a tracked file.

@@ -128,8 +128,9 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     """Groups and order for ``-n`` (``make test``; ``--dist loadgroup`` in pyproject.toml).
 
     The suites that load the machine and measure latencies under faults name the group
-    ``heavy`` (the database fault suite, the scale-out soak, the store's fault tests): they run
-    on one worker, one after the other. A module with a fixture of module scope (a cluster, a built wheel, a benchmark run, a
+    ``heavy`` (the scale-out soak, the store's fault tests, the benchmark smokes with pinned
+    processes): they run on one worker, one after the other; the database fault suite is marked
+    ``alone`` and runs after all of them, by itself (the Makefile's ``test``). A module with a fixture of module scope (a cluster, a built wheel, a benchmark run, a
     browser) is a group of its own unless it names one, so that the fixture is made once and
     never beside itself. Then the ``slow`` tests, and every group holding one, go first (in
     their order). Without the slow tests (``make test``) the other groups come next, the largest

@@ -74,7 +74,9 @@ cancel_grace_seconds = {CANCEL_GRACE_SECONDS}
 """
 
 # With -n, on the worker of the other suites that load the machine (tests/conftest.py).
-pytestmark = [pytest.mark.slow, pytest.mark.timeout(600), pytest.mark.xdist_group("heavy")]
+# alone: it bounds how long requests are held during a fault, so it runs after the parallel run,
+# by itself (the Makefile's test target), never beside other tests' load.
+pytestmark = [pytest.mark.slow, pytest.mark.alone, pytest.mark.timeout(600)]
 
 
 async def _restart(pg: PostgresCluster, proxies: list[FaultProxy]) -> None:
