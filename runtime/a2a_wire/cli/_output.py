@@ -15,7 +15,7 @@ import re
 import shlex
 import sys
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from typing import Any
 
 from rich.console import Console, Group, RenderableType
@@ -283,8 +283,7 @@ class Printer:
                     "line": str(notice),
                 }
             }
-            sys.stderr.write(codec.dumps(line).decode() + "\n")
-            sys.stderr.flush()
+            _stderr_json(line)
             return
         self.err.print(Text(state_names_in(clean(str(notice)))), soft_wrap=True)
 
@@ -423,8 +422,7 @@ class Printer:
                     "following": True,
                 }
             }
-            sys.stderr.write(codec.dumps(line).decode() + "\n")
-            sys.stderr.flush()
+            _stderr_json(line)
             return
         note = f"{_NEEDS[status.state]}; still following (Ctrl-C stops); answer with: {command}"
         self.err.print(Text(note), soft_wrap=True)
@@ -450,10 +448,15 @@ class Printer:
                     "answer": command,
                 }
             }
-            sys.stderr.write(codec.dumps(line).decode() + "\n")
-            sys.stderr.flush()
+            _stderr_json(line)
             return
         what = _NEEDS[status.state]
         asks = f": {question}" if question else ""
         self.err.print(Text(f"{what}{asks}"), soft_wrap=True)
         self.err.print(Text(f"task {task_id}; answer with: {command}"), soft_wrap=True)
+
+
+def _stderr_json(line: Mapping[str, object]) -> None:
+    """Write ``line`` as one JSON object on its own line of stderr (``--json``'s notices)."""
+    sys.stderr.write(codec.dumps(line).decode() + "\n")
+    sys.stderr.flush()
